@@ -1,0 +1,1 @@
+"""The agent: LLM backends, prompts, the synthesis loop and the offline synthesizer."""

@@ -1,0 +1,1 @@
+"""Tasks: loader, the npukernelbench suite, reference-time model, evaluation, runner, reports."""

@@ -1,0 +1,68 @@
+"""User settings: defaults < sage.toml (project dir) or ~/.sage/config.toml < SAGE_* env vars < CLI flags.
+
+No secret is ever stored here in a file we write: the OpenAI key is read from the
+environment (OPENAI_API_KEY) by the backend, never persisted.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+SAGE_HOME = Path.home() / ".sage"
+DEFAULT_MEMORY_URL = f"sqlite:///{SAGE_HOME / 'memory.db'}"
+
+
+def _config_files() -> list[Path]:
+    """Later files win: the user's file, then the project's sage.toml."""
+    return [p for p in (SAGE_HOME / "config.toml", Path.cwd() / "sage.toml") if p.is_file()]
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for path in _config_files():
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
+            merged.update(data.get("sage", data))
+        return merged
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SAGE_", extra="ignore")
+
+    preset: str = Field("ascend910b2", description="hardware preset name or path to a preset TOML")
+    memory_url: str = Field(DEFAULT_MEMORY_URL, description="SQLAlchemy URL of the experience memory")
+    memory_mode: str = Field("sage", description="none | uniform | atu | sage")
+    model: str | None = Field(None, description="LLM model name; unset means the offline synthesizer")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint (else OPENAI_BASE_URL)")
+    temperature: float = 0.2
+    max_tokens: int = 4096
+    llm_timeout_s: float = 120.0
+    llm_retries: int = 4
+    iterations: int = 4
+    seed: int = 0
+    runs_dir: Path = Path("runs")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlSource(settings_cls))
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings with CLI-flag overrides applied (None means "flag not given")."""
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})

@@ -1,0 +1,1 @@
+"""Experience memory: SQLAlchemy store, retrieval, adoption-traced utility (ATU), utility-gated consolidation (UGC)."""
