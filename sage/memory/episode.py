@@ -1,0 +1,226 @@
+"""One synthesis of one operator, as the memory sees it.
+
+An Episode only reads the database until finish(): retrievals, attempts, adoption
+declarations and new experiences are buffered in the object. finish() writes all of it,
+the credit and the consolidation in ONE write transaction, so a process killed at any
+point leaves either the whole episode or none of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from sage.memory import retrieval
+from sage.memory.consolidation import consolidate, prepare_rule_texts
+from sage.memory.credit import CreditTargets, atu_step, credit_targets
+from sage.memory.engine import read_session, run_write
+from sage.memory.errors import EpisodeClosedError, UnknownItemError
+from sage.memory.extraction import Draft, store_experience
+from sage.memory.ids import exp_id, parse_id, rule_id
+from sage.memory.models import AdoptionResult, EpisodeReport, ExperienceView, Mode, Outcome, RuleView
+from sage.memory.reward import episode_reward
+from sage.memory.schema import Adoption, Attempt, Experience, Retrieval, Rule, utcnow
+from sage.memory.schema import Episode as EpisodeRow
+from sage.memory.views import experience_view
+
+if TYPE_CHECKING:
+    from sage.memory.store import Memory
+
+
+@dataclass(frozen=True)
+class _Shown:
+    query_index: int
+    experience: int
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True)
+class _Declared:
+    kind: str
+    number: int
+    attempt: int
+    reason: str
+
+
+class Episode:
+    def __init__(self, memory: Memory, *, task: str, op_tags: list[str], model: str, mode: Mode, seed: int,
+                 rules: list[RuleView]) -> None:
+        self._memory = memory
+        self.task, self.op_tags, self.model, self.mode, self.seed = task, list(op_tags), model, mode, seed
+        self._rules = rules
+        self._started_at = utcnow()
+        self._shown: list[_Shown] = []
+        self._queries = 0
+        self._attempts: list[dict[str, Any]] = []
+        self._declared: list[_Declared] = []
+        self._rejected: list[str] = []
+        self._drafts: list[Draft] = []
+        self._closed = False
+
+    @property
+    def rules(self) -> list[RuleView]:
+        """The resident rules shown to the agent in this episode (sage mode only)."""
+        return list(self._rules)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EpisodeClosedError("this episode is finished; start a new one")
+
+    def retrieve(self, query: str, tags: list[str], k: int | None = None) -> list[ExperienceView]:
+        """The top-k experiences for this query (none in mode `none`); ids are "E<n>"."""
+        self._check_open()
+        config = self._memory.config
+        if self.mode == "none":
+            return []
+        k = config.k if k is None else k
+        # Consolidated experiences live on as resident rules, which only sage mode shows.
+        hidden = ("retired", "consolidated") if self.mode == "sage" else ("retired",)
+        with read_session(self._memory.engine) as session:
+            rows = {r.id: r for r in session.scalars(select(Experience).where(Experience.status.not_in(hidden)))}
+        pool = [retrieval.Candidate(r.id, r.title, r.advice, list(r.tags), r.utility, r.retrieved) for r in rows.values()]
+        ranked = retrieval.rank(pool, query, tags, k=k, seed=self.seed, config=config)
+        views = []
+        for position, item in enumerate(ranked, start=1):
+            self._shown.append(_Shown(self._queries, item.id, position, item.score))
+            views.append(experience_view(rows[item.id], score=item.score, rank=position))
+        self._queries += 1
+        return views
+
+    def record_attempt(self, *, source: str, status: str, error_type: str | None = None,
+                       error_message: str | None = None, cycles: int | None = None, speedup: float | None = None,
+                       roofline_fraction: float | None = None) -> int:
+        """Log one kernel the agent tried; returns its 1-based attempt number."""
+        self._check_open()
+        self._attempts.append(dict(number=len(self._attempts) + 1, source=source, status=status,
+                                   error_type=error_type, error_message=error_message, cycles=cycles,
+                                   speedup=speedup, roofline_fraction=roofline_fraction))
+        return len(self._attempts)
+
+    def declare_adopted(self, ids: list[str], *, attempt: int, reason: str = "") -> AdoptionResult:
+        """Record which shown items the agent used; ids it was never shown here are rejected, not credited."""
+        self._check_open()
+        if attempt < 1:
+            raise ValueError(f"attempt numbers start at 1 (as record_attempt returns them), got {attempt}")
+        shown_experiences = {s.experience for s in self._shown}
+        shown_rules = {int(r.id[1:]) for r in self._rules}
+        accepted, rejected = [], []
+        for raw in ids:
+            try:
+                kind, number = parse_id(raw)
+            except UnknownItemError:
+                rejected.append(str(raw))
+                continue
+            visible = shown_experiences if kind == "experience" else shown_rules
+            name = exp_id(number) if kind == "experience" else rule_id(number)
+            if number not in visible:
+                rejected.append(name)
+                continue
+            if name in accepted:
+                continue
+            accepted.append(name)
+            if not any((d.kind, d.number, d.attempt) == (kind, number, attempt) for d in self._declared):
+                self._declared.append(_Declared(kind, number, attempt, reason))
+        self._rejected += [r for r in rejected if r not in self._rejected]
+        return AdoptionResult(accepted=accepted, rejected=rejected)
+
+    def add_experience(self, *, title: str, advice: str, tags: list[str], hints: dict[str, Any]) -> None:
+        """Queue a distilled experience; finish() stores it, or merges it into a near-copy. Ignored in mode `none`."""
+        self._check_open()
+        if not title.strip() or not advice.strip():
+            raise ValueError("an experience needs a title and advice")
+        if self.mode != "none":
+            self._drafts.append(Draft(title.strip(), advice.strip(), list(tags), dict(hints)))
+
+    def finish(self, outcome: Outcome) -> EpisodeReport:
+        """Write the episode, its credit, extraction and consolidation in one transaction."""
+        self._check_open()
+        reward = episode_reward(executed=outcome.executed, correct=outcome.correct, speedup=outcome.speedup)
+        texts: dict[int, str] = {}
+        if self.mode == "sage":
+            texts = prepare_rule_texts(self._memory.engine, self._memory.config, self._memory.abstractor,
+                                       reward=reward, credited=self._targets().experiences,
+                                       adopted=self._adopted("experience"), task=self.task)
+        report = run_write(self._memory.engine, lambda session: self._write(session, outcome, reward, texts))
+        self._closed = True
+        return report
+
+    def _adopted(self, kind: str) -> set[int]:
+        return {d.number for d in self._declared if d.kind == kind}
+
+    def _targets(self) -> CreditTargets:
+        return credit_targets(self.mode, retrieved={s.experience for s in self._shown},
+                              adopted_experiences=self._adopted("experience"), adopted_rules=self._adopted("rule"))
+
+    def _write(self, session: Session, outcome: Outcome, reward: float, texts: dict[int, str]) -> EpisodeReport:
+        config = self._memory.config
+        episode = EpisodeRow(task=self.task, op_tags=self.op_tags, model=self.model, mode=self.mode, seed=self.seed,
+                             executed=outcome.executed, correct=outcome.correct, speedup=outcome.speedup,
+                             cycles=outcome.cycles, roofline_fraction=outcome.roofline_fraction, reward=reward,
+                             iterations=outcome.iterations, tokens=outcome.tokens, time_s=outcome.time_s,
+                             started_at=self._started_at, finished_at=utcnow())
+        session.add(episode)
+        session.flush()
+        session.add_all(Attempt(episode_id=episode.id, **a) for a in self._attempts)
+
+        retrieved = {s.experience for s in self._shown}
+        adopted_exps, adopted_rules = self._adopted("experience"), self._adopted("rule")
+        shown_rules = {int(r.id[1:]) for r in self._rules}
+        # Row locks for the read-modify-write below (PostgreSQL; SQLite holds the database lock already).
+        exps = {e.id: e for e in session.scalars(
+            select(Experience).where(Experience.id.in_(retrieved | adopted_exps)).order_by(Experience.id).with_for_update())}
+        rules = {r.id: r for r in session.scalars(
+            select(Rule).where(Rule.id.in_(shown_rules | adopted_rules)).order_by(Rule.id).with_for_update())}
+        stale = sorted({exp_id(i) for i in (retrieved | adopted_exps) - exps.keys()}
+                       | {rule_id(i) for i in (shown_rules | adopted_rules) - rules.keys()})
+
+        now = utcnow()
+        for row in exps.values():
+            row.retrieved += int(row.id in retrieved)
+            row.adopted += int(row.id in adopted_exps)
+            row.adopted_succeeded += int(row.id in adopted_exps and outcome.correct)
+            row.updated_at = now
+        for row in rules.values():
+            row.shown += int(row.id in shown_rules)
+            row.adopted += int(row.id in adopted_rules)
+            row.adopted_succeeded += int(row.id in adopted_rules and outcome.correct)
+            row.updated_at = now
+        credited: dict[str, tuple[float, float]] = {}
+        targets = self._targets()
+        for key, row in [(exp_id(i), exps[i]) for i in sorted(targets.experiences & exps.keys())] + \
+                        [(rule_id(i), rules[i]) for i in sorted(targets.rules & rules.keys())]:
+            before = row.utility
+            row.utility = atu_step(before, reward, config.alpha)
+            credited[key] = (before, row.utility)
+
+        session.add_all(_retrieval_row(episode.id, s) for s in self._shown if s.experience in exps)
+        session.add_all(
+            Adoption(episode_id=episode.id, attempt=d.attempt, reason=d.reason,
+                     experience_id=d.number if d.kind == "experience" else None,
+                     rule_id=d.number if d.kind == "rule" else None)
+            for d in self._declared if d.number in (exps if d.kind == "experience" else rules)
+        )
+        new, merged = [], []
+        for draft in self._drafts:
+            row, is_new = store_experience(session, draft, origin=self.task, threshold=config.dedupe_overlap)
+            (new if is_new else merged).append(exp_id(row.id))
+        session.flush()
+
+        report = EpisodeReport(episode_id=episode.id, mode=self.mode, reward=reward, credited=credited,
+                               rejected=list(self._rejected), stale=stale, new_experiences=new,
+                               merged_experiences=list(dict.fromkeys(merged)))
+        if self.mode == "sage":
+            ugc = consolidate(session, config, self._memory.abstractor, texts)
+            report.promoted = {exp_id(e): rule_id(r) for e, r in ugc.promoted.items()}
+            report.demoted = [rule_id(r) for r in ugc.demoted]
+            report.retired = [exp_id(e) for e in ugc.retired]
+        return report
+
+
+def _retrieval_row(episode_id: int, shown: _Shown) -> Retrieval:
+    return Retrieval(episode_id=episode_id, experience_id=shown.experience, query_index=shown.query_index,
+                     rank=shown.rank, score=shown.score)

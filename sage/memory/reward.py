@@ -1,0 +1,29 @@
+"""The episode reward r ∈ [−1, 1].
+
+- the kernel never executed (every attempt raised):      −1
+- it executed but no attempt was correct:                  −0.5
+- correct, speedup s:  tanh(log2 s) for s ≥ 1, and 0.5·tanh(log2 s) for s < 1
+
+The correct branch is monotone in s and 0 at s = 1 (as fast as the vendor's eager
+kernels). Halving the slope below 1 keeps every correct kernel (r > −0.5) above every
+wrong one, however slow it is: a slow correct kernel is still worth more than a fast
+wrong one. tanh saturates, so one 50× outlier cannot dominate the running averages.
+"""
+
+from __future__ import annotations
+
+import math
+
+NOT_EXECUTED = -1.0
+WRONG = -0.5
+
+
+def episode_reward(*, executed: bool, correct: bool, speedup: float | None) -> float:
+    if not executed:
+        return NOT_EXECUTED
+    if not correct:
+        return WRONG
+    if speedup is None or not math.isfinite(speedup) or speedup <= 0:
+        raise ValueError(f"a correct outcome needs a positive finite speedup, got {speedup!r}")
+    value = math.tanh(math.log2(speedup))
+    return value if speedup >= 1.0 else 0.5 * value

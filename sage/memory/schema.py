@@ -1,0 +1,132 @@
+"""The tables (SQLAlchemy 2.0 typed ORM).
+
+A fresh database is created from these classes at SCHEMA_VERSION; migrations.py brings an
+older database up to the same shape. Datetimes are naive UTC on every backend so that an
+export round-trips exactly.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, CheckConstraint, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+SCHEMA_VERSION = 2
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[str]: JSON, list[int]: JSON, datetime: DateTime()}
+
+
+class SchemaVersion(Base):
+    __tablename__ = "schema_version"
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    applied_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Experience(Base):
+    __tablename__ = "experience"
+    __table_args__ = (CheckConstraint("status IN ('active', 'consolidated', 'retired')", name="experience_status"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(String(300))
+    advice: Mapped[str] = mapped_column(Text)
+    tags: Mapped[list[str]] = mapped_column(default=list)
+    origin_operator: Mapped[str | None] = mapped_column(String(200))
+    hints: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    utility: Mapped[float] = mapped_column(Float, default=0.0)
+    retrieved: Mapped[int] = mapped_column(default=0)
+    adopted: Mapped[int] = mapped_column(default=0)
+    adopted_succeeded: Mapped[int] = mapped_column(default=0)
+    status: Mapped[str] = mapped_column(String(20), default="active", index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Rule(Base):
+    __tablename__ = "rule"
+    __table_args__ = (CheckConstraint("status IN ('resident', 'demoted')", name="rule_status"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+    sources: Mapped[list[int]] = mapped_column(default=list)  # experience ids it abstracts
+    utility: Mapped[float] = mapped_column(Float, default=0.0)
+    shown: Mapped[int] = mapped_column(default=0)  # episodes it was resident in
+    adopted: Mapped[int] = mapped_column(default=0)
+    adopted_succeeded: Mapped[int] = mapped_column(default=0)
+    tokens: Mapped[int] = mapped_column(default=0)
+    status: Mapped[str] = mapped_column(String(20), default="resident", index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Episode(Base):
+    __tablename__ = "episode"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task: Mapped[str] = mapped_column(String(200), index=True)
+    op_tags: Mapped[list[str]] = mapped_column(default=list)
+    model: Mapped[str] = mapped_column(String(200))
+    mode: Mapped[str] = mapped_column(String(20))
+    seed: Mapped[int]
+    executed: Mapped[bool]
+    correct: Mapped[bool]
+    speedup: Mapped[float | None] = mapped_column(Float)
+    cycles: Mapped[int | None]
+    roofline_fraction: Mapped[float | None] = mapped_column(Float)
+    reward: Mapped[float] = mapped_column(Float)
+    iterations: Mapped[int] = mapped_column(default=0)
+    tokens: Mapped[int] = mapped_column(default=0)
+    time_s: Mapped[float] = mapped_column(Float, default=0.0)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Retrieval(Base):
+    __tablename__ = "retrieval"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[int] = mapped_column(ForeignKey("episode.id", ondelete="CASCADE"), index=True)
+    experience_id: Mapped[int] = mapped_column(ForeignKey("experience.id", ondelete="CASCADE"), index=True)
+    query_index: Mapped[int] = mapped_column(default=0)  # which retrieve() call of the episode
+    rank: Mapped[int]
+    score: Mapped[float] = mapped_column(Float)
+
+
+class Adoption(Base):
+    __tablename__ = "adoption"
+    __table_args__ = (
+        CheckConstraint("(experience_id IS NULL) <> (rule_id IS NULL)", name="adoption_one_target"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[int] = mapped_column(ForeignKey("episode.id", ondelete="CASCADE"), index=True)
+    experience_id: Mapped[int | None] = mapped_column(ForeignKey("experience.id", ondelete="CASCADE"), index=True)
+    rule_id: Mapped[int | None] = mapped_column(ForeignKey("rule.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int]
+    reason: Mapped[str] = mapped_column(Text, default="")
+
+
+class Attempt(Base):
+    __tablename__ = "attempt"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[int] = mapped_column(ForeignKey("episode.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int]  # 1-based within the episode
+    source: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(40))
+    error_type: Mapped[str | None] = mapped_column(String(80))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    cycles: Mapped[int | None]
+    speedup: Mapped[float | None] = mapped_column(Float)
+    roofline_fraction: Mapped[float | None] = mapped_column(Float)  # added in schema version 2
+
+
+# Export/import and reset walk the tables parents first.
+TABLES_IN_ORDER = [Experience, Rule, Episode, Retrieval, Adoption, Attempt]

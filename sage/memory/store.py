@@ -1,0 +1,165 @@
+"""Memory: the entry point. Opens (and upgrades) the database, starts episodes, answers the CLI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Integer, delete, func, select
+from sqlalchemy.orm import Session
+
+from sage.config import load_settings
+from sage.memory import transfer
+from sage.memory.consolidation import Abstractor, TemplateAbstractor, adopting_operators, resident_tokens
+from sage.memory.engine import check_connection, open_engine, read_session, run_write
+from sage.memory.episode import Episode
+from sage.memory.errors import MemoryStoreError, UnknownItemError
+from sage.memory.ids import exp_id, parse_id
+from sage.memory.migrations import upgrade
+from sage.memory.models import (
+    MODES,
+    AdoptionRecord,
+    ExperienceView,
+    ItemDetail,
+    MemoryConfig,
+    MemoryStats,
+    Mode,
+    RuleView,
+)
+from sage.memory.schema import TABLES_IN_ORDER, Adoption, Experience, Retrieval, Rule
+from sage.memory.schema import Episode as EpisodeRow
+from sage.memory.views import experience_view, rule_view
+
+
+class Memory:
+    """The experience memory at a SQLAlchemy URL (default: settings.memory_url); opening upgrades the schema."""
+
+    def __init__(self, url: str | None = None, *, config: MemoryConfig | None = None,
+                 abstractor: Abstractor | None = None) -> None:
+        if url is None:
+            url = load_settings().memory_url
+        self.config = config or MemoryConfig()
+        self.abstractor: Abstractor = abstractor or TemplateAbstractor()
+        self.engine = open_engine(url)
+        try:
+            check_connection(self.engine)
+            self.upgraded_from = upgrade(self.engine)
+        except MemoryStoreError:
+            self.engine.dispose()
+            raise
+
+    @classmethod
+    def open(cls, settings: Any, **kwargs: Any) -> Memory:
+        """From sage.config.Settings (its memory_url)."""
+        return cls(settings.memory_url, **kwargs)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the agent's side -------------------------------------------------------------
+    def resident_rules(self) -> list[RuleView]:
+        with read_session(self.engine) as session:
+            return [rule_view(r) for r in session.scalars(select(Rule).where(Rule.status == "resident").order_by(Rule.id))]
+
+    def start_episode(self, *, task: str, op_tags: list[str], model: str, mode: Mode, seed: int) -> Episode:
+        if mode not in MODES:
+            raise ValueError(f"unknown memory mode {mode!r}; choose one of {', '.join(MODES)}")
+        rules = self.resident_rules() if mode == "sage" else []
+        return Episode(self, task=task, op_tags=op_tags, model=model, mode=mode, seed=seed, rules=rules)
+
+    # -- the CLI's side ---------------------------------------------------------------
+    def experiences(self, *, top: int | None = None, operator: str | None = None,
+                    statuses: tuple[str, ...] = ("active", "consolidated", "retired")) -> list[ExperienceView]:
+        """By utility, best first; `operator` keeps those it came from or that it adopted."""
+        with read_session(self.engine) as session:
+            query = select(Experience).where(Experience.status.in_(statuses))
+            if operator is not None:
+                adopted_by = select(Adoption.experience_id).join(EpisodeRow).where(EpisodeRow.task == operator)
+                query = query.where((Experience.origin_operator == operator) | Experience.id.in_(adopted_by))
+            query = query.order_by(Experience.utility.desc(), Experience.id).limit(top)
+            return [experience_view(r) for r in session.scalars(query)]
+
+    def operator_counts(self) -> dict[str, int]:
+        """Experience id → number of distinct operators that adopted it."""
+        with read_session(self.engine) as session:
+            rows = session.execute(
+                select(Adoption.experience_id, func.count(func.distinct(EpisodeRow.task)))
+                .join(EpisodeRow).where(Adoption.experience_id.is_not(None)).group_by(Adoption.experience_id))
+            return {exp_id(i): n for i, n in rows}
+
+    def rules(self, *, statuses: tuple[str, ...] = ("resident", "demoted")) -> list[RuleView]:
+        with read_session(self.engine) as session:
+            query = select(Rule).where(Rule.status.in_(statuses)).order_by(Rule.status.desc(), Rule.utility.desc(), Rule.id)
+            return [rule_view(r) for r in session.scalars(query)]
+
+    def show(self, item_id: str) -> ItemDetail:
+        kind, number = parse_id(item_id)
+        with read_session(self.engine) as session:
+            row = session.get(Experience if kind == "experience" else Rule, number)
+            if row is None:
+                raise UnknownItemError(f"no {kind} {item_id.strip().upper()} in this memory")
+            target = Adoption.experience_id if kind == "experience" else Adoption.rule_id
+            history = [
+                AdoptionRecord(episode_id=ep.id, task=ep.task, mode=ep.mode, attempt=a.attempt, reason=a.reason,
+                               reward=ep.reward, at=ep.finished_at)
+                for a, ep in session.execute(
+                    select(Adoption, EpisodeRow).join(EpisodeRow).where(target == number).order_by(EpisodeRow.id, Adoption.id))
+            ]
+            operators = adopting_operators(session, number) if kind == "experience" else sorted({h.task for h in history})
+            return ItemDetail(
+                kind=kind, operators=operators, history=history, created_at=row.created_at, updated_at=row.updated_at,
+                experience=experience_view(row) if kind == "experience" else None,
+                rule=rule_view(row) if kind == "rule" else None,
+            )
+
+    def stats(self) -> MemoryStats:
+        with read_session(self.engine) as session:
+            def by(column: Any) -> dict[str, int]:
+                return {k: n for k, n in session.execute(select(column, func.count()).group_by(column))}
+
+            episodes = session.scalar(select(func.count()).select_from(EpisodeRow)) or 0
+            return MemoryStats(
+                experiences=by(Experience.status), rules=by(Rule.status),
+                resident_tokens=resident_tokens(session),
+                token_budget=self.config.token_budget, rule_cap=self.config.rule_cap, episodes=episodes,
+                episodes_by_mode=by(EpisodeRow.mode),
+                correct_rate=session.scalar(select(func.avg(func.cast(EpisodeRow.correct, Integer)))) if episodes else None,
+                mean_reward=session.scalar(select(func.avg(EpisodeRow.reward))) if episodes else None,
+                adoptions=session.scalar(select(func.count()).select_from(Adoption)) or 0,
+                retrievals=session.scalar(select(func.count()).select_from(Retrieval)) or 0,
+            )
+
+    def is_empty(self) -> bool:
+        with read_session(self.engine) as session:
+            return all(session.scalar(select(func.count()).select_from(t)) == 0 for t in TABLES_IN_ORDER)
+
+    def reset(self) -> None:
+        """Delete every experience, rule and episode (the schema stays); ids start again at 1."""
+        run_write(self.engine, _reset)
+
+    def export_data(self) -> dict[str, Any]:
+        with read_session(self.engine) as session:
+            return transfer.dump(session)
+
+    def import_data(self, data: Any, *, replace: bool = False) -> dict[str, int]:
+        """Load an export; refuses a non-empty memory unless `replace` (then reset and load in one transaction)."""
+        tables = transfer.validate(data)
+
+        def work(session: Session) -> dict[str, int]:
+            if replace:
+                _reset(session)
+            transfer.load(session, tables)
+            return {name: len(rows) for name, rows in tables.items()}
+
+        return run_write(self.engine, work)
+
+
+def _reset(session: Session) -> None:
+    for model in reversed(TABLES_IN_ORDER):
+        session.execute(delete(model))
+    transfer.restart_ids(session)
