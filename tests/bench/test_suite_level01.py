@@ -118,7 +118,7 @@ def test_task_file_follows_the_suite_rules(path):
     assert isinstance(module.TAGS, list) and module.TAGS and all(isinstance(t, str) for t in module.TAGS)
     assert module.get_init_inputs() == []
     fused = getattr(module, "FUSED_OP", None)
-    assert fused is None or fused.startswith("torch_npu.npu_")
+    assert fused is None or fused.startswith(("torch_npu.npu_", "aclnn"))
 
     # Cases: several dtypes, an unaligned last dimension, get_inputs() shaped like the first case.
     groups = module.get_input_groups()
