@@ -1,5 +1,249 @@
-"""`sage bench` commands."""
+"""`sage bench`: run a suite (`sage bench npukernelbench|PATH ...`), `report DIR`, `reference --op X`.
+
+`sage bench` mixes a positional target with subcommands. Click cannot do that on its
+own, so `_BenchGroup` sends any first word that is not a subcommand (and any option
+given before the target) to the `run` command, the word kept as its TARGET.
+
+Exit codes: 0 the run finished (whatever the kernels did), 1 a worker died, 2 bad input,
+130 interrupted (finished tasks are kept; `--resume --out DIR` continues).
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
 
 import typer
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from typer.core import TyperGroup
 
-app = typer.Typer(help="bench commands", no_args_is_help=True)
+RUN_COMMAND = "run"
+REFERENCE_COMMAND = "reference"
+MEMORY_MODES = ("none", "uniform", "atu", "sage")
+
+
+class _BenchGroup(TyperGroup):
+    def resolve_command(self, ctx, args):  # noqa: ANN001 - click's signature
+        # Anything that is not a subcommand (a target) goes to `run`, keeping the word.
+        if args and args[0] not in self.list_commands(ctx) and not args[0].startswith("-"):
+            return RUN_COMMAND, self.commands[RUN_COMMAND], args
+        return super().resolve_command(ctx, args)
+
+    def parse_args(self, ctx, args):  # noqa: ANN001
+        # Run options given before the target (`sage bench --level 1 npukernelbench`) are
+        # not the group's: hand the whole line to `run`.
+        if args and args[0].startswith("-") and args[0] not in ("--help", "-h"):
+            args = [RUN_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx):  # noqa: ANN001
+        names = super().list_commands(ctx)
+        return names + [REFERENCE_COMMAND] if _reference_available() else names
+
+    def get_command(self, ctx, cmd_name):  # noqa: ANN001
+        if cmd_name == REFERENCE_COMMAND and _reference_available():
+            return _reference_click_command()
+        return super().get_command(ctx, cmd_name)
+
+    def format_usage(self, ctx, formatter):  # noqa: ANN001
+        formatter.write_usage(ctx.command_path, "npukernelbench|PATH [OPTIONS]  |  COMMAND [ARGS]...")
+
+
+def _reference_available() -> bool:
+    """`sage bench reference` belongs to the reference-model work (sage.cli.reference)."""
+    import importlib.util
+
+    return importlib.util.find_spec("sage.cli.reference") is not None
+
+
+def _reference_click_command():  # noqa: ANN202
+    # Imported only when the subcommand is asked for, so `sage bench ...` stays quick.
+    from sage.cli.reference import reference_command
+
+    sub = typer.Typer()
+    sub.command(REFERENCE_COMMAND, help="Per-op breakdown of the reference time of a task.")(reference_command)
+    return typer.main.get_command(sub)
+
+
+app = typer.Typer(
+    cls=_BenchGroup, no_args_is_help=True,
+    help="Benchmark kernels on a task suite. `sage bench npukernelbench` or `sage bench PATH` runs one "
+         "(see `sage bench run --help` for its options); `report` and `reference` are subcommands.",
+)
+err = Console(stderr=True)
+out = Console()
+
+
+def fail(message: str, code: int = 2) -> None:
+    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@app.command(RUN_COMMAND, help="Run a suite: TARGET is 'npukernelbench', a task file or a folder.")
+def run(
+    target: str = typer.Argument(..., help="'npukernelbench', a task file, or a folder of task files"),
+    level: list[int] = typer.Option(None, "--level", "-l", help="only this level (repeatable)"),
+    ops: str = typer.Option(None, "--ops", help="comma-separated task names (e.g. softmax,10_layer_norm)"),
+    cases: int = typer.Option(None, "--cases", min=1, help="evaluate only the first K cases of each task"),
+    workers: int = typer.Option(2, "--workers", "-w", min=1,
+                                help="parallel worker processes (local executor; Ray schedules by CPUs)"),
+    kernels: Path = typer.Option(None, "--kernels", help="folder of ready kernels: DIR/level1/10_layer_norm.py"),
+    out_dir: Path = typer.Option(None, "--out", help="output folder (default runs/<timestamp>)"),
+    resume: bool = typer.Option(False, "--resume", help="skip tasks already finished in --out"),
+    executor: str = typer.Option("local", "--executor", help="local (process pool) or ray"),
+    ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster address (default: start locally)"),
+    preset: str = typer.Option(None, "--preset", help="hardware preset (default from settings)"),
+    reference_only: bool = typer.Option(False, "--reference-only",
+                                        help="measure only the reference model (no kernels)"),
+    epochs: int = typer.Option(1, "--epochs", min=1, help="passes over the suite (the agent learns across them)"),
+    seed: int = typer.Option(None, "--seed", help="seed handed to the solver"),
+    model: str = typer.Option(None, "--model", help="agent: LLM model (default: settings; none = offline)"),
+    base_url: str = typer.Option(None, "--base-url", help="agent: OpenAI-compatible endpoint"),
+    memory: str = typer.Option(None, "--memory", help="agent: memory mode none|uniform|atu|sage"),
+    memory_url: str = typer.Option(None, "--memory-url", help="agent: SQLAlchemy URL of the memory"),
+    iterations: int = typer.Option(None, "--iterations", min=0, help="agent: refinement turns per task"),
+    as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+) -> None:
+    from sage.bench.executors import ExecutorUnavailable
+    from sage.bench.report import write_report
+    from sage.bench.runner import (BenchConfig, KernelDirSolver, ResultsCorrupt, ResumeMismatch, collect_tasks,
+                                   default_out_dir, run_bench)
+    from sage.bench.tasks import TaskLoadError
+    from sage.config import load_settings
+
+    if executor not in ("local", "ray"):
+        fail(f"--executor must be 'local' or 'ray', not '{executor}'")
+    if kernels is not None and not kernels.is_dir():
+        fail(f"--kernels {kernels}: no such folder")
+    if kernels is not None and reference_only:
+        fail("--kernels and --reference-only exclude each other")
+    if resume and out_dir is None:
+        fail("--resume needs --out DIR (the run to resume)")
+    if resume and not (out_dir / "results.jsonl").exists():
+        fail(f"--resume: {out_dir} has no results.jsonl to resume")
+    if memory is not None and memory not in MEMORY_MODES:
+        fail(f"--memory must be one of {', '.join(MEMORY_MODES)}, not '{memory}'")
+    agent_flags = [f for f, v in (("--model", model), ("--base-url", base_url), ("--memory", memory),
+                                  ("--memory-url", memory_url), ("--iterations", iterations)) if v is not None]
+    if agent_flags and (kernels is not None or reference_only):
+        fail(f"agent options ({', '.join(agent_flags)}) do not apply with --kernels or --reference-only")
+    settings = load_settings(preset=preset, seed=seed)
+    _check_preset(settings.preset)
+    config = BenchConfig(
+        target=target, levels=level or None, ops=[o.strip() for o in ops.split(",") if o.strip()] if ops else None,
+        cases=cases, workers=workers, executor=executor, ray_address=ray_address, preset=settings.preset,
+        out=out_dir or default_out_dir(settings.runs_dir), resume=resume, epochs=epochs, seed=settings.seed)
+    try:
+        tasks, skipped = collect_tasks(config.target, config.levels, config.ops)
+    except TaskLoadError as exc:
+        fail(str(exc))
+    if not tasks and not skipped:
+        fail(f"no tasks selected in {target}" + (f" (ops: {ops})" if ops else "")
+             + (f" (levels: {level})" if level else ""))
+
+    if kernels is not None:
+        solver: Any = KernelDirSolver(kernels=kernels, preset=config.preset, cases=cases)
+    elif reference_only:
+        solver = None
+    else:
+        solver = _agent_solver(config, dict(model=model, base_url=base_url, memory_mode=memory,
+                                            memory_url=memory_url, iterations=iterations))
+        if solver is None:
+            err.print("[yellow]note:[/yellow] the agent is not installed; measuring the reference "
+                      "model only (pass --kernels DIR to evaluate kernel files)")
+
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err, transient=as_json)
+    with progress:
+        bar = progress.add_task("bench", total=None, last="")
+
+        def on_start(total: int) -> None:
+            progress.update(bar, total=total)
+
+        def on_row(row: Any) -> None:
+            progress.update(bar, advance=1, last=f"{row.task}: {row.status}")
+
+        try:
+            result = run_bench(config, solver, on_row=on_row, on_start=on_start)
+        except (TaskLoadError, ExecutorUnavailable, ResumeMismatch, ResultsCorrupt) as exc:
+            fail(str(exc))
+        except KeyboardInterrupt:
+            fail(f"interrupted; finished tasks are in {config.out}/results.jsonl "
+                 f"(continue with --resume --out {config.out})", code=130)
+        except BrokenProcessPool:
+            fail(f"a worker process died (out of memory?); finished tasks are in {config.out}/results.jsonl "
+                 f"(continue with --resume --out {config.out}, perhaps with fewer --workers)", code=1)
+    report = write_report(result.out)
+    summary = json.loads((result.out / "summary.json").read_text())
+    if as_json:
+        print(json.dumps({"out": str(result.out), "report": str(report), "ran": result.ran,
+                          "resumed": result.resumed, "wall_s": result.wall_s, **summary}))
+        return
+    _print_summary(summary, result, report, solver is None)
+
+
+@app.command("report", help="Rebuild report.md and the plots of a run folder from its results.jsonl.")
+def report_cmd(run_dir: Path = typer.Argument(..., help="a run folder (with results.jsonl)")) -> None:
+    from sage.bench.report import NoResults, write_report
+    from sage.bench.runner import ResultsCorrupt
+
+    if not run_dir.is_dir():
+        fail(f"{run_dir}: no such folder")
+    try:
+        path = write_report(run_dir)
+    except (NoResults, ResultsCorrupt) as exc:
+        fail(str(exc))
+    out.print(f"report written to {path}")
+
+
+def _agent_solver(config: Any, overrides: dict[str, Any]) -> Any:
+    """The agent as the bench `Solver` (sage.agent.bench_solver), built from the run's
+    config, the user's settings and the agent flags; None if the agent is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("sage.agent.bench_solver") is None:
+        return None
+    from sage.agent.bench_solver import AgentSolver
+
+    return AgentSolver.from_bench_config(config, **overrides)
+
+
+def _check_preset(preset: str) -> None:
+    from sage.npu.hardware import list_presets
+
+    if preset not in list_presets() and not Path(preset).is_file():
+        fail(f"unknown preset '{preset}' (available: {', '.join(list_presets())})")
+
+
+def _print_summary(summary: dict, result: Any, report: Path, reference_only: bool) -> None:
+    if reference_only:
+        rows = [r for r in result.rows if r.final and r.mode == "reference"]
+        ok = sum(r.status == "reference_ok" for r in rows)
+        out.print(f"reference measured for {ok} of {len(rows)} tasks in {result.wall_s:.1f} s")
+    else:
+        table = Table(title=f"{result_target(result)}: rates over counted tasks", box=box.SIMPLE_HEAD)
+        for col in ("", "tasks", "exec", "correct", "fast_1", "fast_1/solved", "speedup", "roofline", "skip"):
+            table.add_column(col, justify="right" if col else "left")
+        for name, m in [("all", summary["suite"]), *summary["levels"].items()]:
+            table.add_row(name, str(m["tasks"]), _pct(m["execution_rate"]), _pct(m["correctness_rate"]),
+                          _pct(m["fast_1"]), _pct(m["fast_1_solved"]),
+                          "-" if m["geomean_speedup"] is None else f"{m['geomean_speedup']:.2f}x",
+                          _pct(m["mean_roofline_fraction"]), str(m["skipped"]))
+        out.print(table)
+    resumed = f", {result.resumed} resumed" if result.resumed else ""
+    out.print(f"{result.ran} tasks run{resumed}; results in {result.out}/results.jsonl; report {report}")
+
+
+def result_target(result: Any) -> str:
+    config = json.loads((result.out / "run.json").read_text())
+    return config["target"]
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+

@@ -1,5 +1,167 @@
-"""`sage npu` commands."""
+"""`sage npu run` (evaluate one hand-written kernel, with a profile) and `sage npu presets`.
+
+Exit codes of `run`: 0 the kernel is correct on every case, 1 it failed or is wrong,
+2 bad input (missing file, malformed task, unknown option value).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
 
 import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
-app = typer.Typer(help="npu commands", no_args_is_help=True)
+app = typer.Typer(help="The simulated NPU: run kernels, list hardware presets.", no_args_is_help=True)
+err = Console(stderr=True)
+out = Console()
+
+
+def fail(message: str, code: int = 2) -> None:
+    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@app.command("run", help="Run a kernel file against a task's reference: correctness and profile.")
+def run(
+    kernel: Path = typer.Argument(..., help="the kernel file (DSL, see docs)"),
+    task_file: Path = typer.Option(None, "--task", help="a task file (KernelBench format)"),
+    op: str = typer.Option(None, "--op", help="an operator name, e.g. softmax or level1/10_layer_norm"),
+    preset: str = typer.Option(None, "--preset", help="hardware preset (see `sage npu presets`)"),
+    case: int = typer.Option(None, "--case", min=0, help="evaluate only case K (0-based); default all"),
+    trace: Path = typer.Option(None, "--trace", help="write a Chrome/Perfetto trace of the first case here"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    from sage.bench.evaluate import evaluate_kernel
+    from sage.bench.tasks import ReferenceUnavailable, TaskLoadError, UnknownOpError, load_task, resolve_op
+    from sage.config import load_settings
+    from sage.npu.hardware import load_preset
+
+    if not kernel.is_file():
+        fail(f"{kernel}: no such kernel file")
+    if (task_file is None) == (op is None):
+        fail("give exactly one of --task FILE or --op NAME")
+    try:
+        path = task_file if task_file is not None else resolve_op(op)
+        task = load_task(path)
+    except UnknownOpError as exc:
+        fail(str(exc))
+    except TaskLoadError as exc:
+        fail(f"bad task file {exc}")
+    except ReferenceUnavailable as exc:
+        fail(str(exc))
+    preset_name = load_settings(preset=preset).preset
+    try:
+        load_preset(preset_name)
+    except ValueError as exc:
+        fail(str(exc))
+    evaluation = evaluate_kernel(task, kernel.read_text(encoding="utf-8", errors="replace"), preset=preset_name,
+                                 cases=[case] if case is not None else None, filename=kernel.name,
+                                 trace=trace is not None)
+    if evaluation.status in ("reference_unavailable", "reference_error"):
+        fail(f"{task.path}: {evaluation.status.replace('_', ' ')}: {evaluation.reason}")
+    if trace is not None:
+        _write_trace(trace, evaluation)
+    payload = run_payload(evaluation)
+    if as_json:
+        print(json.dumps(payload))
+    else:
+        _print_run(task.key, preset_name, evaluation, payload)
+    raise typer.Exit(0 if evaluation.correct else 1)
+
+
+def run_payload(evaluation: Any) -> dict:
+    """The JSON object of `sage npu run --json`. The profile fields describe the first
+    evaluated case (the one traced); `speedup_geomean` and `cases` cover all of them."""
+    first = evaluation.cases[0] if evaluation.cases else None
+    profile = first.profile if first else None
+    return {
+        "task": evaluation.task,
+        "correct": evaluation.correct,
+        "status": evaluation.status,
+        "error": evaluation.error.model_dump() if evaluation.error else None,
+        "reason": evaluation.reason,
+        "case": first.index if first else None,
+        "cycles": profile.cycles if profile else None,
+        "time_us": profile.time_us if profile else None,
+        "pipes": {k: v.model_dump() for k, v in profile.pipes.items()} if profile else None,
+        "bottleneck": profile.bottleneck if profile else None,
+        "roofline_bound_us": profile.roofline_bound_us if profile else None,
+        "roofline_fraction": profile.roofline_fraction if profile else None,
+        "bytes": profile.bytes if profile else None,
+        "launches": profile.launches if profile else None,
+        "reference_time_us": first.reference_time_us if first else None,
+        "speedup": first.speedup if first else None,
+        "speedup_geomean": evaluation.speedup,
+        "cases": [c.model_dump(mode="json", exclude={"profile"}) for c in evaluation.cases],
+    }
+
+
+def _write_trace(path: Path, evaluation: Any) -> None:
+    events = next((c.trace for c in evaluation.cases if c.trace), None)
+    if events is None:
+        err.print("[yellow]note:[/yellow] no trace: the kernel did not run to completion")
+        return
+    path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+
+
+def _print_run(key: str, preset: str, evaluation: Any, payload: dict) -> None:
+    verdict = "[green]correct[/green]" if evaluation.correct else f"[red]{evaluation.status}[/red]"
+    out.print(f"{key} on {preset}: {verdict}")
+    if evaluation.error:
+        e = evaluation.error
+        out.print(f"[red]{e.type}[/red]{f' (line {e.line})' if e.line else ''}: {e.message}", highlight=False)
+    elif evaluation.reason:
+        out.print(f"[red]{evaluation.reason}[/red]", highlight=False)
+    cases = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    cases.add_column("case")
+    cases.add_column("inputs", overflow="fold", min_width=14)
+    for col in ("ok", "max abs", "rel L2", "bad", "µs", "ref µs", "speedup"):
+        cases.add_column(col, justify="right")
+    for c in evaluation.cases:
+        s = c.stats
+        cases.add_row(str(c.index), ", ".join(c.inputs), "[green]yes[/green]" if c.correct else "[red]no[/red]",
+                      _g(max((x.max_abs_error for x in s), default=None)),
+                      _g(max((x.rel_l2_error for x in s), default=None)),
+                      str(sum(x.mismatches for x in s)) if s else "-",
+                      _g(c.time_us), _g(c.reference_time_us), _g(c.speedup, "x"))
+    out.print(cases)
+    if payload["pipes"]:
+        out.print(f"profile of case {payload['case']}: {payload['cycles']} cycles, {payload['time_us']:.2f} µs, "
+                  f"bottleneck {payload['bottleneck']}, {100 * payload['roofline_fraction']:.1f}% of the "
+                  f"roofline bound ({payload['roofline_bound_us']:.2f} µs)", highlight=False)
+        pipes = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+        for col in ("pipe", "busy cycles", "utilisation"):
+            pipes.add_column(col, justify="left" if col == "pipe" else "right")
+        for name, stat in payload["pipes"].items():
+            pipes.add_row(name, str(stat["busy_cycles"]), f"{100 * stat['utilisation']:.1f}%")
+        out.print(pipes)
+
+
+@app.command("presets", help="List the hardware presets.")
+def presets(as_json: bool = typer.Option(False, "--json", help="print a JSON list")) -> None:
+    from sage.npu.hardware import list_presets, load_preset
+
+    specs = [load_preset(name) for name in list_presets()]
+    rows = [{"name": name, "description": s.description, "clock_mhz": s.chip.clock_mhz,
+             "aic_cores": s.chip.aic_cores, "aiv_cores": s.chip.aiv_cores, "hbm_gbps": s.chip.hbm_gbps,
+             "ub_kib": s.buffers.ub_bytes // 1024, "launch_overhead_us": s.launch.overhead_us}
+            for name, s in zip(list_presets(), specs)]
+    if as_json:
+        print(json.dumps(rows))
+        return
+    table = Table(title="hardware presets")
+    for col in ("name", "clock MHz", "AIC", "AIV", "HBM GB/s", "UB KiB", "launch µs"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("description", overflow="fold")
+    for r in rows:
+        table.add_row(r["name"], f"{r['clock_mhz']:g}", str(r["aic_cores"]), str(r["aiv_cores"]),
+                      f"{r['hbm_gbps']:g}", str(r["ub_kib"]), f"{r['launch_overhead_us']:g}", r["description"])
+    out.print(table)
+
+
+def _g(v: float | None, suffix: str = "") -> str:
+    return "-" if v is None else f"{v:.3g}{suffix}"

@@ -1,0 +1,272 @@
+"""Evaluating one kernel on one task: reference in torch, kernel in the sandboxed simulator.
+
+For every case the inputs are made fresh (`Task.cases()` regenerates them on each call),
+the reference runs on CPU torch, the kernel runs through `run_sandboxed` on the same
+values, and the outputs are compared with the rules of `correctness.py`. The reference
+time of the case comes from the torch_npu stand-in (`sage.bench.reference`), so
+speedup = reference time / kernel time, both including the launch overhead of each kernel.
+
+A case whose kernel raises stops the evaluation (the task did not execute); a case that
+runs but is wrong does not, so every executed case has statistics.
+
+`measure_reference` is the same pass without a kernel: reference outputs on CPU and the
+reference time of each case (what `sage bench --reference-only` records).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from sage.bench.correctness import Comparison, OutputStats, compare_outputs, dtype_name
+from sage.bench.tasks import (ReferenceUnavailable, Task, TaskLoadError, kernel_args,
+                              parameter_kwargs, runtime_accelerator_reason, to_numpy)
+from sage.npu.results import ErrorInfo, Profile
+from sage.npu.sandbox import Limits, run_sandboxed
+
+Status = Literal["correct", "incorrect", "error", "no_kernel", "reference_unavailable", "reference_error"]
+# Statuses that say nothing about the kernel: such tasks leave the metrics' denominators.
+SKIP_STATUSES = frozenset({"reference_unavailable", "reference_error"})
+
+
+class CaseResult(BaseModel):
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
+    index: int
+    inputs: list[str] = []                    # "float16[64, 2117]" per tensor argument
+    correct: bool = False
+    error: ErrorInfo | None = None
+    reason: str | None = None                 # why the comparison failed
+    stats: list[OutputStats] = []
+    cycles: int | None = None
+    time_us: float | None = None
+    reference_time_us: float | None = None
+    reference_problem: str | None = None      # why there is no reference time (the time model failed)
+    speedup: float | None = None
+    roofline_fraction: float | None = None
+    bottleneck: str | None = None
+    profile: Profile | None = None
+    trace: list[dict] | None = Field(default=None, exclude=True)   # only on request, never stored
+
+
+class TaskEvaluation(BaseModel):
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
+    task: str
+    level: int | None = None
+    tags: list[str] = []
+    status: Status
+    executed: bool = False
+    correct: bool = False
+    speedup: float | None = None              # geometric mean over the cases
+    roofline_fraction: float | None = None    # mean over the cases
+    reason: str | None = None
+    error: ErrorInfo | None = None            # the first kernel error
+    cases: list[CaseResult] = []
+    wall_s: float = 0.0
+
+
+def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
+                    cases: int | Sequence[int] | None = None, limits: Limits | None = None,
+                    filename: str = "kernel.py", trace: bool = False) -> TaskEvaluation:
+    """`cases`: None for all, an int K for the first K, or explicit case indices.
+    `trace`: keep each case's Chrome trace events in `CaseResult.trace` (never serialised)."""
+    limits = limits or Limits()
+    start = time.perf_counter()
+    head = dict(task=task.key, level=task.level, tags=task.tags)
+    try:
+        model, selected = select_cases(task, cases)
+    except ReferenceUnavailable as exc:
+        return TaskEvaluation(**head, status="reference_unavailable", reason=exc.reason)
+    except TaskLoadError as exc:
+        return TaskEvaluation(**head, status="reference_error", reason=exc.problem)
+    kwargs = parameter_kwargs(model)
+
+    results: list[CaseResult] = []
+    for index, case in selected:
+        try:
+            expected = reference_outputs(model, case)
+        except ReferenceUnavailable as exc:
+            return TaskEvaluation(**head, status="reference_unavailable", reason=exc.reason)
+        except ReferenceFailure as exc:
+            return TaskEvaluation(**head, status="reference_error", reason=str(exc))
+        result = CaseResult(index=index, inputs=describe_inputs(case))
+        try:
+            result.reference_time_us = reference_time_us(task, case, preset)
+        except ReferenceFailure as exc:
+            # Correctness does not need the time model: the case is still judged, without a speedup.
+            result.reference_problem = str(exc)
+        run = run_sandboxed(source, kernel_args(case), kwargs, preset=preset, filename=filename,
+                            trace=trace, expected=output_specs(expected), limits=limits)
+        results.append(result)
+        if run.error is not None:
+            result.error = run.error
+            break
+        _fill_profile(result, run.profile, result.reference_time_us)
+        result.trace = run.trace
+        comparison: Comparison = compare_outputs(expected, run.outputs or [])
+        result.correct, result.reason, result.stats = comparison.correct, comparison.reason, comparison.outputs
+    return _summarise(head, results, time.perf_counter() - start)
+
+
+class ReferenceCase(BaseModel):
+    index: int
+    inputs: list[str]
+    total_us: float | None
+    breakdown: Any = None                 # the reference model's per-op figures, as it reports them
+
+
+class ReferenceRun(BaseModel):
+    status: Literal["reference_ok", "reference_unavailable", "reference_error"]
+    reason: str | None = None
+    cases: list[ReferenceCase] = []
+    total_us: float | None = None         # sum over the cases
+
+
+def measure_reference(task: Task, preset: str, cases: int | None) -> ReferenceRun:
+    """Runs the reference on CPU for each case and asks the reference model for its time."""
+    try:
+        model, selected = select_cases(task, cases)
+        out = []
+        for index, case in selected:
+            reference_outputs(model, case)
+            ref = reference_time_for(task, case, preset)
+            out.append(ReferenceCase(
+                index=index, inputs=describe_inputs(case),
+                total_us=None if ref is None else float(ref.total_us),
+                breakdown=ref.model_dump(mode="json") if isinstance(ref, BaseModel) else None))
+    except ReferenceUnavailable as exc:
+        return ReferenceRun(status="reference_unavailable", reason=exc.reason)
+    except ReferenceFailure as exc:
+        return ReferenceRun(status="reference_error", reason=str(exc))
+    except TaskLoadError as exc:
+        return ReferenceRun(status="reference_error", reason=exc.problem)
+    totals = [c.total_us for c in out]
+    return ReferenceRun(status="reference_ok", cases=out, total_us=sum(totals) if None not in totals else None)
+
+
+class ReferenceFailure(Exception):
+    """The reference forward raised for a reason other than a missing accelerator."""
+
+
+def reference_outputs(model: torch.nn.Module, case: list) -> list[np.ndarray]:
+    """Runs the reference on clones of the inputs (a forward that mutates its arguments
+    must not change what the kernel sees) and flattens the result to numpy arrays."""
+    args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
+    try:
+        with torch.no_grad():
+            out = model(*args)
+    except Exception as exc:  # the reference is trusted code; its failure is reported, not hidden
+        reason = runtime_accelerator_reason(exc)
+        if reason:
+            raise ReferenceUnavailable("<reference>", reason) from exc
+        raise ReferenceFailure(f"reference forward raised {type(exc).__name__}: {exc}") from exc
+    return [to_numpy(t) if isinstance(t, torch.Tensor) else np.asarray(t) for t in _flatten(out)]
+
+
+def reference_time_us(task: Task, case: list, preset: str) -> float | None:
+    """The torch_npu stand-in's time for this case, or None while that model is absent."""
+    ref = reference_time_for(task, case, preset)
+    return None if ref is None else float(ref.total_us)
+
+
+def reference_time_for(task: Task, case: list, preset: str) -> Any:
+    """The reference model's `ReferenceTime` for this case (None while that model is absent)."""
+    spec = importlib.util.find_spec("sage.bench.reference")
+    if spec is None or spec.origin is None:  # absent, or a folder still without its __init__
+        return None
+    from sage.bench.reference import reference_time
+
+    try:
+        return reference_time(task, case, preset)
+    except ReferenceUnavailable:
+        raise
+    except Exception as exc:  # reported as this task's reference problem, never as the kernel's
+        raise ReferenceFailure(f"reference time model raised {type(exc).__name__}: {exc}") from exc
+
+
+def output_specs(expected: list[np.ndarray]) -> list:
+    from sage.npu.execute import OutputSpec
+
+    return [OutputSpec(shape=tuple(e.shape), dtype=dtype_name(e.dtype)) for e in expected]
+
+
+def describe_inputs(case: list) -> list[str]:
+    out = []
+    for a in case:
+        if isinstance(a, torch.Tensor):
+            out.append(f"{str(a.dtype).removeprefix('torch.')}{list(a.shape)}")
+        elif isinstance(a, (int, float, bool)):
+            out.append(repr(a))
+        else:
+            out.append(type(a).__name__)
+    return out
+
+
+def geomean(values: Sequence[float]) -> float | None:
+    vals = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not vals or len(vals) != len(values):
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def select_cases(task: Task, cases: int | Sequence[int] | None) -> tuple[torch.nn.Module, list[tuple[int, list]]]:
+    try:
+        model = task.make_model()
+    except Exception as exc:
+        reason = runtime_accelerator_reason(exc)
+        if reason:
+            raise ReferenceUnavailable(task.path, reason) from exc
+        raise TaskLoadError(task.path, f"building Model raised {type(exc).__name__}: {exc}") from exc
+    groups = task.cases()
+    if cases is None:
+        indices = list(range(len(groups)))
+    elif isinstance(cases, int):
+        indices = list(range(min(max(cases, 1), len(groups))))
+    else:
+        indices = list(cases)
+        bad = [i for i in indices if not 0 <= i < len(groups)]
+        if bad:
+            raise TaskLoadError(task.path, f"case {bad[0]} does not exist (the task has {len(groups)} cases)")
+    return model, [(i, groups[i]) for i in indices]
+
+
+def _fill_profile(result: CaseResult, profile: Profile | None, ref_us: float | None) -> None:
+    if profile is None:
+        return
+    result.profile = profile
+    result.cycles = profile.cycles
+    result.time_us = profile.time_us
+    result.roofline_fraction = profile.roofline_fraction
+    result.bottleneck = profile.bottleneck
+    if ref_us is not None and profile.time_us > 0:
+        result.speedup = ref_us / profile.time_us
+
+
+def _summarise(head: dict, results: list[CaseResult], wall_s: float) -> TaskEvaluation:
+    error = next((r.error for r in results if r.error is not None), None)
+    executed = error is None and bool(results)
+    correct = executed and all(r.correct for r in results)
+    reason = next((r.reason for r in results if r.reason), None)
+    fractions = [r.roofline_fraction for r in results if r.roofline_fraction is not None]
+    return TaskEvaluation(
+        **head,
+        status="error" if not executed else ("correct" if correct else "incorrect"),
+        executed=executed, correct=correct,
+        speedup=geomean([r.speedup for r in results]) if executed else None,
+        roofline_fraction=sum(fractions) / len(fractions) if executed and fractions else None,
+        reason=reason, error=error, cases=results, wall_s=round(wall_s, 3),
+    )
+
+
+def _flatten(out: Any) -> list:
+    if isinstance(out, (list, tuple)):
+        return [x for item in out for x in _flatten(item)]
+    return [out]

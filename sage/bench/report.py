@@ -1,0 +1,216 @@
+"""report.md and its plots, rebuilt from results.jsonl alone (`sage bench report DIR`).
+
+Sections are pluggable: a `ReportSection` renders Markdown from the rows and may write
+its own plots into the run folder. The built-in ones cover one run; the agent work adds
+sections for ablation tables and learning curves across epochs by passing them to
+`write_report(..., sections=...)`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from sage.bench.metrics import SuiteMetrics, compute_metrics, metrics_by_level
+from sage.bench.runner import CONFIG_FILE, RESULTS_FILE, ResultRow, final_rows, read_rows
+
+SUMMARY_FILE = "summary.json"
+
+REPORT_FILE = "report.md"
+
+
+class ReportSection(Protocol):
+    def render(self, rows: list[ResultRow], out: Path) -> str | None:
+        """Markdown for this section (None: nothing to say for these rows)."""
+        ...
+
+
+class NoResults(FileNotFoundError):
+    """The folder has no results.jsonl (or it is empty)."""
+
+
+def write_report(out: Path, sections: Sequence[ReportSection] = ()) -> Path:
+    out = Path(out)
+    rows = read_rows(out / RESULTS_FILE)
+    if not rows:
+        raise NoResults(f"{out / RESULTS_FILE}: no results to report")
+    write_summary(out, rows)
+    parts = [_header(out, rows)]
+    for section in [*default_sections(), *sections]:
+        text = section.render(rows, out)
+        if text:
+            parts.append(text.rstrip() + "\n")
+    path = out / REPORT_FILE
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+def write_summary(out: Path, rows: list[ResultRow]) -> dict:
+    """summary.json: the suite and per-level metrics of the last epoch."""
+    finals = [r for r in final_rows(rows) if r.evaluation is not None]
+    summary = {
+        "tasks": len(final_rows(rows)),
+        "suite": compute_metrics(r.evaluation for r in finals).model_dump(),
+        "levels": {k: m.model_dump() for k, m in metrics_by_level(r.evaluation for r in finals).items()},
+    }
+    Path(out, SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def default_sections() -> list[ReportSection]:
+    return [MetricsSection(), PlotsSection(), TaskTableSection(), ReferenceSection(), SkippedSection()]
+
+
+class MetricsSection:
+    def render(self, rows: list[ResultRow], out: Path) -> str | None:
+        finals = _kernel_finals(rows)
+        if not finals:
+            return None
+        lines = ["## Suite", "", *metrics_table({"all": compute_metrics(r.evaluation for r in finals)}), "",
+                 "## By level", "", *metrics_table(metrics_by_level(r.evaluation for r in finals))]
+        return "\n".join(lines)
+
+
+class TaskTableSection:
+    def render(self, rows: list[ResultRow], out: Path) -> str | None:
+        finals = sorted(_kernel_finals(rows), key=lambda r: (r.level if r.level is not None else -1, r.task))
+        if not finals:
+            return None
+        lines = ["## Tasks", "", "| task | status | cases ok | speedup | roofline | bottleneck | note |",
+                 "|---|---|---|---|---|---|---|"]
+        for r in finals:
+            e = r.evaluation
+            ok = f"{sum(c.correct for c in e.cases)}/{len(e.cases)}" if e.cases else "-"
+            bottleneck = next((c.bottleneck for c in e.cases if c.bottleneck), None)
+            note = f"{e.error.type}: {e.error.message}" if e.error else (e.reason or "")
+            lines.append(f"| {r.task} | {e.status} | {ok} | {_num(e.speedup, 'x')} | {_pct(e.roofline_fraction)} "
+                         f"| {bottleneck or '-'} | {_cell(note)} |")
+        return "\n".join(lines)
+
+
+class ReferenceSection:
+    """Runs without a solver measure the reference model: its time per task and case."""
+
+    def render(self, rows: list[ResultRow], out: Path) -> str | None:
+        refs = sorted((r for r in final_rows(rows) if r.mode == "reference" and r.reference),
+                      key=lambda r: (r.level if r.level is not None else -1, r.task))
+        if not refs:
+            return None
+        ok = [r for r in refs if r.status == "reference_ok"]
+        timed = [r for r in ok if r.reference.total_us is not None]
+        lines = ["## Reference model", "",
+                 f"The reference ran on a CPU for {len(ok)} of {len(refs)} tasks; {len(timed)} have a reference "
+                 f"time. Wall time of the measurements: {sum(r.wall_s for r in refs):.1f} s (summed over workers).",
+                 "",
+                 "| task | cases | reference µs per case | wall s |", "|---|---|---|---|"]
+        for r in ok:
+            per_case = ", ".join(_num(c.total_us) for c in r.reference.cases)
+            lines.append(f"| {r.task} | {len(r.reference.cases)} | {per_case} | {r.wall_s:.2f} |")
+        return "\n".join(lines)
+
+
+class SkippedSection:
+    def render(self, rows: list[ResultRow], out: Path) -> str | None:
+        skipped = [r for r in final_rows(rows) if r.status in ("reference_unavailable", "reference_error")]
+        if not skipped:
+            return None
+        lines = ["## Skipped (not counted)", "", "| task | why |", "|---|---|"]
+        for r in sorted(skipped, key=lambda r: r.task):
+            reason = (r.evaluation.reason if r.evaluation else None) or (r.reference.reason if r.reference else None) \
+                or r.extra.get("reason", "")
+            lines.append(f"| {r.task} | {r.status}: {_cell(reason)} |")
+        return "\n".join(lines)
+
+
+class PlotsSection:
+    """speedup_distribution.png and roofline_by_level.png (kernel runs with correct tasks)."""
+
+    def render(self, rows: list[ResultRow], out: Path) -> str | None:
+        correct = [r.evaluation for r in _kernel_finals(rows) if r.evaluation.correct]
+        if not correct:
+            return None
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        made = []
+        speedups = [e.speedup for e in correct if e.speedup]
+        if speedups:
+            import numpy as np
+
+            lo, hi = min(min(speedups), 1.0) / 1.25, max(max(speedups), 1.0) * 1.25
+            fig, ax = plt.subplots(figsize=(6, 3.5))
+            # Log-spaced bins: speedups are ratios, 0.5x and 2x are equally far from 1x.
+            ax.hist(speedups, bins=np.geomspace(lo, hi, min(30, max(6, len(speedups))) + 1), color="#4477aa")
+            ax.axvline(1.0, color="black", linestyle="--", linewidth=1, label="reference (1x)")
+            ax.set_xscale("log")
+            ax.set_xlabel("speedup over the reference (log scale)")
+            ax.set_ylabel("correct tasks")
+            ax.set_title(f"Speedup of the {len(speedups)} correct tasks")
+            ax.legend(loc="upper right")
+            fig.tight_layout()
+            fig.savefig(out / "speedup_distribution.png", dpi=110)
+            plt.close(fig)
+            made.append(("Speedup distribution", "speedup_distribution.png"))
+        by_level: dict[str, list[float]] = {}
+        for e in correct:
+            if e.roofline_fraction is not None:
+                by_level.setdefault(f"L{e.level}" if e.level is not None else "other", []).append(e.roofline_fraction)
+        if by_level:
+            labels = sorted(by_level)
+            fig, ax = plt.subplots(figsize=(6, 3.5))
+            ax.boxplot([by_level[k] for k in labels], tick_labels=labels)
+            for i, k in enumerate(labels, start=1):
+                ax.scatter([i] * len(by_level[k]), by_level[k], s=12, color="#4477aa", alpha=0.7, zorder=3)
+            ax.set_ylabel("fraction of the roofline bound")
+            ax.set_title("Roofline fraction of the correct tasks, by level")
+            ax.set_ylim(0, max(1.0, max(max(v) for v in by_level.values())))
+            fig.tight_layout()
+            fig.savefig(out / "roofline_by_level.png", dpi=110)
+            plt.close(fig)
+            made.append(("Roofline fraction by level", "roofline_by_level.png"))
+        return "\n".join(["## Plots", ""] + [f"![{title}]({name})" for title, name in made]) if made else None
+
+
+def metrics_table(metrics: dict[str, SuiteMetrics]) -> list[str]:
+    lines = ["| | tasks | executed | correct | fast_1 | fast_1 (solved) | geomean speedup | roofline | skipped |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, m in metrics.items():
+        lines.append(f"| {name} | {m.tasks} | {_pct(m.execution_rate)} | {_pct(m.correctness_rate)} "
+                     f"| {_pct(m.fast_1)} | {_pct(m.fast_1_solved)} | {_num(m.geomean_speedup, 'x')} "
+                     f"| {_pct(m.mean_roofline_fraction)} | {m.skipped} |")
+    return lines
+
+
+def _header(out: Path, rows: list[ResultRow]) -> str:
+    config = {}
+    if (out / CONFIG_FILE).exists():
+        config = json.loads((out / CONFIG_FILE).read_text())
+    solvers = sorted({r.solver for r in rows if r.solver})
+    epochs = sorted({r.epoch for r in rows})
+    lines = [f"# Benchmark report: {config.get('target', out.name)}", "",
+             f"- results: `{RESULTS_FILE}` ({len(rows)} rows, {len(final_rows(rows))} tasks in the last epoch)",
+             f"- preset: {config.get('preset', '?')}; solver: {', '.join(solvers) or '-'}; "
+             f"epochs: {len(epochs)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _kernel_finals(rows: list[ResultRow]) -> list[ResultRow]:
+    return [r for r in final_rows(rows) if r.mode == "kernel" and r.evaluation is not None]
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _num(v: float | None, suffix: str = "") -> str:
+    return "-" if v is None else f"{v:.3g}{suffix}"
+
+
+def _cell(text: str) -> str:
+    text = " ".join(str(text).split())
+    text = (text[:117] + "...") if len(text) > 120 else text
+    return text.replace("|", "\\|")

@@ -1,0 +1,109 @@
+"""The tolerance rules of DESIGN §4, at and around their boundaries (pure numpy)."""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from sage.bench.correctness import TOLERANCES, compare_array, compare_outputs, tolerance_for
+
+
+def test_tolerances_per_dtype():
+    assert tolerance_for(np.dtype(np.float32)) == 1e-4
+    assert tolerance_for(np.dtype(np.float16)) == 1e-3
+    assert tolerance_for(np.dtype(ml_dtypes.bfloat16)) == 8e-3
+    assert tolerance_for(np.dtype(np.int32)) is None
+    assert tolerance_for(np.dtype(np.bool_)) is None
+
+
+def test_element_fails_only_when_it_breaks_both_abs_and_rel():
+    # Large value: abs error 0.05 breaks atol=1e-4 but rel 5e-6 is within rtol -> passes.
+    e = np.array([10000.0, 1.0], dtype=np.float32)
+    a = np.array([10000.05, 1.0], dtype=np.float32)
+    s = compare_array(e, a)
+    assert s.mismatches == 0 and s.correct
+    # Tiny value: rel error 1.0 breaks rtol but abs 5e-5 is within atol -> element passes.
+    e = np.array([5e-5] + [1.0] * 99, dtype=np.float32)
+    a = np.array([0.0] + [1.0] * 99, dtype=np.float32)
+    s = compare_array(e, a)
+    assert s.mismatches == 0 and s.max_rel_error == pytest.approx(1.0)
+    assert s.correct  # rel L2 = 5e-5 / 10 = 5e-6
+
+
+def test_boundary_of_the_fp32_tolerance():
+    e = np.ones(1000, dtype=np.float64)
+    tol = TOLERANCES["float32"]
+    just_inside = compare_array(e.astype(np.float32), (e * (1 + 0.9 * tol)).astype(np.float32))
+    just_outside = compare_array(e.astype(np.float32), (e * (1 + 1.1 * tol)).astype(np.float32))
+    assert just_inside.correct and just_inside.mismatches == 0
+    assert not just_outside.correct and just_outside.mismatches == 1000
+
+
+def test_fp16_one_ulp_passes_two_ulps_fail():
+    e = np.full(64, 1.0, dtype=np.float16)
+    one_ulp = np.nextafter(e, np.float16(2))          # 1 + 2^-10 ~ 9.8e-4 relative
+    two_ulps = np.nextafter(one_ulp, np.float16(2))   # ~ 1.95e-3 relative
+    assert compare_array(e, one_ulp).correct
+    s = compare_array(e, two_ulps)
+    assert not s.correct and s.mismatches == 64
+    assert s.max_abs_error == pytest.approx(2 ** -9)
+
+
+def test_bfloat16_tolerance():
+    e = np.full(16, 3.0, dtype=ml_dtypes.bfloat16)
+    close = np.full(16, 3.015625, dtype=ml_dtypes.bfloat16)   # 1 bf16 ulp at 3: 5.2e-3 relative
+    far = np.full(16, 3.03125, dtype=ml_dtypes.bfloat16)      # 1.04e-2 relative
+    assert compare_array(e, close).correct
+    assert not compare_array(e, far).correct
+
+
+def test_all_zero_output_fails_on_tiny_reference_through_rel_l2():
+    e = np.full(4096, 3e-5, dtype=np.float32)     # every element within atol of 0
+    s = compare_array(e, np.zeros_like(e))
+    assert s.mismatches == 0
+    assert s.rel_l2_error == pytest.approx(1.0)
+    assert not s.correct
+
+
+def test_all_zero_reference_uses_rms_error():
+    e = np.zeros(100, dtype=np.float32)
+    assert compare_array(e, np.full(100, 5e-5, dtype=np.float32)).correct
+    s = compare_array(e, np.full(100, 2e-4, dtype=np.float32))
+    assert not s.correct and s.max_rel_error == math.inf
+
+
+def test_nan_and_inf_must_match_in_position_and_sign():
+    e = np.array([1.0, np.nan, np.inf, -np.inf], dtype=np.float32)
+    assert compare_array(e, e.copy()).correct
+    wrong_sign = np.array([1.0, np.nan, -np.inf, -np.inf], dtype=np.float32)
+    s = compare_array(e, wrong_sign)
+    assert not s.correct and s.nonfinite_mismatches == 1
+    nan_for_value = np.array([np.nan, np.nan, np.inf, -np.inf], dtype=np.float32)
+    assert compare_array(e, nan_for_value).nonfinite_mismatches == 1
+    finite_for_nan = np.array([1.0, 0.0, np.inf, -np.inf], dtype=np.float32)
+    assert not compare_array(e, finite_for_nan).correct
+
+
+def test_integer_and_bool_outputs_are_exact():
+    e = np.array([1, 2, 3], dtype=np.int64)
+    assert compare_array(e, e.copy()).correct
+    s = compare_array(e, np.array([1, 2, 4], dtype=np.int64))
+    assert not s.correct and s.mismatches == 1 and s.max_abs_error == 1.0
+    b = np.array([True, False, True])
+    assert not compare_array(b, np.array([True, True, True])).correct
+
+
+def test_output_count_shape_and_dtype_must_match():
+    e = np.ones((4, 4), dtype=np.float32)
+    assert compare_outputs([e], [e, e]).reason == "expected 1 outputs, got 2"
+    assert "shape [16]" in compare_outputs([e], [e.reshape(16)]).reason
+    r = compare_outputs([e], [e.astype(np.float16)])
+    assert not r.correct and "dtype float16, expected float32" in r.reason
+
+
+def test_first_failing_output_is_named():
+    good = np.ones(8, dtype=np.float32)
+    r = compare_outputs([good, good], [good, good * 2])
+    assert not r.correct and r.reason.startswith("output 1:")
+    assert [o.correct for o in r.outputs] == [True, False]
