@@ -11,6 +11,11 @@ Rules, per output:
   reference is all zeros the relative L2 is undefined; the root-mean-square error is used
   instead (a per-element absolute scale, consistent with the element rule).
 All arithmetic is in float64 so the check itself adds no rounding.
+
+One documented exception (docs/evaluation.md): quantised integer codes of `quant` tasks may
+differ by one step (`int_step=1`). A code is round(x / scale); when x / scale lands within
+float rounding of a .5 boundary, a correct fp32 kernel and the reference legitimately pick
+neighbouring codes (measured: ~0.7 codes per million), and the vendor's own tests accept ±1.
 """
 
 from __future__ import annotations
@@ -65,7 +70,9 @@ def tolerance_for(dtype: np.dtype) -> float | None:
     return None
 
 
-def compare_outputs(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray]) -> Comparison:
+def compare_outputs(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray], *,
+                    int_step: int = 0) -> Comparison:
+    """`int_step`: how far integer codes may be off (0 = exact; 1 for quantised outputs)."""
     if len(actual) != len(expected):
         return Comparison(correct=False, reason=f"expected {len(expected)} outputs, got {len(actual)}")
     stats: list[OutputStats] = []
@@ -78,19 +85,20 @@ def compare_outputs(expected: Sequence[np.ndarray], actual: Sequence[np.ndarray]
         if dtype_name(a.dtype) != dtype_name(e.dtype):
             return Comparison(correct=False, outputs=stats,
                               reason=f"output {i}: dtype {dtype_name(a.dtype)}, expected {dtype_name(e.dtype)}")
-        s = compare_array(e, a, index=i)
+        s = compare_array(e, a, index=i, int_step=int_step)
         stats.append(s)
         if not s.correct and reason is None:
             reason = _failure_reason(s)
     return Comparison(correct=reason is None, reason=reason, outputs=stats)
 
 
-def compare_array(expected: np.ndarray, actual: np.ndarray, *, index: int = 0) -> OutputStats:
+def compare_array(expected: np.ndarray, actual: np.ndarray, *, index: int = 0, int_step: int = 0) -> OutputStats:
     tol = tolerance_for(expected.dtype)
     common = dict(index=index, shape=list(expected.shape), dtype=dtype_name(expected.dtype),
                   tolerance=tol, elements=int(expected.size))
     if tol is None:
-        return _compare_exact(expected, actual, common)
+        step = int_step if np.issubdtype(expected.dtype, np.integer) else 0
+        return _compare_exact(expected, actual, common, step)
     e = expected.astype(np.float64)
     a = actual.astype(np.float64)
 
@@ -116,11 +124,11 @@ def compare_array(expected: np.ndarray, actual: np.ndarray, *, index: int = 0) -
                        correct=correct)
 
 
-def _compare_exact(expected: np.ndarray, actual: np.ndarray, common: dict) -> OutputStats:
-    mismatches = int(np.count_nonzero(expected != actual))
+def _compare_exact(expected: np.ndarray, actual: np.ndarray, common: dict, step: int) -> OutputStats:
     e = expected.astype(np.float64)
     a = actual.astype(np.float64)
     diff = np.abs(a - e)
+    mismatches = int(np.count_nonzero(diff > step)) if step else int(np.count_nonzero(expected != actual))
     rel = np.divide(diff, np.abs(e), where=e != 0, out=np.zeros_like(e))
     rel[(e == 0) & (diff > 0)] = np.inf
     return OutputStats(**common, mismatches=mismatches,
@@ -142,7 +150,7 @@ def _rel_l2(e: np.ndarray, a: np.ndarray) -> float:
 
 def _failure_reason(s: OutputStats) -> str:
     if s.tolerance is None:
-        return f"output {s.index}: {s.mismatches} of {s.elements} elements differ (exact {s.dtype} compare)"
+        return f"output {s.index}: {s.mismatches} of {s.elements} elements differ ({s.dtype} compare)"
     if s.nonfinite_mismatches:
         return f"output {s.index}: NaN/Inf at {s.nonfinite_mismatches} positions do not match the reference"
     if s.mismatches:

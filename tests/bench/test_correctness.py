@@ -107,3 +107,16 @@ def test_first_failing_output_is_named():
     r = compare_outputs([good, good], [good, good * 2])
     assert not r.correct and r.reason.startswith("output 1:")
     assert [o.correct for o in r.outputs] == [True, False]
+
+
+def test_quantised_codes_may_be_one_step_off_only_when_asked():
+    e = np.array([[-128, -3, 0, 5, 127]], dtype=np.int8)
+    off_by_one = np.array([[-127, -3, 1, 5, 126]], dtype=np.int8)
+    off_by_two = np.array([[-128, -1, 0, 5, 127]], dtype=np.int8)
+    assert not compare_outputs([e], [off_by_one]).correct
+    s = compare_outputs([e], [off_by_one], int_step=1)
+    assert s.correct and s.outputs[0].mismatches == 0 and s.outputs[0].max_abs_error == 1.0
+    bad = compare_outputs([e], [off_by_two], int_step=1)
+    assert not bad.correct and bad.outputs[0].mismatches == 1
+    # Bool outputs stay exact whatever the step.
+    assert not compare_outputs([np.array([True])], [np.array([False])], int_step=1).correct
