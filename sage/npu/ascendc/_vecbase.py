@@ -1,0 +1,92 @@
+"""The common path of every vector instruction: operand checks, cost, record, index forms."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from sage.npu.errors import BoundsError, KernelRuntimeError
+from sage.npu.sim import core as core_mod
+from sage.npu.sim.core import V
+from sage.npu.ascendc.tensors import LocalTensor
+from sage.npu.ascendc import _checks as chk
+
+
+def issue(name: str, key: str, dst, srcs, count: int, itemsize: int | None = None, repeats: int | None = None,
+          spans=None, extra_heads: int = 0):
+    """Check UB placement, 32 B alignment and bounds, then record one V instruction.
+
+    ``extra_heads``: instructions made of dependent steps (reduction levels) pay the head again per step.
+    """
+    core = core_mod._current
+    if core is None:
+        core = core_mod.current_core(name)
+    for t in (dst, *srcs):
+        if t.__class__ is not LocalTensor:
+            chk.local(t, name)
+        slot = t._slot
+        if slot.alloc_gen != t._gen or slot.space.name != "UB":
+            chk.local(t, name, "UB")
+        if (slot.addr + t._off) & 31:
+            chk.aligned(t, name)
+        if spans is None and count > t._size:
+            chk.fits(t, count, name)
+    if spans is None:
+        if count < 0:
+            chk.fits(dst, count, name)
+        reads = tuple([(t._slot, t._off, t._off + count * t._dtype.itemsize) for t in srcs])
+        writes = ((dst._slot, dst._off, dst._off + count * dst._dtype.itemsize),)
+    else:
+        reads, writes = spans
+    isz = itemsize or dst._dtype.itemsize
+    costs = core.costs
+    reps = repeats if repeats is not None else -(-count * isz // costs.repeat_bytes)
+    head, slope = costs.vector[key][1 if isz >= 4 else 0]
+    body = slope * reps
+    core.vector_cycles += body
+    body += head * extra_heads
+    core.instr(V, name, head, body, 0.0, reads, writes)
+    return core
+
+
+def require(name: str, dt: np.dtype, allowed: tuple) -> None:
+    if dt not in allowed:
+        raise KernelRuntimeError(f"{name} does not support {dt.name} (supported: {', '.join(a.name for a in allowed)})")
+
+
+@lru_cache(maxsize=512)
+def _lane_mask(mask, lanes: int) -> np.ndarray:
+    if isinstance(mask, tuple):  # Ascend C's uint64_t mask[2]: mask[0] = lanes 0..63, mask[1] = lanes 64..127
+        bits = [(int(mask[w]) >> b) & 1 for w in range(len(mask)) for b in range(64)]
+        return np.array(bits[:lanes], dtype=bool)
+    if not 1 <= mask <= lanes:
+        raise KernelRuntimeError(f"mask must be in [1, {lanes}] for this dtype, got {mask}")
+    return np.arange(lanes) < mask
+
+
+@lru_cache(maxsize=512)
+def repeat_index(mask, repeat: int, blk_stride: int, rep_stride: int, itemsize: int) -> np.ndarray:
+    """Element indices touched by a mask/repeat instruction (strides in 32 B blocks)."""
+    epb = 32 // itemsize
+    lanes = 8 * epb
+    active = _lane_mask(mask, lanes)
+    lane = np.arange(lanes)
+    within = (lane // epb) * blk_stride * epb + lane % epb
+    idx = (np.arange(repeat)[:, None] * rep_stride * epb + within[None, :])[:, active]
+    idx.setflags(write=False)
+    return idx
+
+
+def mask_key(mask):
+    return tuple(int(m) for m in mask) if isinstance(mask, (list, tuple)) else int(mask)
+
+
+def indexed(name: str, t, idx: np.ndarray) -> tuple:
+    """The byte span of tensor ``t`` covered by element indices ``idx`` (bounds checked)."""
+    hi = int(idx.max()) + 1 if idx.size else 0
+    if hi > t._size:
+        raise BoundsError(f"{name}: the repeat parameters reach element {hi - 1}, the tensor holds {t._size}")
+    lo = int(idx.min()) if idx.size else 0
+    isz = t._dtype.itemsize
+    return (t._slot, t._off + lo * isz, t._off + hi * isz)

@@ -1,0 +1,150 @@
+"""The cube path: GM -> L1 (ND -> NZ) -> LoadData -> L0A/L0B -> Mmad -> L0C -> Fixpipe -> GM.
+
+Values are stored row-major; fractal layouts decide costs, padding and checks. A matrix in
+L1/L0 has its rows padded to 16 and its row length padded to the fractal width
+(16 elements, 32 for int8); Mmad reads A as [M, K] and B as [K, N] with those pitches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sage.npu import dtypes
+from sage.npu.errors import AlignmentError, BoundsError, KernelRuntimeError
+from sage.npu.sim.core import FIX, M, MTE1, MTE2, current_core
+from sage.npu.ascendc import _checks as chk
+from sage.npu.ascendc.params import FixpipeParams, LoadData2DParams, MmadParams, Nd2NzParams
+from sage.npu.ascendc.tensors import GlobalTensor, LocalTensor
+
+_ACC = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32, dtypes.float32: dtypes.float32,
+        dtypes.int8: dtypes.int32}
+
+
+def _ceil(n: int, unit: int) -> int:
+    return -(-n // unit) * unit
+
+
+def col_unit(dt: np.dtype) -> int:
+    return max(16, 32 // dt.itemsize)
+
+
+def copy_nd2nz(core, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
+    """DataCopy(l1, gm, Nd2NzParams(1, nValue, dValue, 0, srcDValue, dstNzC0Stride, 1, 0))."""
+    from sage.npu.ascendc.datamove import _gm_cost
+    core.mark_cube("DataCopy GM->L1")
+    if dst.dtype != src.dtype:
+        raise KernelRuntimeError(f"DataCopy: dst is {dst.dtype.name} but src is {src.dtype.name}")
+    if p.ndNum != 1:
+        raise KernelRuntimeError("Nd2NzParams: only ndNum=1 is simulated; issue one DataCopy per matrix")
+    chk.aligned(dst, "DataCopy (ND->NZ) dst")
+    rows, cols = chk.count_arg(p.nValue, "nValue"), chk.count_arg(p.dValue, "dValue")
+    pitch_src = p.srcDValue or cols
+    rows_pad = max(_ceil(rows, 16), p.dstNzC0Stride or 0)
+    cols_pad = _ceil(cols, col_unit(dst.dtype))
+    if rows < 1 or cols < 1:
+        raise KernelRuntimeError("Nd2NzParams: nValue and dValue must be >= 1")
+    chk.fits(dst, rows_pad * cols_pad, "DataCopy (ND->NZ)")
+    s = chk.rows_view(src._buf.data, src._off, rows, cols, pitch_src, "DataCopy (ND->NZ) src", "the GM tensor")
+    isz = dst.dtype.itemsize
+    fixed, gm, gspan = _gm_cost(core, "GM->L1", src, 0, (rows - 1) * pitch_src + cols, rows * cols * isz, rows,
+                                pitch_src * isz, True)
+    core.instr(MTE2, "DataCopy(ND2NZ)", 0.0, fixed, gm, reads=(gspan,), writes=(dst.span(rows_pad * cols_pad),))
+    d = dst._arr[:rows_pad * cols_pad].reshape(rows_pad, cols_pad)
+    d[...] = 0
+    d[:rows, :cols] = s
+
+
+def LoadData(dst, src, params: LoadData2DParams) -> None:
+    """LoadData(l0a_or_l0b, l1, LoadData2DParams(rows, cols, srcStride, ifTranspose)): copy the rows x cols
+    tile starting at src (a view t[offset] of a larger L1 matrix with row pitch srcStride) into dense rows x cols
+    (cols x rows if transposed) in L0A/L0B. Cost: MTE1 at the L1->L0 rate."""
+    core = current_core("LoadData")
+    core.mark_cube("LoadData")
+    dst = chk.local(dst, "LoadData dst")
+    src = chk.local(src, "LoadData src", "L1")
+    pos = dst._slot.space.name
+    if pos not in ("L0A", "L0B"):
+        raise KernelRuntimeError(f"LoadData writes L0A (A2) or L0B (B2), not {pos}")
+    if dst.dtype != src.dtype:
+        raise KernelRuntimeError(f"LoadData: dst is {dst.dtype.name} but src is {src.dtype.name}")
+    rows, cols = chk.count_arg(params.rows, "rows"), chk.count_arg(params.cols, "cols")
+    unit = col_unit(dst.dtype)
+    if rows % 16 or cols % unit or rows < 1 or cols < 1:
+        raise AlignmentError(f"LoadData moves whole fractals: rows must be a multiple of 16 and cols of {unit} "
+                             f"(got {rows} x {cols}); pad the tile")
+    chk.aligned(dst, "LoadData dst", 512)
+    chk.aligned(src, "LoadData src")
+    pitch = params.srcStride or cols
+    s = chk.rows_view(src._arr, 0, rows, cols, pitch, "LoadData src", "the L1 tensor")
+    chk.fits(dst, rows * cols, "LoadData dst")
+    nbytes = rows * cols * dst.dtype.itemsize
+    path = "L1->L0A" if pos == "L0A" else "L1->L0B"
+    fixed, _ = core.costs.transfer(path, nbytes)
+    core.add_bytes(path, nbytes)
+    core.instr(MTE1, "LoadData", 0.0, fixed + nbytes / core.costs.paths[path].bytes_per_cycle,
+               reads=(src.span((rows - 1) * pitch + cols),), writes=(dst.span(rows * cols),))
+    out = dst._arr[:rows * cols]
+    out[...] = (s.T if params.ifTranspose else s).reshape(-1)
+
+
+def Mmad(c, a, b, params: MmadParams) -> None:
+    """Mmad(c_l0c, a_l0a, b_l0b, MmadParams(m, n, k, cmatrixInitVal)): C[m,n] (+)= A[m,k] @ B[k,n], fp32
+    accumulation (int32 for int8). Read row-major: A as [ceil16(m), ceil16(k)], B as [ceil16(k), ceil16(n)]
+    (k and B's n padded to 32 for int8), C as [ceil16(m), ceil16(n)]. Cost on M: the cube formula below."""
+    core = current_core("Mmad")
+    core.mark_cube("Mmad")
+    c = chk.local(c, "Mmad c", "L0C")
+    a = chk.local(a, "Mmad a", "L0A")
+    b = chk.local(b, "Mmad b", "L0B")
+    if a.dtype != b.dtype or a.dtype not in _ACC:
+        raise KernelRuntimeError(f"Mmad: A and B must share one of float16/bfloat16/float32/int8, got {a.dtype.name}, {b.dtype.name}")
+    if c.dtype != _ACC[a.dtype]:
+        raise KernelRuntimeError(f"Mmad: C must be {_ACC[a.dtype].name} for {a.dtype.name} inputs, got {c.dtype.name}")
+    m, n, k = (chk.count_arg(v, f"MmadParams.{nm}") for v, nm in ((params.m, "m"), (params.n, "n"), (params.k, "k")))
+    if min(m, n, k) < 1:
+        raise KernelRuntimeError("Mmad: m, n and k must be >= 1")
+    unit = col_unit(a.dtype)
+    mp, kp, np_, nb = _ceil(m, 16), _ceil(k, unit), _ceil(n, 16), _ceil(n, unit)
+    for t, need, what in ((a, mp * kp, "A"), (b, kp * nb, "B"), (c, mp * np_, "C")):
+        if need > t._size:
+            raise BoundsError(f"Mmad: {what} needs {need} elements for m={m} n={n} k={k} (padded), its tensor holds {t._size}")
+    cycles = core.costs.mad_cycles(m, n, k, a.dtype.itemsize)
+    core.macs += m * n * k
+    reads = (a.span(mp * kp), b.span(kp * nb)) + (() if params.cmatrixInitVal else (c.span(mp * np_),))
+    core.instr(M, "Mmad", 0.0, cycles, reads=reads, writes=(c.span(mp * np_),))
+    acc = _ACC[a.dtype]
+    A = a._arr[:mp * kp].reshape(mp, kp)[:m, :k].astype(acc)
+    B = b._arr[:kp * nb].reshape(kp, nb)[:k, :n].astype(acc)
+    C = c._arr[:mp * np_].reshape(mp, np_)
+    prod = A @ B
+    if params.cmatrixInitVal:
+        C[...] = 0
+        C[:m, :n] = prod
+    else:
+        C[:m, :n] += prod
+
+
+def Fixpipe(dst, src, params: FixpipeParams) -> None:
+    """Fixpipe(gm, l0c, FixpipeParams(mSize, nSize, srcStride, dstStride, reluEn)): write an mSize x nSize tile
+    to GM (row pitch dstStride, 0 = nSize), converting fp32 to the GM dtype (fp16/bf16 round to nearest).
+    Cost on FIX: one L0C->GM transfer of the tile."""
+    from sage.npu.ascendc.cast import RoundMode, convert
+    from sage.npu.ascendc.datamove import _gm_cost
+    core = current_core("Fixpipe")
+    core.mark_cube("Fixpipe")
+    src = chk.local(src, "Fixpipe src", "L0C")
+    dst = chk.gm_tensor(dst, "Fixpipe dst")
+    m, n = chk.count_arg(params.mSize, "mSize"), chk.count_arg(params.nSize, "nSize")
+    if m < 1 or n < 1:
+        raise KernelRuntimeError("Fixpipe: mSize and nSize must be >= 1")
+    sp = params.srcStride or _ceil(n, 16)
+    dp = params.dstStride or n
+    s = chk.rows_view(src._arr, 0, m, n, sp, "Fixpipe src", "the L0C tensor")
+    d = chk.rows_view(dst._buf.data, dst._off, m, n, dp, "Fixpipe dst", "the GM tensor")
+    isz = dst.dtype.itemsize
+    # the FIX unit converts NZ -> ND while it streams: one transfer, not one burst per row
+    fixed, gm, gspan = _gm_cost(core, "L0C->GM", dst, 0, (m - 1) * dp + n, m * n * isz, 1, dp * isz, False)
+    core.instr(FIX, "Fixpipe", 0.0, fixed, gm, reads=(src.span((m - 1) * sp + n),), writes=(gspan,))
+    vals = np.maximum(s, 0) if params.reluEn else s
+    out = convert(np.ascontiguousarray(vals), dst.dtype, RoundMode.CAST_RINT).astype(dst.dtype, copy=False)
+    d[...] = out if core.atomic is None else core.atomic(d, out)

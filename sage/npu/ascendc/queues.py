@@ -1,0 +1,186 @@
+"""TPipe, TQue and TBuf: local buffer allocation and the queue sync Ascend C does for you.
+
+EnQue acts as SetFlag on the pipe that last wrote the tensor; DeQue as the matching
+WaitFlag, applied to whichever pipe touches the tensor next. FreeTensor raises an event
+when the last access to the buffer is done; the next AllocTensor of that buffer waits for
+it. With two buffers, the copy of tile i+1 overlaps the compute of tile i.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+
+from sage.npu import dtypes
+from sage.npu.errors import KernelRuntimeError, QueueError
+from sage.npu.sim.core import Slot, current_core
+from sage.npu.ascendc.tensors import LocalTensor
+
+
+class TPosition(enum.Enum):
+    """Where a queue's buffers live: VECIN/VECOUT/VECCALC/CO2 in UB, A1/B1 in L1, A2 in L0A, B2 in L0B, CO1 in L0C."""
+
+    GM = "GM"
+    VECIN = "VECIN"
+    VECOUT = "VECOUT"
+    VECCALC = "VECCALC"
+    A1 = "A1"
+    B1 = "B1"
+    C1 = "C1"
+    A2 = "A2"
+    B2 = "B2"
+    CO1 = "CO1"
+    CO2 = "CO2"
+
+
+QuePosition = TPosition
+_SPACE = {TPosition.VECIN: "UB", TPosition.VECOUT: "UB", TPosition.VECCALC: "UB", TPosition.CO2: "UB",
+          TPosition.A1: "L1", TPosition.B1: "L1", TPosition.C1: "L1", TPosition.A2: "L0A",
+          TPosition.B2: "L0B", TPosition.CO1: "L0C"}
+
+
+def _space_of(position) -> str:
+    if position not in _SPACE:
+        raise KernelRuntimeError(f"{position} is not a local buffer position")
+    return _SPACE[position]
+
+
+class TQue:
+    """``TQue<TPosition, depth>``: a queue of local buffers (created by ``TPipe.InitBuffer``)."""
+
+    def __init__(self, position: TPosition, depth: int = 1):
+        if not isinstance(position, TPosition):
+            raise KernelRuntimeError(f"TQue needs a TPosition, got {position!r}")
+        self.position = position
+        self.depth = depth
+        self._slots: list[Slot] = []
+        self._next = 0
+        self._queue: deque = deque()
+        self._name = f"TQue({position.name})"
+
+    def _require_init(self, what: str) -> None:
+        if not self._slots:
+            raise QueueError(f"{what} on a {self._name} that has no buffers: call pipe.InitBuffer(que, num, bytes) first")
+
+    def AllocTensor(self, dtype=dtypes.float16) -> LocalTensor:
+        """Take a free buffer (round robin); its next user waits until its previous users finished."""
+        core = current_core("AllocTensor")
+        self._require_init("AllocTensor")
+        dt = dtypes.as_dtype(dtype)
+        n = len(self._slots)
+        for k in range(n):
+            slot = self._slots[(self._next + k) % n]
+            if not slot.allocated:
+                self._next = (self._next + k + 1) % n
+                break
+        else:
+            raise QueueError(f"AllocTensor on a {self._name} whose {n} buffer(s) are all allocated: "
+                             f"FreeTensor one first (or InitBuffer more buffers)")
+        slot.allocated = True
+        slot.alloc_gen += 1
+        if slot.last_access:
+            core.gate_on_accesses(slot)
+        return LocalTensor.whole(slot, dt, slot.alloc_gen)
+
+    def EnQue(self, tensor: LocalTensor) -> None:
+        """Hand a tensor to the consumer (SetFlag on the pipe that wrote it)."""
+        core = current_core("EnQue")
+        self._own(tensor, "EnQue")
+        slot = tensor._slot
+        if slot.enqueued:
+            raise QueueError(f"EnQue of a tensor that is already in the queue ({self._name})")
+        if len(self._queue) >= max(self.depth, len(self._slots)):
+            raise QueueError(f"EnQue beyond the depth of {self._name}: DeQue first")
+        producer = slot.last_writer if slot.last_writer >= 0 else 0
+        slot.enqueued = True
+        self._queue.append((tensor, core.pipe_event(producer)))
+
+    def DeQue(self, dtype=None) -> LocalTensor:
+        """Take the oldest enqueued tensor; the next pipe to touch it waits for its producer."""
+        core = current_core("DeQue")
+        if not self._queue:
+            raise QueueError(f"DeQue of an empty {self._name}: EnQue a tensor first")
+        tensor, event = self._queue.popleft()
+        slot = tensor._slot
+        slot.enqueued = False
+        core.set_gate(slot, event)
+        if dtype is None or dtypes.as_dtype(dtype) == tensor._dtype:
+            return tensor
+        return LocalTensor.whole(slot, dtypes.as_dtype(dtype), tensor._gen)
+
+    def FreeTensor(self, tensor: LocalTensor) -> None:
+        """Give the buffer back; it is reusable once its last reader has finished."""
+        current_core("FreeTensor")
+        self._own(tensor, "FreeTensor")
+        slot = tensor._slot
+        if slot.enqueued:
+            raise QueueError(f"FreeTensor of a tensor still in {self._name}: DeQue it first")
+        slot.allocated = False
+        slot.alloc_gen += 1  # every handle on the old allocation is now dead
+
+    def _own(self, tensor, what: str) -> None:
+        if not isinstance(tensor, LocalTensor) or tensor._slot not in self._slots:
+            raise QueueError(f"{what}: the tensor does not belong to this {self._name}")
+        if tensor._gen != tensor._slot.alloc_gen or not tensor._slot.allocated:
+            raise QueueError(f"{what}: tensor used after FreeTensor")
+
+    def _init(self, core, num: int, nbytes: int) -> None:
+        if self._slots:
+            raise QueueError(f"InitBuffer called twice for the same {self._name}")
+        space = core.spaces[_space_of(self.position)]
+        for i in range(num):
+            addr = space.allocate(nbytes, f"InitBuffer({self._name}, {num}, {nbytes})")
+            self._slots.append(Slot(space, addr, nbytes, f"{self._name} buffer {i} ({space.name} @{addr})"))
+
+
+class TBuf:
+    """``TBuf<TPosition>``: one scratch buffer with no queue sync: ``Get(dtype)`` returns it as a tensor."""
+
+    def __init__(self, position: TPosition = TPosition.VECCALC):
+        self.position = position
+        self._slot: Slot | None = None
+
+    def Get(self, dtype=dtypes.float16, count: int | None = None) -> LocalTensor:
+        """The whole buffer (or its first ``count`` elements) as a tensor of ``dtype``."""
+        current_core("TBuf.Get")
+        if self._slot is None:
+            raise QueueError("TBuf.Get before pipe.InitBuffer(tbuf, bytes)")
+        dt = dtypes.as_dtype(dtype)
+        t = LocalTensor.whole(self._slot, dt, self._slot.alloc_gen)
+        if count is not None:
+            if not 0 <= count <= t._size:
+                raise QueueError(f"TBuf.Get({dt.name}, {count}): the buffer holds only {t._size} elements")
+            t = LocalTensor(self._slot, 0, count, dt, self._slot.alloc_gen)
+        return t
+
+    def _init(self, core, nbytes: int) -> None:
+        if self._slot is not None:
+            raise QueueError("InitBuffer called twice for the same TBuf")
+        space = core.spaces[_space_of(self.position)]
+        addr = space.allocate(nbytes, f"InitBuffer(TBuf({self.position.name}), {nbytes})")
+        self._slot = Slot(space, addr, nbytes, f"TBuf({self.position.name}) ({space.name} @{addr})")
+        self._slot.allocated = True
+
+
+class TPipe:
+    """``TPipe``: allocates queue and TBuf memory with ``InitBuffer``."""
+
+    def __init__(self):
+        current_core("TPipe()")
+
+    def InitBuffer(self, que, num_or_bytes: int, nbytes: int | None = None) -> None:
+        """``InitBuffer(que, num, bytes)`` for a TQue, ``InitBuffer(tbuf, bytes)`` for a TBuf."""
+        core = current_core("InitBuffer")
+        if isinstance(que, TQue):
+            if nbytes is None:
+                raise KernelRuntimeError("InitBuffer(que, num, bytes) needs the buffer count and the bytes per buffer")
+            if int(num_or_bytes) < 1 or int(nbytes) < 1:
+                raise KernelRuntimeError(f"InitBuffer(que, {num_or_bytes}, {nbytes}): count and size must be >= 1")
+            que._init(core, int(num_or_bytes), int(nbytes))
+        elif isinstance(que, TBuf):
+            size = int(num_or_bytes if nbytes is None else nbytes)
+            if size < 1:
+                raise KernelRuntimeError(f"InitBuffer(tbuf, {size}): size must be >= 1")
+            que._init(core, size)
+        else:
+            raise KernelRuntimeError(f"InitBuffer needs a TQue or TBuf, got {type(que).__name__}")

@@ -1,0 +1,163 @@
+"""Elementwise vector instructions (V pipe): level-2 ``count`` forms and mask/repeat forms.
+
+Arithmetic is done in the operand dtype, as on the hardware: fp16 stays fp16 (numpy
+computes each fp16 operation and rounds it), bf16 is computed and rounded per instruction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sage.npu import dtypes
+from sage.npu.errors import KernelRuntimeError
+from sage.npu.ascendc import _checks as chk
+from sage.npu.ascendc._vecbase import indexed, issue, mask_key, repeat_index, require
+from sage.npu.ascendc.params import BinaryRepeatParams, UnaryRepeatParams
+
+_FLOATS = (dtypes.float16, dtypes.float32, dtypes.bfloat16)
+_NUMERIC = _FLOATS + (dtypes.int16, dtypes.int32, dtypes.uint16, dtypes.uint32, dtypes.int8, dtypes.uint8, dtypes.int64)
+_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.int64)
+_F32 = np.float32
+
+
+def _rsqrt(x):
+    if x.dtype.itemsize == 2:  # one rounding, like the hardware's single instruction
+        return (1.0 / np.sqrt(x.astype(_F32))).astype(x.dtype)
+    return 1.0 / np.sqrt(x)
+
+
+def _reciprocal(x):
+    return np.reciprocal(x) if x.dtype.itemsize != 2 else (1.0 / x.astype(_F32)).astype(x.dtype)
+
+
+def _binary(name: str, key: str, fn, allowed, what: str):
+    allowed = frozenset(allowed)
+
+    def op(dst, src0, src1, count_or_mask, repeatTimes=None, repeatParams=None):
+        dt = chk.same_dtype(name, dst, src0, src1)
+        if dt not in allowed:
+            require(name, dt, tuple(allowed))
+        if repeatTimes is None:
+            count = count_or_mask if count_or_mask.__class__ is int else chk.count_arg(count_or_mask, f"{name} count")
+            issue(name, key, dst, (src0, src1), count)
+            fn(src0._arr[:count], src1._arr[:count], out=dst._arr[:count])
+            return
+        p = repeatParams or BinaryRepeatParams()
+        rep = chk.count_arg(repeatTimes, f"{name} repeatTimes")
+        mk = mask_key(count_or_mask)
+        isz = dt.itemsize
+        di = repeat_index(mk, rep, p.dstBlkStride, p.dstRepStride, isz)
+        ai = repeat_index(mk, rep, p.src0BlkStride, p.src0RepStride, isz)
+        bi = repeat_index(mk, rep, p.src1BlkStride, p.src1RepStride, isz)
+        spans = ((indexed(name, src0, ai), indexed(name, src1, bi)), (indexed(name, dst, di),))
+        issue(name, key, dst, (src0, src1), 0, repeats=rep, spans=spans)
+        dst._arr[di] = fn(src0._arr[ai], src1._arr[bi])
+    op.__name__ = name
+    op.__doc__ = f"dst = {what}; also {name}(dst, src0, src1, mask, repeatTimes, BinaryRepeatParams)."
+    op.what, op.cost_key = what, key
+    return op
+
+
+def _unary(name: str, key: str, fn, allowed, what: str):
+    allowed = frozenset(allowed)
+
+    def op(dst, src, count_or_mask, repeatTimes=None, repeatParams=None):
+        dt = chk.same_dtype(name, dst, src)
+        if dt not in allowed:
+            require(name, dt, tuple(allowed))
+        if repeatTimes is None:
+            count = count_or_mask if count_or_mask.__class__ is int else chk.count_arg(count_or_mask, f"{name} count")
+            issue(name, key, dst, (src,), count)
+            dst._arr[:count] = fn(src._arr[:count])
+            return
+        p = repeatParams or UnaryRepeatParams()
+        rep = chk.count_arg(repeatTimes, f"{name} repeatTimes")
+        mk = mask_key(count_or_mask)
+        di = repeat_index(mk, rep, p.dstBlkStride, p.dstRepStride, dt.itemsize)
+        si = repeat_index(mk, rep, p.srcBlkStride, p.srcRepStride, dt.itemsize)
+        issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (indexed(name, dst, di),)))
+        dst._arr[di] = fn(src._arr[si])
+    op.__name__ = name
+    op.__doc__ = f"dst = {what}; also {name}(dst, src, mask, repeatTimes, UnaryRepeatParams)."
+    op.what, op.cost_key = what, key
+    return op
+
+
+def _scalar(name: str, key: str, fn, allowed, what: str):
+    allowed = frozenset(allowed)
+
+    def op(dst, src, scalar, count_or_mask, repeatTimes=None, repeatParams=None):
+        dt = chk.same_dtype(name, dst, src)
+        if dt not in allowed:
+            require(name, dt, tuple(allowed))
+        s = dt.type(scalar)  # the scalar operand has the tensor's type, as on the hardware
+        if repeatTimes is None:
+            count = count_or_mask if count_or_mask.__class__ is int else chk.count_arg(count_or_mask, f"{name} count")
+            issue(name, key, dst, (src,), count)
+            dst._arr[:count] = fn(src._arr[:count], s)
+            return
+        p = repeatParams or UnaryRepeatParams()
+        rep = chk.count_arg(repeatTimes, f"{name} repeatTimes")
+        mk = mask_key(count_or_mask)
+        di = repeat_index(mk, rep, p.dstBlkStride, p.dstRepStride, dt.itemsize)
+        si = repeat_index(mk, rep, p.srcBlkStride, p.srcRepStride, dt.itemsize)
+        issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (indexed(name, dst, di),)))
+        dst._arr[di] = fn(src._arr[si], s)
+    op.__name__ = name
+    op.__doc__ = f"dst = {what} (scalar rounded to the dtype); also {name}(dst, src, scalar, mask, repeatTimes, UnaryRepeatParams)."
+    op.what, op.cost_key = what, key
+    return op
+
+
+Add = _binary("Add", "vadd", np.add, _NUMERIC, "src0 + src1")
+Sub = _binary("Sub", "vsub", np.subtract, _NUMERIC, "src0 - src1")
+Mul = _binary("Mul", "vmul", np.multiply, _NUMERIC, "src0 * src1")
+Div = _binary("Div", "vdiv", np.divide, _FLOATS, "src0 / src1 (floats)")
+Max = _binary("Max", "vmax", np.maximum, _NUMERIC, "max(src0, src1)")
+Min = _binary("Min", "vmin", np.minimum, _NUMERIC, "min(src0, src1)")
+And = _binary("And", "vand", np.bitwise_and, _INTS, "src0 & src1 (integers)")
+Or = _binary("Or", "vor", np.bitwise_or, _INTS, "src0 | src1 (integers)")
+
+Exp = _unary("Exp", "vexp", np.exp, _FLOATS, "exp(src)")
+Ln = _unary("Ln", "vln", np.log, _FLOATS, "ln(src)")
+Abs = _unary("Abs", "vabs", np.abs, _FLOATS + (dtypes.int16, dtypes.int32), "|src|")
+Reciprocal = _unary("Reciprocal", "vrec", _reciprocal, _FLOATS, "1 / src")
+Sqrt = _unary("Sqrt", "vsqrt", np.sqrt, _FLOATS, "sqrt(src)")
+Rsqrt = _unary("Rsqrt", "vrsqrt", _rsqrt, _FLOATS, "1 / sqrt(src)")
+Relu = _unary("Relu", "vrelu", lambda x: np.maximum(x, x.dtype.type(0)), _FLOATS + (dtypes.int32,), "max(src, 0)")
+Not = _unary("Not", "vnot", np.invert, _INTS, "~src (integers)")
+
+Adds = _scalar("Adds", "vadds", np.add, _NUMERIC, "src + scalar")
+Muls = _scalar("Muls", "vmuls", np.multiply, _NUMERIC, "src * scalar")
+Maxs = _scalar("Maxs", "vmaxs", np.maximum, _NUMERIC, "max(src, scalar)")
+Mins = _scalar("Mins", "vmins", np.minimum, _NUMERIC, "min(src, scalar)")
+LeakyRelu = _scalar("LeakyRelu", "vmuls", lambda x, a: np.where(x >= 0, x, x * a), _FLOATS,
+                    "src if src >= 0 else src * scalar")
+
+
+def Duplicate(dst, scalar, count_or_mask, repeatTimes=None, dstBlockStride=1, dstRepeatStride=8) -> None:
+    """Duplicate(dst, scalar, count): dst[:count] = scalar. Cost: vector_dup."""
+    dst = chk.local(dst, "Duplicate dst", "UB")
+    dt = dst._dtype
+    if repeatTimes is None:
+        count = chk.count_arg(count_or_mask, "Duplicate count")
+        issue("Duplicate", "vector_dup", dst, (), count)
+        dst._arr[:count] = dt.type(scalar)
+        return
+    rep = chk.count_arg(repeatTimes, "Duplicate repeatTimes")
+    di = repeat_index(mask_key(count_or_mask), rep, dstBlockStride, dstRepeatStride, dt.itemsize)
+    issue("Duplicate", "vector_dup", dst, (), 0, repeats=rep, spans=((), (indexed("Duplicate", dst, di),)))
+    dst._arr[di] = dt.type(scalar)
+
+
+def Axpy(dst, src, scalar, count: int) -> None:
+    """Axpy(dst, src, scalar, count): dst = dst + src * scalar (src fp16 with dst fp32 allowed). Cost: vaxpy."""
+    dst, src = chk.local(dst, "Axpy dst", "UB"), chk.local(src, "Axpy src", "UB")
+    if dst._dtype != src._dtype and not (src._dtype == dtypes.float16 and dst._dtype == dtypes.float32):
+        raise KernelRuntimeError(f"Axpy: dst {dst._dtype.name} and src {src._dtype.name} must match (or half -> float)")
+    require("Axpy", dst._dtype, _FLOATS)
+    count = chk.count_arg(count, "Axpy count")
+    issue("Axpy", "vaxpy", dst, (src,), count, itemsize=src._dtype.itemsize)
+    s = src._dtype.type(scalar)
+    prod = (src._arr[:count] * s).astype(dst._dtype)
+    dst._arr[:count] = dst._arr[:count] + prod

@@ -1,0 +1,136 @@
+"""Run a kernel file in-process (trusted caller): compile, call forward(), collect outputs and profile.
+
+Untrusted kernel text goes through ``sage.npu.sandbox.run_sandboxed``, which calls this in a
+child process. Kernel errors never raise here: they come back in ``KernelRun.error`` with the
+line of the kernel file where they happened.
+"""
+
+from __future__ import annotations
+
+import ast
+import traceback
+
+import numpy as np
+from pydantic import BaseModel
+
+from sage.npu import dtypes
+from sage.npu.ascendc import host
+from sage.npu.errors import (KernelRuntimeError, LaunchError, MemoryLimitError, NpuError, OutputSpecError)
+from sage.npu.hardware import HardwareSpec, load_preset
+from sage.npu.profile import build_profile
+from sage.npu.results import ErrorInfo, KernelRun
+from sage.npu.sim import core as core_mod
+from sage.npu.sim.session import Session
+from sage.npu.trace import build_trace
+
+
+class OutputSpec(BaseModel):
+    shape: tuple[int, ...]
+    dtype: str  # numpy dtype name, "bfloat16" for bf16
+
+
+def _kernel_line(exc: BaseException, filename: str) -> int | None:
+    """The innermost frame of the traceback that is in the kernel file."""
+    line = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == filename:
+            line = lineno
+    return line
+
+
+def _where(exc: BaseException, filename: str) -> str:
+    """Where outside the kernel file the exception was raised (a DSL call given bad arguments)."""
+    frames = list(traceback.walk_tb(exc.__traceback__))
+    if not frames or frames[-1][0].f_code.co_filename == filename:
+        return ""
+    return f" (raised in {frames[-1][0].f_code.co_name}() of the DSL, called from the kernel line)"
+
+
+def _forward_return_line(source: str) -> int | None:
+    """The line of forward()'s return statement (its def line if it has several)."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name == "forward":
+            returns = [n.lineno for n in ast.walk(node) if isinstance(n, ast.Return)]
+            return returns[0] if len(returns) == 1 else node.lineno
+    return None
+
+
+def _to_handle(session: Session, value, where: str):
+    if isinstance(value, np.ndarray):
+        try:
+            dtypes.as_dtype(value.dtype)
+        except TypeError as err:
+            raise LaunchError(f"{where}: {err}") from None
+        data = np.array(value, copy=True, order="C")
+        return host.GmHandle(session.allocate(data, is_input=True), tuple(value.shape))
+    return value
+
+
+def _collect(result, expected: list[OutputSpec] | None) -> list[np.ndarray]:
+    items = list(result) if isinstance(result, (tuple, list)) else [result]
+    outputs = []
+    for i, item in enumerate(items):
+        if not isinstance(item, host.GmHandle):
+            raise OutputSpecError(f"forward() must return GM tensors made with empty()/empty_like(); "
+                                  f"output {i} is {type(item).__name__}")
+        if item._buf.is_input:
+            raise OutputSpecError(f"output {i} is (a view of) an input: outputs must be fresh allocations "
+                                  f"made with empty()/empty_like()")
+        outputs.append(item._buf.data[:item.numel()].reshape(item.shape).copy())
+    if expected is not None:
+        if len(expected) != len(outputs):
+            raise OutputSpecError(f"forward() returned {len(outputs)} output(s), the reference returns {len(expected)}")
+        for i, (out, spec) in enumerate(zip(outputs, expected)):
+            if tuple(out.shape) != tuple(spec.shape) or out.dtype.name != spec.dtype:
+                raise OutputSpecError(f"output {i} is {out.dtype.name}{list(out.shape)}, "
+                                      f"the reference gives {spec.dtype}{list(spec.shape)}")
+    return outputs
+
+
+def run_kernel_source(source: str, args: list, kwargs: dict | None = None, *,
+                      preset: str | HardwareSpec = "ascend910b2", filename: str = "kernel.py",
+                      trace: bool = False, expected: list[OutputSpec] | None = None,
+                      instruction_budget: int = 20_000_000) -> KernelRun:
+    spec = preset if isinstance(preset, HardwareSpec) else load_preset(preset)
+    session = Session(spec, keep_trace=trace, instruction_budget=instruction_budget)
+    try:
+        code = compile(source, filename, "exec")
+    except SyntaxError as err:
+        return KernelRun(None, ErrorInfo(type="KernelRuntimeError", message=f"SyntaxError: {err.msg}",
+                                         line=err.lineno), None)
+    namespace: dict = {"__name__": "sage_kernel"}
+    error: NpuError | None = None
+    outputs = None
+    essential = 0
+    host.set_session(session)
+    try:
+        with np.errstate(all="ignore"):
+            exec(code, namespace)
+            forward = namespace.get("forward")
+            if not callable(forward):
+                raise LaunchError("the kernel file must define forward(...) (the host side)")
+            handles = [_to_handle(session, a, f"argument {i}") for i, a in enumerate(args)]
+            kw = {k: _to_handle(session, v, f"parameter {k}") for k, v in (kwargs or {}).items()}
+            essential = sum(b.nbytes for b in session.buffers)
+            outputs = _collect(forward(*handles, **kw), expected)
+            essential += sum(o.nbytes for o in outputs)
+    except OutputSpecError as err:
+        error = err
+        if error.line is None:
+            error.line = _forward_return_line(source)
+    except NpuError as err:
+        error = err
+        if error.line is None:
+            error.line = _kernel_line(err, filename)
+    except MemoryError as err:
+        error = MemoryLimitError(f"the kernel ran out of memory ({err})", _kernel_line(err, filename))
+    except RecursionError as err:
+        error = KernelRuntimeError(f"RecursionError: {err}", _kernel_line(err, filename))
+    except Exception as err:  # noqa: BLE001 - any other exception in kernel code is the kernel's bug, reported with its line
+        error = KernelRuntimeError(f"{type(err).__name__}: {err}{_where(err, filename)}", _kernel_line(err, filename))
+    finally:
+        host.set_session(None)
+        core_mod.set_current(None)
+    if error is not None:
+        return KernelRun(None, error.info(), None)
+    return KernelRun(outputs, None, build_profile(session, essential), build_trace(session) if trace else None)

@@ -1,0 +1,45 @@
+"""Result models of one kernel run (see docs/architecture.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel
+
+PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX")
+
+
+class ErrorInfo(BaseModel):
+    type: str
+    message: str
+    line: int | None = None
+
+
+class PipeStat(BaseModel):
+    busy_cycles: int
+    utilisation: float
+
+
+class Profile(BaseModel):
+    """Timing of a whole forward(): every launch, each with its launch overhead."""
+
+    cycles: int
+    time_us: float
+    launches: int
+    blocks: int
+    cores_used: int
+    pipes: dict[str, PipeStat]
+    bytes: dict[str, int]
+    bottleneck: str
+    roofline_bound_us: float
+    roofline_fraction: float
+    instructions: int
+
+
+@dataclass
+class KernelRun:
+    outputs: list[np.ndarray] | None
+    error: ErrorInfo | None
+    profile: Profile | None
+    trace: list[dict] | None = None

@@ -1,0 +1,287 @@
+"""One simulated AI Core running one block: pipes, sync edges, race checks, instruction records.
+
+Every DSL call runs its numpy work right away and appends one compact record
+``(pipe, head, body, gm, deps, name, kind)`` here; timing is computed afterwards from the
+records (``schedule.py``), so a launch can be re-timed cheaply when cores share HBM.
+
+Sync is tracked twice, for two purposes: ``deps`` (record indices an instruction waits
+for) drive timing; vector clocks (``vc[pipe][other]`` = how many instructions of
+``other`` are known finished by ``pipe``) drive race detection.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sage.npu.errors import CapacityError, KernelTimeout, LaunchError, RaceError
+from sage.npu.results import PIPES
+from sage.npu.sim.races import RangeTracker
+
+S, V, M, MTE1, MTE2, MTE3, FIX = range(7)
+PIPE_INDEX = {name: i for i, name in enumerate(PIPES)}
+NORMAL, BARRIER, SYNC = 0, 1, 2  # record kinds; only NORMAL records count as instructions
+
+_UNINITIALISED = 0xFF  # fresh local memory reads as NaN / -1, as garbage would, so missing writes show
+
+
+class Gate:
+    """A happens-before edge into a buffer: whoever touches it next waits for ``deps``."""
+
+    __slots__ = ("deps", "vc", "gen")
+
+    def __init__(self, deps: tuple, vc: list[int], gen: int):
+        self.deps, self.vc, self.gen = deps, vc, gen
+
+
+class MemSpace:
+    """One on-chip memory of the core (UB, L1, L0A, L0B, L0C), allocated by InitBuffer."""
+
+    def __init__(self, name: str, capacity: int):
+        self.name, self.capacity, self.used = name, capacity, 0
+        self._data: np.ndarray | None = None
+
+    @property
+    def data(self) -> np.ndarray:
+        if self._data is None:  # allocated lazily: most kernels touch UB only
+            self._data = np.full(self.capacity, _UNINITIALISED, dtype=np.uint8)
+        return self._data
+
+    def allocate(self, nbytes: int, what: str) -> int:
+        addr = self.used
+        end = addr + (-(-nbytes // 32) * 32)
+        if end > self.capacity:
+            raise CapacityError(
+                f"{what}: {nbytes} B does not fit in {self.name}: {addr} B already used of "
+                f"{self.capacity} B (InitBuffer sizes of all buffers in {self.name} add up to {addr + nbytes} B)")
+        self.used = end
+        return addr
+
+
+class Slot:
+    """One buffer of a queue or TBuf: the unit of race tracking, queue state and gates."""
+
+    __slots__ = ("space", "addr", "nbytes", "label", "tracker", "gate", "joined", "last_access",
+                 "last_writer", "allocated", "alloc_gen", "enqueued", "views")
+    track_reads = True
+
+    def __init__(self, space: MemSpace, addr: int, nbytes: int, label: str):
+        self.space, self.addr, self.nbytes, self.label = space, addr, nbytes, label
+        self.tracker = RangeTracker()
+        self.gate: Gate | None = None
+        self.joined = [0] * 7
+        self.last_access: dict[int, tuple[int, int]] = {}  # pipe -> (record index, seq)
+        self.last_writer = -1
+        self.allocated = False
+        self.alloc_gen = 0
+        self.enqueued = False
+        self.views: dict = {}  # dtype -> typed numpy view of the whole buffer
+
+
+class GmRegion:
+    """One GM allocation as seen by one core, for races between its pipes (e.g. MTE3 writes
+    a workspace that MTE2 reads back). Only writes are recorded: reads are checked against
+    them (read-after-write and write-after-write), which keeps streaming reads cheap."""
+
+    __slots__ = ("label", "tracker", "gate", "joined", "last_access", "last_writer")
+    track_reads = False
+
+    def __init__(self, label: str):
+        self.label = label
+        self.tracker = RangeTracker()
+        self.gate = None
+        self.joined = [0] * 7
+        self.last_access: dict[int, tuple[int, int]] = {}
+        self.last_writer = -1
+
+
+class CoreState:
+    """The state of one block while its kernel code runs."""
+
+    def __init__(self, session, block_idx: int, block_num: int):
+        self.session = session
+        self.costs = session.costs
+        self.spec = session.spec
+        self.block_idx, self.block_num = block_idx, block_num
+        b = self.spec.buffers
+        self.spaces = {name: MemSpace(name, cap) for name, cap in
+                       (("UB", b.ub_bytes), ("L1", b.l1_bytes), ("L0A", b.l0a_bytes),
+                        ("L0B", b.l0b_bytes), ("L0C", b.l0c_bytes))}
+        self.records: list[tuple] = []
+        self.vc = [[0] * 7 for _ in range(7)]
+        self.pipe_recs: list[list[int]] = [[] for _ in range(7)]
+        self.flags: dict[tuple[int, int, int], list[Gate]] = {}
+        self.gm_regions: dict[int, GmRegion] = {}
+        self.bytes: dict[str, int] = {}
+        self.hbm_bytes = 0
+        self.macs = 0
+        self.vector_cycles = 0.0
+        self.instructions = 0
+        self.uses_cube = False
+        self.atomic = None  # SetAtomicAdd/Max/Min: the ufunc GM stores combine with
+        self._budget = session.instruction_budget - session.instructions  # what is left for this run
+
+    # -- instructions -----------------------------------------------------------------------
+    def instr(self, pipe: int, name: str, head: float, body: float, gm: float = 0.0,
+              reads=(), writes=(), deps: tuple | None = None, kind: int = NORMAL) -> int:
+        """Check sync and races for the byte ranges ``(slot, lo, hi)`` touched, then record.
+
+        The common case, one access covering a buffer's single tracked segment, is handled
+        inline; everything else goes through RangeTracker.
+        """
+        vcp = self.vc[pipe]
+        dep_list = None
+        for write, accesses in ((False, reads), (True, writes)):
+            for slot, lo, hi in accesses:
+                g = slot.gate
+                if g is not None and slot.joined[pipe] < g.gen:
+                    if dep_list is None:
+                        dep_list = list(deps) if deps else []
+                    self._join(pipe, slot, g, dep_list)
+                tr = slot.tracker
+                starts = tr.starts
+                if not starts:
+                    continue
+                if len(starts) == 1 and starts[0] <= lo and tr.ends[0] >= hi:
+                    w = tr.writers[0]
+                    if w is not None and w[0] != pipe and vcp[w[0]] < w[1]:
+                        self._race(pipe, name, slot, lo, hi, w, "writes" if write else "reads")
+                    if write:
+                        for p, sq in tr.readers[0].items():
+                            if p != pipe and vcp[p] < sq:
+                                self._race(pipe, name, slot, lo, hi, (p, sq), "writes")
+                    continue
+                hit = tr.conflict(lo, hi, pipe, vcp, write)
+                if hit is not None:
+                    self._race(pipe, name, slot, lo, hi, hit, "writes" if write else "reads")
+        idx = len(self.records)
+        self.records.append((pipe, head, body, gm, tuple(dep_list) if dep_list else (deps or None), name, kind))
+        seq = vcp[pipe] + 1
+        vcp[pipe] = seq
+        self.pipe_recs[pipe].append(idx)
+        stamp = (idx, seq)
+        for slot, lo, hi in reads:
+            if slot.track_reads:
+                tr = slot.tracker
+                if len(tr.starts) == 1 and tr.starts[0] == lo and tr.ends[0] == hi:
+                    tr.readers[0][pipe] = seq
+                else:
+                    tr.record_read(lo, hi, pipe, seq)
+                slot.last_access[pipe] = stamp
+        for slot, lo, hi in writes:
+            tr = slot.tracker
+            if len(tr.starts) == 1 and tr.starts[0] == lo and tr.ends[0] == hi:
+                tr.writers[0] = (pipe, seq)
+                tr.readers[0] = {}
+            else:
+                tr.record_write(lo, hi, pipe, seq)
+            slot.last_access[pipe] = stamp
+            slot.last_writer = pipe
+        if kind == NORMAL:
+            self.instructions += 1
+            if self.instructions > self._budget:
+                raise KernelTimeout(
+                    f"more than {self.session.instruction_budget} simulated instructions: the kernel "
+                    "would run far too long (an unbounded loop, or tiles far too small?)")
+        return idx
+
+    def _join(self, pipe: int, slot: Slot, gate: Gate, dep_list: list) -> None:
+        dep_list.extend(gate.deps)
+        self.vc[pipe][:] = map(max, self.vc[pipe], gate.vc)
+        slot.joined[pipe] = gate.gen
+
+    def _race(self, pipe, name, slot, lo, hi, hit, verb) -> None:
+        other, seq = hit
+        other_name = self.records[self.pipe_recs[other][seq - 1]][5]
+        a, b = PIPES[other], PIPES[pipe]
+        raise RaceError(
+            f"{name} on pipe {b} {verb} bytes [{lo}, {hi}) of {slot.label} that {other_name} on "
+            f"pipe {a} also touches, with no sync between {a} and {b}: order them with "
+            f"SetFlag/WaitFlag(HardEvent.{a}_{b}, id) or pass the tensor through a TQue (EnQue/DeQue)")
+
+    # -- sync primitives --------------------------------------------------------------------
+    def pipe_event(self, pipe: int) -> Gate:
+        """An event raised when all work issued so far on ``pipe`` is done (SetFlag, EnQue)."""
+        recs = self.pipe_recs[pipe]
+        deps = (recs[-1],) if recs else ()
+        return Gate(deps, list(self.vc[pipe]), 0)
+
+    def gate_on_accesses(self, slot: Slot) -> None:
+        """The slot's next users wait until the last access of every pipe to it is done (reuse after FreeTensor)."""
+        vc = [0] * 7
+        deps = []
+        for p, (idx, seq) in slot.last_access.items():
+            vc[p] = seq
+            deps.append(idx)
+        slot.gate = Gate(tuple(deps), vc, (slot.gate.gen if slot.gate is not None else 0) + 1)
+
+    def set_gate(self, slot: Slot, gate: Gate) -> None:
+        slot.gate = Gate(gate.deps, gate.vc, (slot.gate.gen if slot.gate is not None else 0) + 1)
+
+    def set_flag(self, src: int, dst: int, event_id: int, name: str) -> None:
+        idx = self.instr(src, name, 0.0, self.costs.flag, kind=SYNC)
+        gate = Gate((idx,), list(self.vc[src]), 0)
+        self.flags.setdefault((src, dst, event_id), []).append(gate)
+
+    def wait_flag(self, src: int, dst: int, event_id: int, name: str) -> None:
+        pending = self.flags.get((src, dst, event_id))
+        if not pending:
+            raise KernelTimeout(
+                f"{name}: no SetFlag(HardEvent.{PIPES[src]}_{PIPES[dst]}, {event_id}) is pending, "
+                f"so pipe {PIPES[dst]} would wait forever (deadlock); every WaitFlag needs an earlier SetFlag")
+        gate = pending.pop(0)
+        vcd = self.vc[dst]
+        for p, s in enumerate(gate.vc):
+            if vcd[p] < s:
+                vcd[p] = s
+        self.instr(dst, name, 0.0, self.costs.flag, deps=gate.deps, kind=SYNC)
+
+    def barrier(self, pipe: int | None, name: str) -> None:
+        """PipeBarrier: pipe X drains (its next instruction pays its head); PIPE_ALL syncs all pipes."""
+        if pipe is not None:
+            self.instr(pipe, name, 0.0, 0.0, kind=BARRIER)
+            return
+        deps = tuple(recs[-1] for recs in self.pipe_recs if recs)
+        joined = [max(col) for col in zip(*self.vc)]
+        for p in range(7):
+            self.vc[p] = list(joined)
+        self.instr(S, name, 0.0, self.costs.flag, deps=deps, kind=SYNC)
+        for p in range(1, 7):
+            self.instr(p, name, 0.0, 0.0, deps=deps, kind=BARRIER)
+
+    def scalar_read_done(self) -> None:
+        """The scalar unit waits for its load before it issues anything else: every later
+        instruction of every pipe is ordered after the read just recorded."""
+        seq = self.vc[S][S]
+        for row in self.vc:
+            if row[S] < seq:
+                row[S] = seq
+
+    def gm_region(self, buf) -> GmRegion:
+        region = self.gm_regions.get(buf.id)
+        if region is None:
+            region = self.gm_regions[buf.id] = GmRegion(f"GM tensor #{buf.id} ({buf.dtype.name}[{buf.data.size}])")
+        return region
+
+    # -- accounting -------------------------------------------------------------------------
+    def add_bytes(self, path: str, nbytes: int) -> None:
+        self.bytes[path] = self.bytes.get(path, 0) + nbytes
+
+    def mark_cube(self, what: str) -> None:
+        if not self.uses_cube:
+            self.uses_cube = True
+            self.session.check_cube_launch(what)
+
+
+_current: CoreState | None = None
+
+
+def current_core(what: str) -> CoreState:
+    """The core running kernel code; kernel APIs called from host code are a LaunchError."""
+    if _current is None:
+        raise LaunchError(f"{what} can only be called inside a kernel launched with kern[block_dim](...)")
+    return _current
+
+
+def set_current(core: CoreState | None) -> None:
+    global _current
+    _current = core

@@ -1,0 +1,85 @@
+"""A simple L2 capacity model: GM bytes touched recently hit L2 when read again.
+
+Each GM allocation keeps the set of byte intervals that are resident; allocations are
+evicted whole in least-recently-used order once the resident total exceeds the L2 size.
+Reads and writes both make bytes resident (on Ascend, writes go through L2). A strided
+copy is treated as touching its whole span: L2 lines around the bursts come along.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
+
+
+class IntervalSet:
+    __slots__ = ("starts", "ends", "total")
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.total = 0
+
+    def overlap(self, lo: int, hi: int) -> int:
+        starts, ends = self.starts, self.ends
+        if not starts or lo >= ends[-1]:
+            return 0  # streaming past everything resident: the common case
+        i = max(bisect_right(starts, lo) - 1, 0)
+        got = 0
+        n = len(starts)
+        while i < n and starts[i] < hi:
+            a, b = max(starts[i], lo), min(ends[i], hi)
+            if b > a:
+                got += b - a
+            i += 1
+        return got
+
+    def add(self, lo: int, hi: int) -> int:
+        """Insert [lo, hi); returns how many bytes were newly added."""
+        starts, ends = self.starts, self.ends
+        if starts and lo >= starts[-1]:
+            if lo <= ends[-1]:  # extends (or lies in) the last interval
+                if hi > ends[-1]:
+                    added = hi - ends[-1]
+                    ends[-1] = hi
+                    self.total += added
+                    return added
+                return 0
+            starts.append(lo)
+            ends.append(hi)
+            self.total += hi - lo
+            return hi - lo
+        i = bisect_left(ends, lo)            # first interval that may touch lo
+        j = bisect_right(starts, hi)         # intervals [i, j) touch [lo, hi]
+        if i < j:
+            new_lo, new_hi = min(lo, starts[i]), max(hi, ends[j - 1])
+            removed = sum(ends[k] - starts[k] for k in range(i, j))
+        else:
+            new_lo, new_hi, removed = lo, hi, 0
+        starts[i:j] = [new_lo]
+        ends[i:j] = [new_hi]
+        added = (new_hi - new_lo) - removed
+        self.total += added
+        return added
+
+
+class L2Cache:
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.resident: OrderedDict[int, IntervalSet] = OrderedDict()
+        self.total = 0
+
+    def access(self, alloc_id: int, lo: int, hi: int) -> int:
+        """Touch GM bytes [lo, hi) of an allocation; returns the bytes that were already in L2."""
+        ivs = self.resident.get(alloc_id)
+        if ivs is None:
+            ivs = self.resident[alloc_id] = IntervalSet()
+            hit = 0
+        else:
+            self.resident.move_to_end(alloc_id)
+            hit = ivs.overlap(lo, hi)
+        self.total += ivs.add(lo, hi)
+        while self.total > self.capacity and len(self.resident) > 1:
+            _, old = self.resident.popitem(last=False)
+            self.total -= old.total
+        return hit

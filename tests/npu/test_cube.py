@@ -1,0 +1,126 @@
+"""The cube path: GM -> L1 (ND->NZ) -> LoadData -> Mmad (fp32 accumulation) -> Fixpipe (fp32 -> fp16)."""
+
+import numpy as np
+import pytest
+
+from sage.npu.hardware import load_preset
+
+MATMUL = """
+@kernel
+def mm(a, b, c, M, N, K, KT):
+    pipe = TPipe()
+    qa1 = TQue(TPosition.A1, 1); qb1 = TQue(TPosition.B1, 1)
+    qa2 = TQue(TPosition.A2, 1); qb2 = TQue(TPosition.B2, 1); qc = TQue(TPosition.CO1, 1)
+    pipe.InitBuffer(qa1, 1, M * KT * 2); pipe.InitBuffer(qb1, 1, KT * N * 2)
+    pipe.InitBuffer(qa2, 1, M * KT * 2); pipe.InitBuffer(qb2, 1, KT * N * 2)
+    pipe.InitBuffer(qc, 1, M * N * 4)
+    ag = GlobalTensor(); ag.SetGlobalBuffer(a)
+    bg = GlobalTensor(); bg.SetGlobalBuffer(b)
+    cg = GlobalTensor(); cg.SetGlobalBuffer(c)
+    c1 = qc.AllocTensor(float32)
+    for kt in range(K // KT):
+        a1 = qa1.AllocTensor(float16); b1 = qb1.AllocTensor(float16)
+        DataCopy(a1, ag[kt * KT], Nd2NzParams(1, M, KT, 0, K, M, 1, 0))
+        DataCopy(b1, bg[kt * KT * N], Nd2NzParams(1, KT, N, 0, N, KT, 1, 0))
+        qa1.EnQue(a1); qb1.EnQue(b1)
+        a1 = qa1.DeQue(float16); b1 = qb1.DeQue(float16)
+        a2 = qa2.AllocTensor(float16); b2 = qb2.AllocTensor(float16)
+        LoadData(a2, a1, LoadData2DParams(M, KT))
+        LoadData(b2, b1, LoadData2DParams(KT, N))
+        qa2.EnQue(a2); qb2.EnQue(b2)
+        qa1.FreeTensor(a1); qb1.FreeTensor(b1)
+        a2 = qa2.DeQue(float16); b2 = qb2.DeQue(float16)
+        Mmad(c1, a2, b2, MmadParams(M, N, KT, kt == 0))  # @mmad
+        qa2.FreeTensor(a2); qb2.FreeTensor(b2)
+    qc.EnQue(c1)
+    c1 = qc.DeQue(float32)
+    Fixpipe(cg, c1, FixpipeParams(M, N))
+    qc.FreeTensor(c1)
+
+def forward(a, b, blocks=1):
+    M, K = a.shape
+    N = b.shape[1]
+    c = empty((M, N), float16)
+    mm[blocks](a, b, c, M, N, K, 32)
+    return c
+"""
+
+
+def test_matmul_fp16_in_fp32_accumulate_fp16_out(run):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 96)).astype(np.float16)
+    b = rng.standard_normal((96, 48)).astype(np.float16)
+    _, result = run(MATMUL, [a, b])
+    assert result.error is None, result.error
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    # fp32 accumulation over three K tiles, rounded once to fp16: at most one fp16 ulp from the exact product
+    np.testing.assert_allclose(result.outputs[0].astype(np.float32), want.astype(np.float32), rtol=1e-3, atol=1e-3)
+    assert result.outputs[0].dtype == np.float16
+    p = result.profile
+    assert p.bytes["GM->L1"] == a.nbytes + b.nbytes
+    assert p.bytes["L0C->GM"] == want.nbytes
+
+
+def test_mad_cycles_follow_the_cube_formula(run):
+    a = np.ones((64, 96), np.float16)
+    b = np.ones((96, 48), np.float16)
+    _, result = run(MATMUL, [a, b])
+    cube = load_preset().cube
+    per_mmad = (64 // 16) * (32 // 16) * (48 // 16) + cube.fixed_cycles
+    assert result.profile.pipes["M"].busy_cycles == 3 * per_mmad
+
+
+def test_cube_kernels_are_limited_to_the_aic_cores(run, check_error):
+    a = np.ones((32, 32), np.float16)
+    src, result = run(MATMUL, [a, a], kwargs={"blocks": 25})
+    check_error(result, src, "LaunchError", "DataCopy(a1, ag[kt * KT]", "at most 24")
+
+
+def test_l0_capacity_is_checked(run, check_error):
+    a = np.ones((256, 256), np.float16)
+    src, result = run(MATMUL.replace("mm[blocks](a, b, c, M, N, K, 32)", "mm[blocks](a, b, c, M, N, K, 256)"), [a, a])
+    check_error(result, src, "CapacityError", "pipe.InitBuffer(qa2", "L0A")
+
+
+HELPER = """
+@kernel
+def mm(a, b, c, M, N, K, ta, tb, dt):
+    pipe = TPipe()
+    ag = GlobalTensor(); ag.SetGlobalBuffer(a)
+    bg = GlobalTensor(); bg.SetGlobalBuffer(b)
+    cg = GlobalTensor(); cg.SetGlobalBuffer(c)
+    m = Matmul(pipe, dt, 64, 32, 32)
+    m.SetTensorA(ag, M, K, ta); m.SetTensorB(bg, K, N, tb)
+    m.IterateAll(cg)
+
+def forward(a, b, ta=False, tb=False, out=float16):
+    M = a.shape[1] if ta else a.shape[0]
+    K = a.shape[0] if ta else a.shape[1]
+    N = b.shape[0] if tb else b.shape[1]
+    c = empty((M, N), out)
+    mm[4](a, b, c, M, N, K, ta, tb, a.dtype)
+    return c
+"""
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_helper_with_transposes_and_edge_tiles(run, ta, tb):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((100, 72)).astype(np.float16)   # M=100, K=72: edge tiles in M and K
+    b = rng.standard_normal((72, 50)).astype(np.float16)    # N=50
+    args = [np.ascontiguousarray(a.T) if ta else a, np.ascontiguousarray(b.T) if tb else b]
+    _, result = run(HELPER, args, kwargs={"ta": ta, "tb": tb})
+    assert result.error is None, result.error
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(result.outputs[0].astype(np.float32), want, rtol=2e-3, atol=2e-2)
+    assert result.profile.pipes["M"].busy_cycles > 0 and result.profile.pipes["FIX"].busy_cycles > 0
+
+
+def test_matmul_helper_int8_accumulates_in_int32(run):
+    rng = np.random.default_rng(2)
+    a = rng.integers(-8, 8, (40, 70)).astype(np.int8)
+    b = rng.integers(-8, 8, (70, 33)).astype(np.int8)
+    _, result = run(HELPER.replace("Matmul(pipe, dt, 64, 32, 32)", "Matmul(pipe, dt, 64, 32, 64)"), [a, b],
+                    kwargs={"out": "int32"})
+    assert result.error is None, result.error
+    np.testing.assert_array_equal(result.outputs[0], a.astype(np.int32) @ b.astype(np.int32))
