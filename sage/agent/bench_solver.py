@@ -1,0 +1,95 @@
+"""The agent as a bench `Solver`: one episode per task and epoch, every attempt reported.
+
+Picklable (a pydantic model of settings): the runner ships it to worker processes, and
+each `solve` opens the memory itself, so concurrent workers share one database (SQLite
+with WAL and one writer transaction per episode, or PostgreSQL for a cluster).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class AgentSolver(BaseModel):
+    model: str | None = None                 # None: the offline synthesizer
+    base_url: str | None = None
+    temperature: float = 0.2
+    max_tokens: int = 4096
+    llm_timeout_s: float = 120.0
+    llm_retries: int = 4
+    memory_url: str
+    memory_mode: str = "sage"
+    iterations: int = Field(4, ge=0)
+    preset: str = "ascend910b2"
+    cases: int | None = None
+    k: int = 6
+
+    @classmethod
+    def from_bench_config(cls, config: Any, **overrides: Any) -> AgentSolver:
+        """From a bench run's BenchConfig (preset, cases) and the user's settings (model,
+        endpoint, memory); `overrides` are CLI flags (None means "not given")."""
+        from sage.config import load_settings
+
+        s = load_settings(**{k: v for k, v in overrides.items() if k in _SETTING_FLAGS})
+        return cls(model=s.model, base_url=s.base_url, temperature=s.temperature, max_tokens=s.max_tokens,
+                   llm_timeout_s=s.llm_timeout_s, llm_retries=s.llm_retries, memory_url=s.memory_url,
+                   memory_mode=s.memory_mode, iterations=s.iterations, preset=config.preset, cases=config.cases)
+
+    @property
+    def name(self) -> str:
+        return f"agent:{self.model or 'offline'}:{self.memory_mode}"
+
+    def solve(self, task: Any, *, epoch: int, seed: int) -> Any:
+        from sage.agent.backends.base import BackendError
+        from sage.agent.factory import make_backend
+        from sage.agent.loop import AgentConfig, ReferenceProblem, synthesize
+        from sage.bench.runner import Attempt, SolveResult
+        from sage.memory import Memory
+
+        settings = _Settings(self, seed)
+        config = AgentConfig(preset=self.preset, iterations=self.iterations, memory_mode=self.memory_mode,
+                             seed=seed, k=self.k, cases=self.cases)
+        with Memory(self.memory_url) as memory:
+            try:
+                result = synthesize(task, make_backend(settings, task), memory, config)
+            except ReferenceProblem as exc:
+                attempts = [Attempt(source=None, evaluation=exc.evaluation)] if exc.evaluation is not None else []
+                return SolveResult(attempts=attempts, best=0 if attempts else None, extra={"error": str(exc)})
+            except BackendError as exc:
+                # The endpoint failed before any kernel was judged: no episode was written,
+                # the task has no attempt, and a resumed run will try it again.
+                return SolveResult(extra={"error": f"LLM backend: {exc}", "epoch": epoch})
+        attempts, index_of = [], {}
+        for i, turn in enumerate(result.turns):
+            if turn.evaluation is None:
+                continue
+            index_of[i] = len(attempts)
+            attempts.append(Attempt(source=turn.source, evaluation=turn.evaluation, extra={
+                "turn": turn.index, "adopted": turn.adopted, "rejected": turn.rejected, "plan": turn.plan,
+                "prompt_tokens": turn.prompt_tokens, "completion_tokens": turn.completion_tokens}))
+        best = index_of.get(result.best) if result.best is not None else None
+        extra = {
+            "backend": result.backend, "memory_mode": result.memory_mode, "episode_id": result.episode_id,
+            "reward": result.reward, "adopted": result.adopted, "rejected": result.rejected,
+            "utilities": {k: list(v) for k, v in result.utilities.items()},
+            "new_experiences": result.new_experiences, "promoted": result.promoted, "demoted": result.demoted,
+            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+            "turns": len(result.turns), "malformed": sum(t.status == "malformed" for t in result.turns),
+        }
+        if result.status == "no_kernel":
+            extra["reason"] = result.reason
+        return SolveResult(attempts=attempts, best=best, extra=extra)
+
+
+_SETTING_FLAGS = {"model", "base_url", "memory_url", "memory_mode", "iterations", "temperature", "max_tokens"}
+
+
+class _Settings:
+    """The few Settings fields `make_backend` reads, from the solver's own."""
+
+    def __init__(self, solver: AgentSolver, seed: int) -> None:
+        self.model, self.base_url, self.preset, self.seed = solver.model, solver.base_url, solver.preset, seed
+        self.temperature, self.max_tokens = solver.temperature, solver.max_tokens
+        self.llm_timeout_s, self.llm_retries = solver.llm_timeout_s, solver.llm_retries

@@ -1,0 +1,238 @@
+"""The synthesis loop: retrieve → generate → evaluate → up to N refinement turns, keep
+the best correct kernel; then extraction and the episode's credit and consolidation, all
+written by `Episode.finish` in one transaction.
+
+Faults and where they go:
+- a malformed answer is a failed attempt; the next turn says what broke the contract;
+- a repeated kernel ends the loop (the backend has nothing new to try);
+- the endpoint failing on the first turn aborts the episode (nothing is written: no
+  kernel was judged); failing on a later turn ends the loop with what was learned;
+- a reference that cannot run aborts the episode (`ReferenceProblem`): never the
+  kernel's fault.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from sage.agent.answer import MalformedAnswer, parse_answer
+from sage.agent.backends.base import BackendError, Completion, LLMBackend, Message
+from sage.agent.backends.offline import OFFLINE, NoKernel
+from sage.agent.feedback import error_feedback, incorrect_feedback, malformed_feedback, success_feedback
+from sage.agent.prompt import ShownItem, system_message, task_brief, task_message
+from sage.agent.records import NewExperience, SynthesisResult, Turn
+from sage.agent.reflection import ReflectionError, parse_reflection, reflection_request
+
+TurnCallback = Callable[[Turn, str], None]   # (turn, phase): phase is "evaluating" or "done"
+
+
+class AgentConfig(BaseModel):
+    preset: str = "ascend910b2"
+    iterations: int = Field(4, ge=0, description="refinement turns after the first answer")
+    memory_mode: str = "sage"
+    seed: int = 0
+    k: int = Field(6, ge=0, description="experiences retrieved")
+    cases: int | list[int] | None = Field(None, description="the first K cases, or these case indices (None: all)")
+    limits: dict[str, float] | None = None
+
+
+class ReferenceProblem(RuntimeError):
+    """The task's reference could not run or be timed; no kernel can be judged."""
+
+    def __init__(self, message: str, evaluation: Any = None) -> None:
+        super().__init__(message)
+        self.evaluation = evaluation
+
+
+def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
+               on_turn: TurnCallback | None = None) -> SynthesisResult:
+    """One episode. `memory` is a sage.memory.Memory (or None to run without one)."""
+    start = time.perf_counter()
+    episode = None
+    if memory is not None:
+        episode = memory.start_episode(task=task.key, op_tags=list(task.tags), model=backend.name,
+                                       mode=config.memory_mode, seed=config.seed)
+    rules = [_rule_item(memory, r) for r in episode.rules] if episode is not None else []
+    experiences = []
+    if episode is not None and config.k > 0:
+        query = f"{task.name} {task.description} {' '.join(task.tags)}"
+        experiences = [_experience_item(e) for e in episode.retrieve(query, list(task.tags), k=config.k)]
+    system = system_message(config.preset, require_card=backend.name != OFFLINE)
+    messages = [system, task_message(task_brief(task), rules, experiences)]
+    result = SynthesisResult(task=task.key, backend=backend.name, memory_mode=config.memory_mode,
+                             seed=config.seed, status="error")
+    seen: set[str] = set()
+    best_speedup: float | None = None
+
+    for index in range(1, config.iterations + 2):
+        try:
+            completion = backend.complete(messages)
+        except NoKernel as exc:
+            result.status, result.reason = "no_kernel", str(exc)
+            break
+        except BackendError as exc:
+            if index == 1:
+                raise  # nothing was judged: the episode is abandoned, nothing written
+            result.turns.append(Turn(index=index, status="llm_error", message=str(exc)))
+            break
+        messages.append(Message(role="assistant", content=completion.text))
+        turn = _judge(task, completion, index, seen, episode, config, on_turn)
+        result.turns.append(turn)
+        result.prompt_tokens += completion.prompt_tokens
+        result.completion_tokens += completion.completion_tokens
+        if on_turn:
+            on_turn(turn, "done")
+        if turn.status == "repeat":
+            break
+        if turn.status == "correct" and (best_speedup is None or (turn.speedup or 0.0) > best_speedup):
+            best_speedup, result.best = turn.speedup or 0.0, len(result.turns) - 1
+        messages.append(_feedback(turn, best_speedup))
+
+    _summarise(result)
+    if episode is not None:
+        _extract(result, task, backend, messages, episode, config)
+        report = episode.finish(_outcome(result, time.perf_counter() - start))
+        result.episode_id, result.reward = report.episode_id, report.reward
+        result.utilities = dict(report.credited)
+        result.rejected = sorted(set(result.rejected) | set(report.rejected))
+        result.new_experiences, result.merged_experiences = report.new_experiences, report.merged_experiences
+        result.promoted, result.demoted = report.promoted, report.demoted
+    result.wall_s = round(time.perf_counter() - start, 3)
+    return result
+
+
+def _judge(task: Any, completion: Completion, index: int, seen: set[str], episode: Any,
+           config: AgentConfig, on_turn: TurnCallback | None) -> Turn:
+    from sage.bench.evaluate import SKIP_STATUSES, evaluate_kernel
+
+    base = dict(index=index, prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens)
+    began = time.perf_counter()
+    try:
+        answer = parse_answer(completion.text)
+    except MalformedAnswer as exc:
+        if episode is not None:
+            episode.record_attempt(source=completion.text, status="malformed", error_type="MalformedAnswer",
+                                   error_message=str(exc))
+        return Turn(**base, status="malformed", message=str(exc))
+    key = answer.source.strip()
+    if key in seen:
+        return Turn(**base, status="repeat", plan=answer.plan, message="the same kernel as an earlier attempt")
+    seen.add(key)
+    turn = Turn(**base, status="error", plan=answer.plan, source=answer.source)
+    if episode is not None and answer.adopted:
+        adoption = episode.declare_adopted(answer.adopted, attempt=index, reason=answer.plan[:500])
+        turn.adopted, turn.rejected = adoption.accepted, adoption.rejected
+    if on_turn:
+        on_turn(turn, "evaluating")
+    limits = None
+    if config.limits:
+        from sage.npu.sandbox import Limits
+
+        limits = Limits(**config.limits)
+    evaluation = evaluate_kernel(task, answer.source, preset=config.preset, cases=config.cases, limits=limits)
+    if evaluation.status in SKIP_STATUSES:
+        raise ReferenceProblem(f"{task.key}: {evaluation.status}: {evaluation.reason}", evaluation)
+    _fill(turn, evaluation)
+    turn.wall_s = round(time.perf_counter() - began, 3)
+    if episode is not None:
+        episode.record_attempt(source=answer.source, status=turn.status, error_type=turn.error_type,
+                               error_message=turn.message, cycles=turn.cycles, speedup=turn.speedup,
+                               roofline_fraction=turn.roofline_fraction)
+    return turn
+
+
+def _fill(turn: Turn, evaluation: Any) -> None:
+    turn.evaluation = evaluation
+    turn.status = evaluation.status if evaluation.status in ("correct", "incorrect") else "error"
+    if evaluation.error is not None:
+        turn.error_type, turn.message, turn.error_line = (evaluation.error.type, evaluation.error.message,
+                                                         evaluation.error.line)
+    elif evaluation.status == "incorrect":
+        turn.message = evaluation.reason
+    turn.speedup, turn.roofline_fraction = evaluation.speedup, evaluation.roofline_fraction
+    timed = [c for c in evaluation.cases if c.time_us is not None]
+    if timed:
+        slowest = max(timed, key=lambda c: c.time_us)
+        turn.cycles, turn.time_us, turn.bottleneck = slowest.cycles, slowest.time_us, slowest.bottleneck
+
+
+def _feedback(turn: Turn, best_speedup: float | None) -> Message:
+    if turn.status == "malformed":
+        return malformed_feedback(turn.message or "")
+    if turn.status == "error":
+        return error_feedback(turn.evaluation, turn.source or "")
+    if turn.status == "incorrect":
+        return incorrect_feedback(turn.evaluation)
+    return success_feedback(turn.evaluation, best_speedup)
+
+
+def _summarise(result: SynthesisResult) -> None:
+    judged = [t for t in result.turns if t.status in ("correct", "incorrect", "error")]
+    if result.best is not None:
+        best = result.turns[result.best]
+        result.status = "correct"
+        result.speedup, result.roofline_fraction = best.speedup, best.roofline_fraction
+        result.bottleneck, result.cycles = best.bottleneck, best.cycles
+    elif result.status != "no_kernel":
+        result.status = "incorrect" if any(t.status == "incorrect" for t in judged) else "error"
+        if result.reason is None and result.turns:
+            last = next((t for t in reversed(result.turns) if t.message), None)
+            result.reason = last.message if last else None
+    result.adopted = sorted({i for t in result.turns for i in t.adopted}, key=_id_order)
+    result.rejected = sorted({i for t in result.turns for i in t.rejected}, key=_id_order)
+
+
+def _extract(result: SynthesisResult, task: Any, backend: LLMBackend, messages: list[Message],
+             episode: Any, config: AgentConfig) -> None:
+    if config.memory_mode == "none" or not any(t.evaluation is not None for t in result.turns):
+        return
+    try:
+        completion = backend.complete(messages + [reflection_request(task.key, list(task.tags), result.turns)])
+        drafts = parse_reflection(completion.text)
+    except (BackendError, ReflectionError) as exc:
+        result.extraction_problem = str(exc)
+        return
+    result.prompt_tokens += completion.prompt_tokens
+    result.completion_tokens += completion.completion_tokens
+    for d in drafts:
+        tags = d.tags or list(task.tags)
+        episode.add_experience(title=d.title, advice=d.advice, tags=tags, hints=d.hints)
+        result.extracted.append(NewExperience(title=d.title, tags=tags, hints=d.hints))
+
+
+def _outcome(result: SynthesisResult, elapsed: float) -> Any:
+    from sage.memory import Outcome
+
+    judged = [t for t in result.turns if t.evaluation is not None]
+    best = result.best_turn
+    return Outcome(
+        executed=any(t.status in ("correct", "incorrect") for t in judged),
+        correct=best is not None,
+        speedup=best.speedup if best else None,
+        cycles=best.cycles if best else None,
+        roofline_fraction=best.roofline_fraction if best else None,
+        iterations=len(result.turns),
+        tokens=result.prompt_tokens + result.completion_tokens,
+        time_s=round(elapsed, 3),
+    )
+
+
+def _rule_item(memory: Any, rule: Any) -> ShownItem:
+    hints: dict[str, Any] = {}
+    for source in rule.sources:
+        detail = memory.show(source)
+        if detail.experience is not None:
+            hints.update(detail.experience.hints)
+    return ShownItem(id=rule.id, title="", text=rule.text, hints=hints, utility=rule.utility)
+
+
+def _experience_item(e: Any) -> ShownItem:
+    return ShownItem(id=e.id, title=e.title, text=e.advice, tags=list(e.tags), hints=dict(e.hints), utility=e.utility)
+
+
+def _id_order(item_id: str) -> tuple[str, int]:
+    return (item_id[:1], int(item_id[1:]) if item_id[1:].isdigit() else 0)

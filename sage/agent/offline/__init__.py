@@ -1,0 +1,1 @@
+"""The offline synthesizer: library kernel templates over schedule knobs, no LLM needed."""

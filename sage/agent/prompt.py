@@ -1,0 +1,158 @@
+"""The messages the agent sends: system part (role, DSL card, hardware, contract), then
+resident rules (R…), retrieved experiences (E…) and the task.
+
+Every user message also carries `facts`: the same content in structured form, which the
+offline synthesizer reads instead of prose (chat backends never send them).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from sage.agent.answer import ANSWER_CONTRACT
+from sage.agent.backends.base import Message
+
+ROLE = """\
+You are an expert Ascend C kernel engineer. You write NPU kernels in sage's kernel DSL,
+which mirrors Ascend C (same classes and calls, Python syntax). Your kernel runs on a
+cycle-approximate simulator of one Ascend AI Core chip; it must compute exactly what the
+PyTorch reference computes (within the dtype's tolerance) for every case, and it is timed
+against the vendor's eager kernels (torch_npu). Correct first, then fast: fuse the
+reference's operators into as few launches as possible, keep every core busy, overlap
+copies with compute (double buffering), and size tiles to the Unified Buffer."""
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class CardNotFound(FileNotFoundError):
+    """Neither docs/dsl.md nor a generated card is available (a broken install)."""
+
+
+@lru_cache(maxsize=1)
+def dsl_reference_card() -> str:
+    """The DSL reference card: docs/dsl.md from the source tree or an installed copy,
+    else the card generated from the live API by sage.npu.dslref."""
+    for path in (_REPO_ROOT / "docs" / "dsl.md", Path(__file__).resolve().parents[1] / "npu" / "dsl.md"):
+        if path.is_file():
+            return path.read_text(encoding="utf-8").strip()
+    if importlib.util.find_spec("sage.npu.dslref") is not None:
+        from sage.npu import dslref
+
+        return dslref.render().strip()
+    raise CardNotFound("the DSL reference card was not found (docs/dsl.md, sage/npu/dsl.md, sage.npu.dslref)")
+
+
+def hardware_summary(preset: str) -> str:
+    from sage.npu.hardware import load_preset
+
+    hw = load_preset(preset)
+    b, c, t = hw.buffers, hw.chip, hw.transfer
+    return "\n".join([
+        f"Hardware preset `{hw.name}`: {c.aiv_cores} vector cores (AIV), {c.aic_cores} cube cores (AIC), "
+        f"{c.clock_mhz:g} MHz, HBM {c.hbm_gbps:g} GB/s shared by all cores, L2 {c.l2_bytes // 2**20} MiB.",
+        f"- Launch: block_dim <= {hw.launch.max_block_dim_vector} for vector kernels, "
+        f"<= {hw.launch.max_block_dim_cube} for cube kernels; about {hw.launch.overhead_us:g} us fixed per launch "
+        "(so one fused kernel beats a chain of launches).",
+        f"- Per core: UB {b.ub_bytes} B (vector operands {b.ub_block_bytes} B aligned), L1 {b.l1_bytes} B, "
+        f"L0A {b.l0a_bytes} B, L0B {b.l0b_bytes} B, L0C {b.l0c_bytes} B (fp32 accumulators).",
+        f"- Vector: one repeat covers {hw.vector.repeat_bytes} B, at most {hw.vector.max_repeat} repeats per "
+        "instruction; cost = head + slope x repeats, the head is paid when the pipe was idle.",
+        f"- Single-core GM->UB bandwidth grows with transfer size (peak {t.gm_to_ub.peak_gbps:g} GB/s, half of it "
+        f"at {t.gm_to_ub.k_bytes / 1024:.1f} KiB per copy): prefer large copies. UB->GM peak "
+        f"{t.ub_to_gm.peak_gbps:g} GB/s.",
+        f"- Cube: {hw.cube.fractal}x{hw.cube.fractal}x{hw.cube.fractal} fp16 fractals, fp32 inputs cost "
+        f"{hw.cube.fp32_factor:g}x; GM->L1 peak {t.gm_to_l1.peak_gbps:g} GB/s.",
+    ])
+
+
+def system_message(preset: str, *, require_card: bool = True) -> Message:
+    """`require_card=False` is for the offline synthesizer, which never reads the prose: a
+    missing card must not stop it."""
+    try:
+        card = dsl_reference_card()
+    except CardNotFound:
+        if require_card:
+            raise
+        card = "(the DSL reference card is not installed)"
+    text = "\n\n".join([
+        ROLE,
+        "# The kernel DSL\n\n" + card,
+        "# The hardware\n\n" + hardware_summary(preset),
+        "# How to answer\n\n" + ANSWER_CONTRACT,
+    ])
+    return Message(role="system", content=text)
+
+
+class TaskBrief(BaseModel):
+    """What the agent is told about the operator."""
+
+    name: str
+    description: str
+    tags: list[str]
+    source: str                          # the task file: reference Model and its inputs
+    cases: list[list[str]]               # per case, each forward argument: "float16[64, 2117]" or a value
+    parameters: list[str] = []           # "weight: float32[1024]" for Models with parameters
+
+
+def task_brief(task: Any) -> TaskBrief:
+    """From a sage.bench Task. Building the inputs once is cheap next to the evaluation."""
+    from sage.bench.evaluate import describe_inputs
+
+    model = task.make_model()
+    params = [f"{n.replace('.', '_')}: {str(t.dtype).removeprefix('torch.')}{list(t.shape)}"
+              for n, t in list(model.named_parameters()) + list(model.named_buffers())]
+    return TaskBrief(
+        name=task.name, description=task.description, tags=list(task.tags),
+        source=Path(task.path).read_text(encoding="utf-8"),
+        cases=[describe_inputs(case) for case in task.cases()], parameters=params,
+    )
+
+
+class ShownItem(BaseModel):
+    """A rule or experience as the prompt shows it; `hints` are the knob settings it advises."""
+
+    id: str
+    title: str
+    text: str
+    tags: list[str] = []
+    hints: dict[str, Any] = {}
+    utility: float = 0.0
+
+
+def task_message(brief: TaskBrief, rules: list[ShownItem], experiences: list[ShownItem]) -> Message:
+    parts = []
+    if rules:
+        parts.append("# Resident rules (proven on several operators)\n\n" + "\n".join(_item_line(r) for r in rules))
+    if experiences:
+        parts.append("# Experiences retrieved for this task\n\n" + "\n".join(_item_line(e) for e in experiences))
+    if rules or experiences:
+        parts.append('List in "adopted" the ids whose advice your kernel applies, and only those.')
+    cases = "\n".join(f"- case {i}: forward({', '.join(args)})" for i, args in enumerate(brief.cases))
+    params = ("\nModel parameters, passed to forward as keyword arguments: " + ", ".join(brief.parameters)
+              if brief.parameters else "")
+    parts.append(
+        f"# Task: {brief.name}\n\n{brief.description}\nTags: {', '.join(brief.tags) or 'none'}\n\n"
+        f"Reference (PyTorch):\n```python\n{brief.source.rstrip()}\n```\n\n"
+        f"Your `forward` receives the same arguments. Cases (shapes and dtypes):\n{cases}{params}\n\n"
+        "Write the kernel file."
+    )
+    facts = {
+        "task": brief.name,
+        "rules": [r.model_dump() for r in rules],
+        "experiences": [e.model_dump() for e in experiences],
+    }
+    return Message(role="user", content="\n\n".join(parts), facts=facts)
+
+
+def _item_line(item: ShownItem) -> str:
+    tags = f" [{', '.join(item.tags)}]" if item.tags else ""
+    # A rule abstracted offline already names its knobs in its text.
+    hints = f" Knobs: {json.dumps(item.hints, sort_keys=True)}." if item.hints and "Knobs:" not in item.text else ""
+    title = f"{item.title}: " if item.title else ""
+    return f"- {item.id}{tags} (utility {item.utility:+.2f}) {title}{item.text}{hints}"

@@ -1,0 +1,76 @@
+"""Extraction: after an episode the backend distils 0–3 experiences from what it saw.
+
+The request lists the attempts (what changed, what failed, what got faster); the answer
+is one JSON object `{"experiences": [{"title", "advice", "tags", "hints"}]}`. An LLM
+writes it by reflection; the offline synthesizer from the knob changes it made.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sage.agent.backends.base import Message
+from sage.agent.records import Turn
+
+MAX_EXPERIENCES = 3
+HINT_KEYS = ("tile_len (int), buffer_num (1-4), block_dim (int or \"all\"), copy_mode (\"pad\" | \"auto\"), "
+             "fp32_compute (bool), base_m, base_n, base_k, l1_k (ints, cube), cube_buffer_num, cube_block_dim")
+
+
+class ExperienceDraft(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: str = Field(min_length=3, max_length=120)
+    advice: str = Field(min_length=10, max_length=800)
+    tags: list[str] = []
+    hints: dict[str, Any] = {}
+
+
+class Reflection(BaseModel):
+    experiences: list[ExperienceDraft] = Field(default_factory=list, max_length=MAX_EXPERIENCES)
+
+
+class ReflectionError(ValueError):
+    pass
+
+
+def reflection_request(task_name: str, tags: list[str], turns: list[Turn]) -> Message:
+    lines = [f"The episode on `{task_name}` is over. What happened, attempt by attempt:"]
+    for t in turns:
+        what = {"correct": f"correct, speedup {t.speedup:.2f}x, bottleneck {t.bottleneck}" if t.speedup else "correct",
+                "incorrect": f"wrong result: {t.message}", "error": f"{t.error_type}: {t.message}",
+                "malformed": "answer broke the contract", "repeat": "repeated an earlier kernel",
+                "llm_error": f"no answer: {t.message}"}[t.status]
+        lines.append(f"- attempt {t.index}: {what}. Plan: {t.plan or 'n/a'}")
+    lines.append(
+        "\nDistil at most 3 experiences a kernel engineer should remember for other operators: the change "
+        "that fixed an error, the change that bought speed. Each has a short title, one or two sentences of "
+        "advice, tags (operator class, hardware feature, error class) and, where the advice is a schedule "
+        f"setting, knob hints using these keys: {HINT_KEYS}. Nothing worth keeping is a fine answer.\n"
+        'Answer with one JSON object only: {"experiences": [{"title": "...", "advice": "...", "tags": ["..."], '
+        '"hints": {"buffer_num": 2}}]}'
+    )
+    facts = {"reflect": {"task": task_name, "tags": tags}}
+    return Message(role="user", content="\n".join(lines), facts=facts)
+
+
+_FENCED_JSON = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
+
+
+def parse_reflection(text: str) -> list[ExperienceDraft]:
+    fenced = _FENCED_JSON.search(text)
+    raw = fenced.group(1) if fenced else text[text.find("{"): text.rfind("}") + 1]
+    if not raw.strip():
+        raise ReflectionError("the reflection answer has no JSON object")
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ReflectionError(f"the reflection JSON could not be parsed: {exc.msg}") from exc
+    try:
+        return Reflection.model_validate(data).experiences
+    except ValidationError as exc:
+        raise ReflectionError(f"the reflection JSON has the wrong shape: {exc.errors()[0]['msg']}") from exc
