@@ -1,0 +1,113 @@
+"""Elementwise op chains: the expression a fused elementwise kernel computes.
+
+A chain is a small expression tree over the kernel's inputs (`Inp(i)`), scalar constants
+(`Const`) and named ops (`Op`). Each input has a broadcast kind relative to the output,
+viewed as a 2-D [R, C] array:
+
+- ``full``   the input has the output's shape;
+- ``row``    one row of C values broadcast down the R rows (e.g. a bias [N] over [M, N]);
+- ``col``    one value per row broadcast along C (e.g. [M, 1] over [M, N]);
+- ``scalar`` a single value (a 1-element tensor) broadcast everywhere.
+
+`OPS` lists what a chain may use; each entry knows its arity and how it lowers to DSL
+vector instructions (see `lowering.py`). Constant operands lower to the scalar forms
+(`Adds`, `Muls`, ...), so `x * 0.5 + 1` costs two instructions, not four.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+Kind = Literal["full", "row", "col", "scalar"]
+
+
+@dataclass(frozen=True)
+class Inp:
+    index: int
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    args: tuple["Expr", ...]
+    params: tuple[tuple[str, float], ...] = field(default=())
+
+    def param(self, key: str, default: float | None = None) -> float:
+        for k, v in self.params:
+            if k == key:
+                return v
+        if default is None:
+            raise KeyError(f"op {self.name} needs parameter {key!r}")
+        return default
+
+
+Expr = Union[Inp, Const, Op]
+
+# name -> arity. Unary ops with parameters take them as keyword params (e.g. elu alpha).
+UNARY = {
+    "relu", "exp", "log", "abs", "sqrt", "rsqrt", "reciprocal", "neg", "square",
+    "sigmoid", "tanh", "gelu", "gelu_tanh", "silu", "mish", "softplus", "elu",
+    "hardsigmoid", "hardswish", "leaky_relu", "log1p", "clamp", "pow_scalar", "identity",
+}
+BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "log_add_exp"}
+OPS = UNARY | BINARY
+
+
+def inp(index: int) -> Inp:
+    return Inp(index)
+
+
+def const(value: float) -> Const:
+    return Const(float(value))
+
+
+def op(name: str, *args: Expr | float | int, **params: float) -> Op:
+    """Build an op node; bare numbers become constants."""
+    if name not in OPS:
+        raise ValueError(f"unknown elementwise op {name!r}; known: {sorted(OPS)}")
+    arity = 1 if name in UNARY else 2
+    if len(args) != arity:
+        raise ValueError(f"op {name} takes {arity} operand(s), got {len(args)}")
+    wrapped = tuple(a if isinstance(a, (Inp, Const, Op)) else Const(float(a)) for a in args)
+    return Op(name, wrapped, tuple(sorted((k, float(v)) for k, v in params.items())))
+
+
+def inputs_of(expr: Expr) -> set[int]:
+    if isinstance(expr, Inp):
+        return {expr.index}
+    if isinstance(expr, Const):
+        return set()
+    out: set[int] = set()
+    for a in expr.args:
+        out |= inputs_of(a)
+    return out
+
+
+def kind_of(expr: Expr, kinds: list[Kind]) -> Kind:
+    """The broadcast kind of a sub-expression's value."""
+    if isinstance(expr, Inp):
+        return kinds[expr.index]
+    if isinstance(expr, Const):
+        return "scalar"
+    ks = {kind_of(a, kinds) for a in expr.args} - {"scalar"}
+    if not ks:
+        return "scalar"
+    if "full" in ks or ks == {"row", "col"}:
+        return "full"
+    return ks.pop()
+
+
+def render(expr: Expr) -> str:
+    """A readable one-line form, used in kernel comments and reports."""
+    if isinstance(expr, Inp):
+        return f"x{expr.index}"
+    if isinstance(expr, Const):
+        return repr(expr.value)
+    extra = "".join(f", {k}={v!r}" for k, v in expr.params)
+    return f"{expr.name}({', '.join(render(a) for a in expr.args)}{extra})"

@@ -1,0 +1,58 @@
+"""Helpers shared by the kernel-source generators: dtype facts and text assembly."""
+
+from __future__ import annotations
+
+import textwrap
+
+DTYPE_SIZE = {
+    "float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "int16": 2, "int8": 1,
+    "uint8": 1, "int64": 8, "bool": 1,
+}
+FLOATS = {"float32", "float16", "bfloat16"}
+HEADER = "from sage.npu.ascendc import *\nimport math\n"
+
+
+def dsl_dtype(name: str) -> str:
+    """The DSL's name for a numpy/torch dtype name."""
+    return {"bool": "bool_"}.get(name, name)
+
+
+def check_dtype(name: str) -> str:
+    if name not in DTYPE_SIZE:
+        raise ValueError(f"unsupported dtype {name!r}; known: {sorted(DTYPE_SIZE)}")
+    return name
+
+
+def compute_dtype(in_dtypes: list[str], fp32_compute: bool) -> str:
+    """Arithmetic dtype: float32 for any half input when asked (and always for bfloat16,
+    whose arithmetic the A2 vector unit lacks), else the common input dtype."""
+    kinds = set(in_dtypes)
+    if kinds <= {"int32"}:
+        return "int32"
+    if not kinds <= FLOATS:
+        raise ValueError(f"library kernels compute on float or int32 inputs, got {sorted(kinds)}")
+    if len(kinds) > 1 or "float32" in kinds or "bfloat16" in kinds or fp32_compute:
+        return "float32"
+    return "float16"
+
+
+def cast_line(dst: str, src: str, src_dtype: str, dst_dtype: str, count: str) -> str:
+    """One Cast instruction: widening is exact, narrowing rounds to nearest, to int truncates
+    (torch's `.to(int)` semantics)."""
+    if dst_dtype.startswith("int"):
+        mode = "CAST_TRUNC"
+    elif DTYPE_SIZE[dst_dtype] >= DTYPE_SIZE[src_dtype] and not src_dtype.startswith("int"):
+        mode = "CAST_NONE"
+    else:
+        mode = "CAST_RINT"
+    return f"Cast({dst}, {src}, RoundMode.{mode}, {count})"
+
+
+def block(text: str, indent: int = 0) -> str:
+    return textwrap.indent(textwrap.dedent(text).strip("\n"), "    " * indent) + "\n"
+
+
+def method(name: str, params: str, body: list[str]) -> str:
+    lines = [f"    def {name}(self{', ' + params if params else ''}):"]
+    lines += ["        " + ln if ln else "" for ln in (body or ["pass"])]
+    return "\n".join(lines) + "\n"
