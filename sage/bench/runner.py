@@ -13,6 +13,7 @@ Solvers must be picklable: they travel to the worker processes with their job.
 from __future__ import annotations
 
 import json
+import random
 import re
 import time
 from collections.abc import Callable
@@ -188,6 +189,15 @@ def run_job(job: Job) -> list[ResultRow]:
             for i, a in enumerate(result.attempts)]
 
 
+def task_order(paths: list[str], seed: int) -> list[str]:
+    """The order a run submits its tasks in, the same in every epoch: shuffled by `seed` so a
+    learning solver does not always meet a level's easy tasks first, and fixed by it so
+    runs that differ only in the solver (the memory ablation) see the tasks alike."""
+    ordered = sorted(paths)
+    random.Random(seed).shuffle(ordered)
+    return ordered
+
+
 def choose_best(attempts: list[Attempt]) -> int:
     """The fastest correct attempt, else the last one."""
     correct = [(a.evaluation.speedup or 0.0, i) for i, a in enumerate(attempts) if a.evaluation.correct]
@@ -213,7 +223,7 @@ def run_bench(config: BenchConfig, solver: Solver | None,
     finished = {(r.task, r.epoch) for r in existing if r.final}
 
     tasks, skipped = collect_tasks(config.target, config.levels, config.ops)
-    paths = [str(t.path) for t in tasks] + [s.path for s in skipped]
+    paths = task_order([str(t.path) for t in tasks] + [s.path for s in skipped], config.seed)
     jobs_by_epoch = [[Job(path=p, epoch=e, seed=config.seed + e, preset=config.preset, cases=config.cases,
                           solver=solver) for p in paths if (_key(Path(p)), e) not in finished]
                      for e in range(config.epochs)]
@@ -310,4 +320,4 @@ def _key(path: Path) -> str:
 
 __all__ = ["Attempt", "BenchConfig", "BenchRun", "Job", "KernelDirSolver", "ReferenceRun", "ResultRow",
            "ResultsCorrupt", "ResumeMismatch", "SolveResult", "Solver", "check_resumable", "choose_best",
-           "collect_tasks", "default_out_dir", "final_rows", "read_rows", "run_bench", "run_job"]
+           "collect_tasks", "default_out_dir", "final_rows", "read_rows", "run_bench", "run_job", "task_order"]

@@ -1,5 +1,9 @@
 """`sage bench`: run a suite (`sage bench npukernelbench|PATH ...`), `report DIR`, `reference --op X`.
 
+`--compare [MODES]` runs the same tasks in the same seeded order once per memory mode into
+OUT/<mode>/ (sage.bench.ablation) and writes the ablation report to OUT/report.md; an agent
+run without --memory-url learns into its own OUT/memory.db.
+
 `sage bench` mixes a positional target with subcommands. Click cannot do that on its
 own, so `_BenchGroup` sends any first word that is not a subcommand (and any option
 given before the target) to the `run` command, the word kept as its TARGET.
@@ -11,7 +15,9 @@ Exit codes: 0 the run finished (whatever the kernels did), 1 a worker died, 2 ba
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +30,8 @@ from typer.core import TyperGroup
 
 RUN_COMMAND = "run"
 REFERENCE_COMMAND = "reference"
-MEMORY_MODES = ("none", "uniform", "atu", "sage")
+MEMORY_MODES = ("none", "uniform", "atu", "sage")   # sage.bench.ablation's, kept here to stay import-light
+ALL_MODES = "all"
 
 
 class _BenchGroup(TyperGroup):
@@ -35,6 +42,7 @@ class _BenchGroup(TyperGroup):
         return super().resolve_command(ctx, args)
 
     def parse_args(self, ctx, args):  # noqa: ANN001
+        args = _expand_bare_compare(list(args))
         # Run options given before the target (`sage bench --level 1 npukernelbench`) are
         # not the group's: hand the whole line to `run`.
         if args and args[0].startswith("-") and args[0] not in ("--help", "-h"):
@@ -52,6 +60,18 @@ class _BenchGroup(TyperGroup):
 
     def format_usage(self, ctx, formatter):  # noqa: ANN001
         formatter.write_usage(ctx.command_path, "npukernelbench|PATH [OPTIONS]  |  COMMAND [ARGS]...")
+
+
+def _expand_bare_compare(args: list[str]) -> list[str]:
+    """`--compare` takes an optional value (click options cannot): a bare `--compare`, one
+    followed by an option or by a word that is not a mode list (the target), means all modes."""
+    for i, arg in enumerate(args):
+        if arg != "--compare":
+            continue
+        value = args[i + 1] if i + 1 < len(args) else None
+        if value is None or value.startswith("-") or ("," not in value and value not in (*MEMORY_MODES, ALL_MODES)):
+            return [*args[:i + 1], ALL_MODES, *args[i + 1:]]
+    return args
 
 
 def _reference_available() -> bool:
@@ -101,18 +121,20 @@ def run(
     reference_only: bool = typer.Option(False, "--reference-only",
                                         help="measure only the reference model (no kernels)"),
     epochs: int = typer.Option(1, "--epochs", min=1, help="passes over the suite (the agent learns across them)"),
-    seed: int = typer.Option(None, "--seed", help="seed handed to the solver"),
+    seed: int = typer.Option(None, "--seed", help="seed of the task order and of the solver"),
     model: str = typer.Option(None, "--model", help="agent: LLM model (default: settings; none = offline)"),
     base_url: str = typer.Option(None, "--base-url", help="agent: OpenAI-compatible endpoint"),
     memory: str = typer.Option(None, "--memory", help="agent: memory mode none|uniform|atu|sage"),
     memory_url: str = typer.Option(None, "--memory-url", help="agent: SQLAlchemy URL of the memory"),
     iterations: int = typer.Option(None, "--iterations", min=0, help="agent: refinement turns per task"),
+    compare: str = typer.Option(None, "--compare", metavar="[MODES]",
+                                help="memory ablation: run the same tasks once per memory mode (comma list, "
+                                     "default all: none,uniform,atu,sage) into OUT/<mode>/, each with its own "
+                                     "memory, and write an ablation report to OUT/report.md"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
 ) -> None:
-    from sage.bench.executors import ExecutorUnavailable
     from sage.bench.report import write_report
-    from sage.bench.runner import (BenchConfig, KernelDirSolver, ResultsCorrupt, ResumeMismatch, collect_tasks,
-                                   default_out_dir, run_bench)
+    from sage.bench.runner import BenchConfig, KernelDirSolver, collect_tasks, default_out_dir, run_bench
     from sage.bench.tasks import TaskLoadError
     from sage.config import load_settings
 
@@ -124,14 +146,21 @@ def run(
         fail("--kernels and --reference-only exclude each other")
     if resume and out_dir is None:
         fail("--resume needs --out DIR (the run to resume)")
-    if resume and not (out_dir / "results.jsonl").exists():
+    if resume and compare is None and not (out_dir / "results.jsonl").exists():
         fail(f"--resume: {out_dir} has no results.jsonl to resume")
+    if resume and compare is not None and not any(out_dir.glob("*/results.jsonl")):
+        fail(f"--resume --compare: {out_dir} has no mode folders with results to resume")
     if memory is not None and memory not in MEMORY_MODES:
         fail(f"--memory must be one of {', '.join(MEMORY_MODES)}, not '{memory}'")
     agent_flags = [f for f, v in (("--model", model), ("--base-url", base_url), ("--memory", memory),
-                                  ("--memory-url", memory_url), ("--iterations", iterations)) if v is not None]
+                                  ("--memory-url", memory_url), ("--iterations", iterations),
+                                  ("--compare", compare)) if v is not None]
     if agent_flags and (kernels is not None or reference_only):
         fail(f"agent options ({', '.join(agent_flags)}) do not apply with --kernels or --reference-only")
+    modes = _compare_modes(compare) if compare is not None else None
+    if modes is not None and (memory is not None or memory_url is not None):
+        fail("--compare runs every mode with its own memory in OUT/<mode>/memory.db: "
+             "--memory and --memory-url do not apply")
     settings = load_settings(preset=preset, seed=seed)
     _check_preset(settings.preset)
     config = BenchConfig(
@@ -146,16 +175,16 @@ def run(
         fail(f"no tasks selected in {target}" + (f" (ops: {ops})" if ops else "")
              + (f" (levels: {level})" if level else ""))
 
+    agent = dict(model=model, base_url=base_url, iterations=iterations)
+    if modes is not None:
+        _run_compare(config, modes, agent, as_json)
+        return
     if kernels is not None:
         solver: Any = KernelDirSolver(kernels=kernels, preset=config.preset, cases=cases)
     elif reference_only:
         solver = None
     else:
-        solver = _agent_solver(config, dict(model=model, base_url=base_url, memory_mode=memory,
-                                            memory_url=memory_url, iterations=iterations))
-        if solver is None:
-            err.print("[yellow]note:[/yellow] the agent is not installed; measuring the reference "
-                      "model only (pass --kernels DIR to evaluate kernel files)")
+        solver = _agent_solver(config, memory, memory_url, agent)
 
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err, transient=as_json)
@@ -168,16 +197,8 @@ def run(
         def on_row(row: Any) -> None:
             progress.update(bar, advance=1, last=f"{row.task}: {row.status}")
 
-        try:
+        with _run_failures(config.out):
             result = run_bench(config, solver, on_row=on_row, on_start=on_start)
-        except (TaskLoadError, ExecutorUnavailable, ResumeMismatch, ResultsCorrupt) as exc:
-            fail(str(exc))
-        except KeyboardInterrupt:
-            fail(f"interrupted; finished tasks are in {config.out}/results.jsonl "
-                 f"(continue with --resume --out {config.out})", code=130)
-        except BrokenProcessPool:
-            fail(f"a worker process died (out of memory?); finished tasks are in {config.out}/results.jsonl "
-                 f"(continue with --resume --out {config.out}, perhaps with fewer --workers)", code=1)
     report = write_report(result.out)
     summary = json.loads((result.out / "summary.json").read_text())
     if as_json:
@@ -187,30 +208,101 @@ def run(
     _print_summary(summary, result, report, solver is None)
 
 
-@app.command("report", help="Rebuild report.md and the plots of a run folder from its results.jsonl.")
-def report_cmd(run_dir: Path = typer.Argument(..., help="a run folder (with results.jsonl)")) -> None:
+@app.command("report", help="Rebuild report.md and the plots of a run folder from its results.jsonl "
+                            "(of a --compare folder: each mode's report and the ablation report).")
+def report_cmd(run_dir: Path = typer.Argument(..., help="a run folder (with results.jsonl or mode folders)")) -> None:
+    from sage.bench.ablation import mode_dirs, write_ablation_report
     from sage.bench.report import NoResults, write_report
-    from sage.bench.runner import ResultsCorrupt
+    from sage.bench.runner import RESULTS_FILE, ResultsCorrupt
 
     if not run_dir.is_dir():
         fail(f"{run_dir}: no such folder")
     try:
-        path = write_report(run_dir)
+        if (run_dir / RESULTS_FILE).exists() or not mode_dirs(run_dir):
+            path = write_report(run_dir)
+        else:
+            for mode_dir in mode_dirs(run_dir).values():
+                write_report(mode_dir)
+            path = write_ablation_report(run_dir)
     except (NoResults, ResultsCorrupt) as exc:
         fail(str(exc))
     out.print(f"report written to {path}")
 
 
-def _agent_solver(config: Any, overrides: dict[str, Any]) -> Any:
-    """The agent as the bench `Solver` (sage.agent.bench_solver), built from the run's
-    config, the user's settings and the agent flags; None if the agent is not installed."""
-    import importlib.util
-
-    if importlib.util.find_spec("sage.agent.bench_solver") is None:
-        return None
+def _agent_solver(config: Any, memory_mode: str | None, memory_url: str | None, flags: dict[str, Any]) -> Any:
+    """The agent as the bench `Solver`, from the run's config, the user's settings and the
+    agent flags. Its memory is the run's own (OUT/memory.db) unless --memory-url names one:
+    a benchmark must not learn from, nor teach, the user's everyday memory."""
     from sage.agent.bench_solver import AgentSolver
+    from sage.bench.ablation import run_memory_url
 
-    return AgentSolver.from_bench_config(config, **overrides)
+    url = memory_url or run_memory_url(config)
+    return AgentSolver.from_bench_config(config, memory_mode=memory_mode, memory_url=url, **flags)
+
+
+def _compare_modes(value: str) -> list[str]:
+    if value == ALL_MODES:
+        return list(MEMORY_MODES)
+    modes = list(dict.fromkeys(m.strip() for m in value.split(",") if m.strip()))
+    unknown = [m for m in modes if m not in MEMORY_MODES]
+    if unknown or not modes:
+        fail(f"--compare takes memory modes from {', '.join(MEMORY_MODES)} (comma-separated), not '{value}'")
+    return modes
+
+
+def _run_compare(config: Any, modes: list[str], flags: dict[str, Any], as_json: bool) -> None:
+    from sage.bench.ablation import ablation_metrics, load_mode_rows, run_compare
+
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err, transient=as_json)
+    bars: dict[str, Any] = {}
+
+    def on_start(mode: str, total: int) -> None:
+        bars[mode] = progress.add_task(f"memory {mode}", total=total, last="")
+
+    def on_row(mode: str, row: Any) -> None:
+        progress.update(bars[mode], advance=1, last=f"{row.task}: {row.status}")
+
+    with progress, _run_failures(config.out):
+        result = run_compare(config, modes, lambda mode, cfg: _agent_solver(cfg, mode, None, flags),
+                             on_start=on_start, on_row=on_row)
+    metrics = ablation_metrics(load_mode_rows(result.out))
+    if as_json:
+        print(json.dumps({"out": str(result.out), "report": str(result.report), "wall_s": result.wall_s,
+                          "modes": {m: {"ran": r.ran, "resumed": r.resumed, "wall_s": r.wall_s,
+                                        "epochs": {str(e + 1): v.model_dump()
+                                                   for e, v in metrics.get(m, {}).items()}}
+                                    for m, r in result.runs.items()}}))
+        return
+    table = Table(title=f"memory ablation: {config.target}", box=box.SIMPLE_HEAD)
+    for col in ("mode", "epoch", "tasks", "exec", "correct", "fast_1", "speedup", "roofline"):
+        table.add_column(col, justify="left" if col == "mode" else "right")
+    for mode, epochs in metrics.items():
+        for e, m in epochs.items():
+            table.add_row(mode, str(e + 1), str(m.tasks), _pct(m.execution_rate), _pct(m.correctness_rate),
+                          _pct(m.fast_1), "-" if m.geomean_speedup is None else f"{m.geomean_speedup:.2f}x",
+                          _pct(m.mean_roofline_fraction))
+    out.print(table)
+    out.print(f"{len(modes)} modes in {result.wall_s:.1f} s; results in {result.out}/<mode>/; report {result.report}")
+
+
+@contextmanager
+def _run_failures(run_out: Path) -> Iterator[None]:
+    """A run's expected failures as clear messages and exit codes (finished tasks are kept)."""
+    from sage.bench.executors import ExecutorUnavailable
+    from sage.bench.runner import ResultsCorrupt, ResumeMismatch
+    from sage.bench.tasks import TaskLoadError
+
+    try:
+        yield
+    except (TaskLoadError, ExecutorUnavailable, ResumeMismatch, ResultsCorrupt) as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail(f"interrupted; finished tasks are kept in {run_out} (continue with --resume --out {run_out})",
+             code=130)
+    except BrokenProcessPool:
+        fail(f"a worker process died (out of memory?); finished tasks are kept in {run_out} "
+             f"(continue with --resume --out {run_out}, perhaps with fewer --workers)", code=1)
 
 
 def _check_preset(preset: str) -> None:

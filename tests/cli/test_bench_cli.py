@@ -126,9 +126,26 @@ def test_without_kernels_the_agent_solves(tmp_path):
     assert rows and all(r.solver.startswith("agent:") and r.solver.endswith(":none") for r in rows)
 
 
+def test_the_agent_learns_into_the_runs_own_memory(tmp_path):
+    result = invoke("bench", FIXTURES / "tasks", "--ops", "relu", "--cases", 1, "--workers", 1,
+                    "--iterations", 0, "--memory", "sage", "--out", tmp_path / "run", "--json")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "run" / "memory.db").stat().st_size > 0
+
+
 @pytest.mark.parametrize("args, text", [
     (["--memory", "bogus"], "--memory must be one of none, uniform, atu, sage"),
     (["--model", "m", "--reference-only"], "agent options (--model) do not apply"),
+    (["--compare", "none,bogus"], "--compare takes memory modes from none, uniform, atu, sage"),
+    (["--compare", "sage", "--memory", "atu"], "--memory and --memory-url do not apply"),
+    (["--compare", "--kernels", str(THIRDPARTY)], "agent options (--compare) do not apply"),
+    (["--compare", "--resume", "--out", str(THIRDPARTY)], "has no mode folders with results to resume"),
 ])
 def test_agent_flags_are_checked(args, text):
     assert_clean_failure(runner.invoke(app, ["bench", str(THIRDPARTY), *args]), 2, text)
+
+
+def test_a_bare_compare_before_the_target_means_all_modes():
+    # `--compare` then the target: the target is not taken as the mode list.
+    result = runner.invoke(app, ["bench", "--compare", str(THIRDPARTY), "--memory", "sage"])
+    assert_clean_failure(result, 2, "--memory and --memory-url do not apply")
