@@ -20,6 +20,7 @@ from sage.npu.hardware import HardwareSpec, load_preset
 from sage.npu.profile import build_profile
 from sage.npu.results import ErrorInfo, KernelRun
 from sage.npu.sim import core as core_mod
+from sage.npu.sim.blas import single_threaded_blas
 from sage.npu.sim.session import Session
 from sage.npu.trace import build_trace
 
@@ -104,7 +105,7 @@ def run_kernel_source(source: str, args: list, kwargs: dict | None = None, *,
     essential = 0
     host.set_session(session)
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), single_threaded_blas():
             exec(code, namespace)
             forward = namespace.get("forward")
             if not callable(forward):

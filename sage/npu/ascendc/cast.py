@@ -9,7 +9,9 @@ import numpy as np
 from sage.npu import dtypes
 from sage.npu.errors import KernelRuntimeError
 from sage.npu.ascendc import _checks as chk
+from sage.npu.ascendc._half import store_half
 from sage.npu.ascendc._vecbase import issue
+from sage.npu.ascendc.tensors import LocalTensor
 
 
 class RoundMode(enum.Enum):
@@ -84,16 +86,27 @@ def convert(src: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
     return np.clip(src.astype(np.int64), info.min, info.max).astype(dt)  # integers saturate
 
 
+_NEAREST = (RoundMode.CAST_NONE, RoundMode.CAST_RINT)
+
+
 def Cast(dst, src, round_mode: RoundMode, count: int) -> None:
     """Cast(dst, src, RoundMode.X, count): dst = src converted to dst's dtype. Cost: vconv on the wider type."""
     if not isinstance(round_mode, RoundMode):
         raise KernelRuntimeError(f"Cast needs a RoundMode (e.g. RoundMode.CAST_NONE), got {round_mode!r}")
-    count = chk.count_arg(count, "Cast count")
-    dst, src = chk.local(dst, "Cast dst", "UB"), chk.local(src, "Cast src", "UB")
+    if count.__class__ is not int:
+        count = chk.count_arg(count, "Cast count")
+    if not (dst.__class__ is LocalTensor and src.__class__ is LocalTensor and dst._slot.alloc_gen == dst._gen
+            and src._slot.alloc_gen == src._gen and dst._slot.space.name == "UB" and src._slot.space.name == "UB"):
+        dst, src = chk.local(dst, "Cast dst", "UB"), chk.local(src, "Cast src", "UB")
     width = max(dst._dtype.itemsize, src._dtype.itemsize)
     issue("Cast", "vconv", dst, (src,), count, itemsize=width)
     if dst._slot is src._slot and dst._off != src._off and dst._dtype.itemsize != src._dtype.itemsize:
         data = src._arr[:count].copy()
     else:
         data = src._arr[:count]
-    dst._arr[:count] = convert(data, dst._dtype, round_mode)
+    if dst._dtype is dtypes.float16 and data.dtype == dtypes.float32 and round_mode in _NEAREST:
+        store_half(dst._arr[:count], data)  # numpy's bits, minus its slow path for float16 subnormals
+    elif dst._dtype is dtypes.float32 and data.dtype == dtypes.float16 and round_mode in _NEAREST:
+        dst._arr[:count] = data  # exact widening (what convert() leaves to the assignment)
+    else:
+        dst._arr[:count] = convert(data, dst._dtype, round_mode)

@@ -137,7 +137,10 @@ def _fast_copy(core: CoreState, dst, src, count: int) -> bool:
     core.hbm_bytes += nbytes - hit
     path = "GM->UB" if read else "UB->GM"
     core.bytes[path] = core.bytes.get(path, 0) + nbytes
-    gspan = (core.gm_region(buf), byte_lo, byte_hi)
+    region = core.gm_regions.get(buf.id)
+    if region is None:
+        region = core.gm_region(buf)
+    gspan = (region, byte_lo, byte_hi)
     lspan = (slot, local._off, local._off + nbytes)
     if read:
         core.instr(MTE2, "DataCopy", 0.0, fixed, gmc, (gspan,), (lspan,))

@@ -65,13 +65,16 @@ class TQue:
     def AllocTensor(self, dtype=dtypes.float16) -> LocalTensor:
         """Take a free buffer (round robin); its next user waits until its previous users finished."""
         core = current_core("AllocTensor")
-        self._require_init("AllocTensor")
+        slots = self._slots
+        if not slots:
+            self._require_init("AllocTensor")
         dt = dtypes.as_dtype(dtype)
-        n = len(self._slots)
+        n = len(slots)
+        start = self._next
         for k in range(n):
-            slot = self._slots[(self._next + k) % n]
+            slot = slots[(start + k) % n]
             if not slot.allocated:
-                self._next = (self._next + k + 1) % n
+                self._next = (start + k + 1) % n
                 break
         else:
             raise QueueError(f"AllocTensor on a {self._name} whose {n} buffer(s) are all allocated: "
@@ -104,7 +107,7 @@ class TQue:
         slot = tensor._slot
         slot.enqueued = False
         core.set_gate(slot, event)
-        if dtype is None or dtypes.as_dtype(dtype) == tensor._dtype:
+        if dtype is None or dtype is tensor._dtype or dtypes.as_dtype(dtype) == tensor._dtype:
             return tensor
         return LocalTensor.whole(slot, dtypes.as_dtype(dtype), tensor._gen)
 

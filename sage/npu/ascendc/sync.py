@@ -32,11 +32,23 @@ HardEvent = enum.Enum("HardEvent", {p: p for p in _PAIRS})
 HardEvent.__doc__ = "Event pairs SRC_DST: SetFlag runs on SRC when its earlier work is done; WaitFlag blocks DST."
 
 
+_PAIR_PIPES = {e: (PIPE_INDEX[e.value.split("_")[0]], PIPE_INDEX[e.value.split("_")[1]]) for e in HardEvent}
+_FLAG_NAMES: dict[tuple, str] = {}  # (verb, event, id) -> record name, built once per combination
+
+
 def _pair(event) -> tuple[int, int]:
-    if not isinstance(event, HardEvent):
+    pair = _PAIR_PIPES.get(event) if isinstance(event, HardEvent) else None
+    if pair is None:
         raise KernelRuntimeError(f"expected a HardEvent (e.g. HardEvent.MTE2_V), got {event!r}")
-    src, dst = event.value.split("_")
-    return PIPE_INDEX[src], PIPE_INDEX[dst]
+    return pair
+
+
+def _flag_name(verb: str, event: HardEvent, event_id: int) -> str:
+    key = (verb, event, event_id)
+    name = _FLAG_NAMES.get(key)
+    if name is None:
+        name = _FLAG_NAMES[key] = f"{verb}({event.name},{event_id})"
+    return name
 
 
 def _event_id(core, event_id) -> int:
@@ -50,14 +62,14 @@ def SetFlag(event: HardEvent, event_id: int = 0) -> None:
     """For ``HardEvent.SRC_DST`` and id 0..7: the flag goes up on pipe SRC once all its earlier work is done. Cost: 1 cycle on SRC."""
     core = current_core("SetFlag")
     src, dst = _pair(event)
-    core.set_flag(src, dst, _event_id(core, event_id), f"SetFlag({event.name},{event_id})")
+    core.set_flag(src, dst, _event_id(core, event_id), _flag_name("SetFlag", event, event_id))
 
 
 def WaitFlag(event: HardEvent, event_id: int = 0) -> None:
     """For ``HardEvent.SRC_DST`` and id: pipe DST waits for the matching SetFlag, then lowers it. Cost: 1 cycle on DST."""
     core = current_core("WaitFlag")
     src, dst = _pair(event)
-    core.wait_flag(src, dst, _event_id(core, event_id), f"WaitFlag({event.name},{event_id})")
+    core.wait_flag(src, dst, _event_id(core, event_id), _flag_name("WaitFlag", event, event_id))
 
 
 def PipeBarrier(pipe: PipeType) -> None:

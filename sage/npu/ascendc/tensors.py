@@ -6,11 +6,14 @@ import numpy as np
 
 from sage.npu import dtypes
 from sage.npu.errors import BoundsError, KernelRuntimeError, QueueError, RaceError
+from sage.npu.sim import core as core_mod
 from sage.npu.sim.core import S, Slot, current_core
 from sage.npu.ascendc.host import GmHandle
 
 
 def _index(i, what: str) -> int:
+    if i.__class__ is int:  # the common case first (bool is a subclass, not this class)
+        return i
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
         raise KernelRuntimeError(f"{what}: index must be an int, got {type(i).__name__}")
     return int(i)
@@ -49,7 +52,8 @@ class GlobalTensor:
 
     def __getitem__(self, i) -> GlobalTensor:
         i = _index(i, "GlobalTensor[i]")
-        self._require()
+        if self._buf is None:
+            self._require()
         if i < 0:
             raise BoundsError(f"GlobalTensor[{i}]: negative offset")
         view = GlobalTensor()
@@ -153,7 +157,9 @@ class LocalTensor:
         return LocalTensor(self._slot, self._off, self._size * self._dtype.itemsize // dt.itemsize, dt, self._gen)
 
     def _scalar(self, i, what: str, write: bool) -> int:
-        core = current_core(f"LocalTensor.{what}")
+        core = core_mod._current
+        if core is None:
+            current_core(f"LocalTensor.{what}")  # raises the LaunchError
         i = _index(i, what)
         if not 0 <= i < self._size:
             raise BoundsError(f"{what}({i}): index outside the tensor of {self._size} elements")

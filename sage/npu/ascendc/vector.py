@@ -12,6 +12,7 @@ from sage.npu import dtypes
 from sage.npu.errors import KernelRuntimeError
 from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc._vecbase import indexed, issue, mask_key, repeat_index, require
+from sage.npu.ascendc.tensors import LocalTensor
 from sage.npu.ascendc.params import BinaryRepeatParams, UnaryRepeatParams
 
 _FLOATS = (dtypes.float16, dtypes.float32, dtypes.bfloat16)
@@ -34,7 +35,8 @@ def _binary(name: str, key: str, fn, allowed, what: str):
     allowed = frozenset(allowed)
 
     def op(dst, src0, src1, count_or_mask, repeatTimes=None, repeatParams=None):
-        dt = chk.same_dtype(name, dst, src0, src1)
+        dt = dst._dtype if (dst.__class__ is LocalTensor and src0.__class__ is LocalTensor and src1.__class__ is LocalTensor
+                            and src0._dtype is dst._dtype and src1._dtype is dst._dtype) else chk.same_dtype(name, dst, src0, src1)
         if dt not in allowed:
             require(name, dt, tuple(allowed))
         if repeatTimes is None:
@@ -60,15 +62,20 @@ def _binary(name: str, key: str, fn, allowed, what: str):
 
 def _unary(name: str, key: str, fn, allowed, what: str):
     allowed = frozenset(allowed)
+    into = isinstance(fn, np.ufunc)  # a ufunc writes dst in place (numpy buffers overlapping operands)
 
     def op(dst, src, count_or_mask, repeatTimes=None, repeatParams=None):
-        dt = chk.same_dtype(name, dst, src)
+        dt = dst._dtype if (dst.__class__ is LocalTensor and src.__class__ is LocalTensor
+                            and src._dtype is dst._dtype) else chk.same_dtype(name, dst, src)
         if dt not in allowed:
             require(name, dt, tuple(allowed))
         if repeatTimes is None:
             count = count_or_mask if count_or_mask.__class__ is int else chk.count_arg(count_or_mask, f"{name} count")
             issue(name, key, dst, (src,), count)
-            dst._arr[:count] = fn(src._arr[:count])
+            if into:
+                fn(src._arr[:count], out=dst._arr[:count])
+            else:
+                dst._arr[:count] = fn(src._arr[:count])
             return
         p = repeatParams or UnaryRepeatParams()
         rep = chk.count_arg(repeatTimes, f"{name} repeatTimes")
@@ -85,16 +92,21 @@ def _unary(name: str, key: str, fn, allowed, what: str):
 
 def _scalar(name: str, key: str, fn, allowed, what: str):
     allowed = frozenset(allowed)
+    into = isinstance(fn, np.ufunc)  # a ufunc writes dst in place (numpy buffers overlapping operands)
 
     def op(dst, src, scalar, count_or_mask, repeatTimes=None, repeatParams=None):
-        dt = chk.same_dtype(name, dst, src)
+        dt = dst._dtype if (dst.__class__ is LocalTensor and src.__class__ is LocalTensor
+                            and src._dtype is dst._dtype) else chk.same_dtype(name, dst, src)
         if dt not in allowed:
             require(name, dt, tuple(allowed))
         s = dt.type(scalar)  # the scalar operand has the tensor's type, as on the hardware
         if repeatTimes is None:
             count = count_or_mask if count_or_mask.__class__ is int else chk.count_arg(count_or_mask, f"{name} count")
             issue(name, key, dst, (src,), count)
-            dst._arr[:count] = fn(src._arr[:count], s)
+            if into:
+                fn(src._arr[:count], s, out=dst._arr[:count])
+            else:
+                dst._arr[:count] = fn(src._arr[:count], s)
             return
         p = repeatParams or UnaryRepeatParams()
         rep = chk.count_arg(repeatTimes, f"{name} repeatTimes")

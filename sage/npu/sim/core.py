@@ -130,8 +130,8 @@ class CoreState:
         """
         vcp = self.vc[pipe]
         dep_list = None
-        for write, accesses in ((False, reads), (True, writes)):
-            for slot, lo, hi in accesses:
+        if reads:
+            for slot, lo, hi in reads:
                 g = slot.gate
                 if g is not None and slot.joined[pipe] < g.gen:
                     if dep_list is None:
@@ -144,38 +144,60 @@ class CoreState:
                 if len(starts) == 1 and starts[0] <= lo and tr.ends[0] >= hi:
                     w = tr.writers[0]
                     if w is not None and w[0] != pipe and vcp[w[0]] < w[1]:
-                        self._race(pipe, name, slot, lo, hi, w, "writes" if write else "reads")
-                    if write:
-                        for p, sq in tr.readers[0].items():
-                            if p != pipe and vcp[p] < sq:
-                                self._race(pipe, name, slot, lo, hi, (p, sq), "writes")
+                        self._race(pipe, name, slot, lo, hi, w, "reads")
                     continue
-                hit = tr.conflict(lo, hi, pipe, vcp, write)
+                hit = tr.conflict(lo, hi, pipe, vcp, False)
                 if hit is not None:
-                    self._race(pipe, name, slot, lo, hi, hit, "writes" if write else "reads")
-        idx = len(self.records)
-        self.records.append((pipe, head, body, gm, tuple(dep_list) if dep_list else (deps or None), name, kind))
+                    self._race(pipe, name, slot, lo, hi, hit, "reads")
+        if writes:
+            for slot, lo, hi in writes:
+                g = slot.gate
+                if g is not None and slot.joined[pipe] < g.gen:
+                    if dep_list is None:
+                        dep_list = list(deps) if deps else []
+                    self._join(pipe, slot, g, dep_list)
+                tr = slot.tracker
+                starts = tr.starts
+                if not starts:
+                    continue
+                if len(starts) == 1 and starts[0] <= lo and tr.ends[0] >= hi:
+                    w = tr.writers[0]
+                    if w is not None and w[0] != pipe and vcp[w[0]] < w[1]:
+                        self._race(pipe, name, slot, lo, hi, w, "writes")
+                    for p, sq in tr.readers[0].items():
+                        if p != pipe and vcp[p] < sq:
+                            self._race(pipe, name, slot, lo, hi, (p, sq), "writes")
+                    continue
+                hit = tr.conflict(lo, hi, pipe, vcp, True)
+                if hit is not None:
+                    self._race(pipe, name, slot, lo, hi, hit, "writes")
+        records = self.records
+        idx = len(records)
+        records.append((pipe, head, body, gm, tuple(dep_list) if dep_list else (deps or None), name, kind))
         seq = vcp[pipe] + 1
         vcp[pipe] = seq
         self.pipe_recs[pipe].append(idx)
-        stamp = (idx, seq)
-        for slot, lo, hi in reads:
-            if slot.track_reads:
+        if reads or writes:
+            stamp = (idx, seq)
+            for slot, lo, hi in reads:
+                if slot.track_reads:
+                    tr = slot.tracker
+                    starts = tr.starts
+                    if len(starts) == 1 and starts[0] == lo and tr.ends[0] == hi:
+                        tr.readers[0][pipe] = seq
+                    else:
+                        tr.record_read(lo, hi, pipe, seq)
+                    slot.last_access[pipe] = stamp
+            for slot, lo, hi in writes:
                 tr = slot.tracker
-                if len(tr.starts) == 1 and tr.starts[0] == lo and tr.ends[0] == hi:
-                    tr.readers[0][pipe] = seq
+                starts = tr.starts
+                if len(starts) == 1 and starts[0] == lo and tr.ends[0] == hi:
+                    tr.writers[0] = (pipe, seq)
+                    tr.readers[0] = {}
                 else:
-                    tr.record_read(lo, hi, pipe, seq)
+                    tr.record_write(lo, hi, pipe, seq)
                 slot.last_access[pipe] = stamp
-        for slot, lo, hi in writes:
-            tr = slot.tracker
-            if len(tr.starts) == 1 and tr.starts[0] == lo and tr.ends[0] == hi:
-                tr.writers[0] = (pipe, seq)
-                tr.readers[0] = {}
-            else:
-                tr.record_write(lo, hi, pipe, seq)
-            slot.last_access[pipe] = stamp
-            slot.last_writer = pipe
+                slot.last_writer = pipe
         if kind == NORMAL:
             self.instructions += 1
             if self.instructions > self._budget:
@@ -186,7 +208,10 @@ class CoreState:
 
     def _join(self, pipe: int, slot: Slot, gate: Gate, dep_list: list) -> None:
         dep_list.extend(gate.deps)
-        self.vc[pipe][:] = map(max, self.vc[pipe], gate.vc)
+        vcp = self.vc[pipe]  # updated in place: instr() holds this list
+        for p, s in enumerate(gate.vc):
+            if vcp[p] < s:
+                vcp[p] = s
         slot.joined[pipe] = gate.gen
 
     def _race(self, pipe, name, slot, lo, hi, hit, verb) -> None:

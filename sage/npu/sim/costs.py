@@ -6,6 +6,8 @@ import math
 
 from sage.npu.hardware import HardwareSpec, PathSpec
 
+_CACHE_LIMIT = 65536
+
 
 class PathCost:
     """cycles = latency + (K + bytes) / peak, i.e. bytes / bw(bytes) with bw(B) = peak·B/(K+B)."""
@@ -47,6 +49,7 @@ class CostModel:
         self.fractal = c.fractal
         self.mad_fixed = c.fixed_cycles
         self.fp32_factor = c.fp32_factor
+        self._transfers: dict[tuple, tuple[float, float]] = {}  # a kernel copies the same few sizes over and over
 
     def repeats(self, count: int, itemsize: int) -> int:
         return -(-count * itemsize // self.repeat_bytes)
@@ -63,6 +66,15 @@ class CostModel:
         The stretchable part is the bandwidth time of bytes that go to HBM (L2 misses); it
         grows when concurrently running cores ask for more than the HBM bandwidth.
         """
+        key = (path, nbytes, bursts, unaligned, hit_bytes)
+        cost = self._transfers.get(key)
+        if cost is None:
+            if len(self._transfers) > _CACHE_LIMIT:
+                self._transfers.clear()
+            cost = self._transfers[key] = self._transfer(path, nbytes, bursts, unaligned, hit_bytes)
+        return cost
+
+    def _transfer(self, path: str, nbytes: int, bursts: int, unaligned: bool, hit_bytes: int) -> tuple[float, float]:
         pc = self.paths[path]
         bw_cycles = nbytes / pc.bytes_per_cycle
         if unaligned:

@@ -47,7 +47,7 @@ class LaunchTiming:
 
 
 def _time_wave(blocks, keys, wave, issue: float, stretch: float, keep: bool) -> list[BlockTiming]:
-    done: dict[tuple, BlockTiming] = {}
+    done: dict[int, BlockTiming] = {}
     out = []
     for i in wave:
         timing = done.get(keys[i])
@@ -65,8 +65,10 @@ def time_launch(name: str, blocks: list[BlockRun], n_cores: int, issue: float, h
     stretches = []
     placements = []
     kept: list[BlockTiming] = [None] * len(blocks) if keep else None  # type: ignore[list-item]
-    # symmetric blocks (same instructions, same costs) are timed once
-    keys = [tuple(b.records) for b in blocks]
+    # symmetric blocks (same instructions, same costs) are timed once: hash each record list
+    # once here, so the waves and HBM re-timings below compare small ints, not long tuples
+    groups: dict[tuple, int] = {}
+    keys = [groups.setdefault(tuple(b.records), len(groups)) for b in blocks]
     for w0 in range(0, len(blocks), cores):
         wave = range(w0, min(w0 + cores, len(blocks)))
         s = 1.0

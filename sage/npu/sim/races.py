@@ -8,7 +8,7 @@ writer and the latest read per pipe, so one check costs O(segments touched).
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 _COALESCE_ABOVE = 64     # merge neighbours once a buffer holds this many segments
 _BRIDGE_ABOVE = 1024     # and bridge gaps between same-pipe segments beyond this many (scattered writes)
@@ -68,9 +68,15 @@ class RangeTracker:
 
     def record_write(self, lo: int, hi: int, pipe: int, seq: int) -> None:
         starts = self.starts
-        if len(starts) == 1 and starts[0] == lo and self.ends[0] == hi:
-            self.writers[0] = (pipe, seq)
-            self.readers[0] = {}
+        if not starts or lo >= self.ends[-1]:  # past everything tracked (streaming GM writes): append
+            starts.append(lo); self.ends.append(hi); self.writers.append((pipe, seq)); self.readers.append({})
+            if len(starts) > self.limit:
+                self._coalesce()
+            return
+        i = bisect_left(starts, lo)
+        if lo < hi and i < len(starts) and starts[i] == lo and self.ends[i] == hi:  # exactly one existing segment
+            self.writers[i] = (pipe, seq)
+            self.readers[i] = {}
             return
         self._split(lo)
         self._split(hi)
@@ -87,6 +93,10 @@ class RangeTracker:
 
     def record_read(self, lo: int, hi: int, pipe: int, seq: int) -> None:
         starts = self.starts
+        i = bisect_left(starts, lo)
+        if lo < hi and i < len(starts) and starts[i] == lo and self.ends[i] == hi:  # exactly one existing segment
+            self.readers[i][pipe] = seq
+            return
         if not (len(starts) == 1 and starts[0] == lo and self.ends[0] == hi):
             self._split(lo)
             self._split(hi)
