@@ -33,13 +33,19 @@ def list_ops(
     if as_json:
         print(json.dumps(entries))
         return
-    table = Table(title=f"{len(entries)} tasks")
-    table.add_column("task", no_wrap=True)
+    console = Console()
+    # The description only fits wide terminals; the tags always get room.
+    wide = console.width >= 140
+    table = Table(title=f"{len(entries)} tasks (--op takes e.g. softmax, layer_norm or level1/10_layer_norm)")
+    table.add_column("task", overflow="fold", max_width=48)
     table.add_column("level", no_wrap=True)
-    table.add_column("tags", overflow="fold")
-    table.add_column("description", overflow="fold")
+    table.add_column("tags", overflow="fold", min_width=20)
+    if wide:
+        table.add_column("description", overflow="fold")
     for e in entries:
         desc = e["description"] if e["status"] == "ok" else f"[red]{e['status']}[/red]"
-        table.add_row(e["name"], "-" if e["level"] is None else str(e["level"]), ", ".join(e["tags"]),
-                      desc if len(desc) < 90 else desc[:87] + "...")
-    Console().print(table)
+        row = [e["name"], "-" if e["level"] is None else str(e["level"]), ", ".join(e["tags"])]
+        if wide:
+            row.append(desc if len(desc) < 90 else desc[:87] + "...")
+        table.add_row(*row)
+    console.print(table)
