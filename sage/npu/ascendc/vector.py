@@ -169,7 +169,9 @@ def Axpy(dst, src, scalar, count: int) -> None:
         raise KernelRuntimeError(f"Axpy: dst {dst._dtype.name} and src {src._dtype.name} must match (or half -> float)")
     require("Axpy", dst._dtype, _FLOATS)
     count = chk.count_arg(count, "Axpy count")
-    issue("Axpy", "vaxpy", dst, (src,), count, itemsize=src._dtype.itemsize)
-    s = src._dtype.type(scalar)
-    prod = (src._arr[:count] * s).astype(dst._dtype)
+    # Mixed half -> float Axpy processes 64 lanes per repeat (Ascend C's PAR for that mode), so
+    # repeats follow the fp32 destination; the product is formed at the destination precision.
+    issue("Axpy", "vaxpy", dst, (src,), count, itemsize=dst._dtype.itemsize)
+    s = dst._dtype.type(scalar)
+    prod = src._arr[:count].astype(dst._dtype) * s
     dst._arr[:count] = dst._arr[:count] + prod
