@@ -81,3 +81,34 @@ def test_operator_without_template_fails_honestly(tmp_path: Path, memory):
     assert result.status == "no_kernel"
     assert result.reason.startswith("no template: aten.sort")
     assert result.turns == [] and result.best_source is None
+
+
+def test_the_winning_schedule_is_stored_whole_and_adopted_whole(tiny_task, memory):
+    from sage.agent.offline import schedule
+    from sage.agent.offline.synthesizer import Synthesizer, analyse
+
+    result = synthesize(tiny_task, OfflineBackend(tiny_task, seed=0), memory,
+                        AgentConfig(iterations=3, memory_mode="sage", seed=0))
+    best_source = result.turns[result.best].source
+    whole = [e for e in memory.experiences() if e.title.startswith("Whole schedule for elementwise")]
+    assert len(whole) == 1
+    hints = whole[0].hints
+    assert set(hints) == {"tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute", "op_class"}
+    assert f"BUFFER_NUM_v0 = {hints['buffer_num']}" in best_source
+    assert f"TILE_LEN_v0 = {hints['tile_len']}" in best_source
+
+    item = {"id": whole[0].id, "hints": hints, "utility": 0.0}
+    partial = {"id": "E_other", "hints": {"tile_len": 8192}, "utility": 0.0}
+    adopted_runs = 0
+    for seed in range(6):
+        synth = Synthesizer(analysis=analyse(tiny_task), vector_cores=48, cube_cores=24, seed=seed, task_key="t")
+        source, adopted, _ = synth.first([item], [partial])
+        if whole[0].id in adopted:
+            adopted_runs += 1
+            # the whole set decides every knob; the conflicting single hint is not applied
+            assert "E_other" not in adopted
+            expected = schedule.full_hints(synth.steps[0].knobs, cube=False)
+            assert {k: v for k, v in hints.items() if k != "op_class"} == expected
+            assert source.split("# ---- variant 0")[1].split("class ")[0] == \
+                best_source.split("# ---- variant 0")[1].split("class ")[0]
+    assert adopted_runs > 0

@@ -180,3 +180,29 @@ def test_matmul_small_tiles_cover_the_edges():
     knobs = CubeKnobs(base_m=32, base_n=48, base_k=16, l1_k=32, buffer_num=1)
     got = run(matmul_source(MatmulSpec(dtype="float16"), knobs), [a, b])
     assert rel_err(got, (torch_of(a) @ torch_of(b)).numpy()) < 1e-3
+
+
+def test_comparisons_select_and_grouped_broadcast():
+    from sage.bench.library.chain import const
+
+    a = RNG.standard_normal((6, 40, 77)).astype(np.float32)
+    b = RNG.standard_normal((6, 1, 77)).astype(np.float32)
+    # where(a > b, a, 0.5) with b one row per group of 40 rows, and the bool mask itself
+    spec = ElementwiseSpec(expr=op("where", op("gt", inp(0), inp(1)), inp(0), const(0.5)),
+                           in_dtypes=("float32", "float32"), kinds=("full", "grp"), out_dtype="float32",
+                           group_axes=(1, 1))
+    assert np.array_equal(run(elementwise_source(spec), [a, b]), np.where(a > b, a, 0.5))
+    mask = ElementwiseSpec(expr=op("ne", inp(0), 0.25), in_dtypes=("float32",), kinds=("full",), out_dtype="bool")
+    x = np.round(RNG.standard_normal((33, 65)) * 2) / 4
+    got = run_kernel_source(elementwise_source(mask), [x.astype(np.float32)])
+    assert got.error is None and np.array_equal(got.outputs[0], x != 0.25)
+
+
+def test_fold_reduce_keeps_results_and_cuts_time():
+    x = RNG.standard_normal((16, 3000)).astype(np.float32)
+    spec = RowSpec(op="softmax", dtype="float32")
+    plain = run_kernel_source(row_source(spec), [x])
+    folded = run_kernel_source(row_source(spec, Knobs(fold_reduce=True)), [x])
+    assert plain.error is None and folded.error is None
+    assert np.allclose(folded.outputs[0], plain.outputs[0], rtol=1e-5, atol=1e-7)
+    assert folded.profile.time_us < plain.profile.time_us

@@ -57,4 +57,6 @@ class OfflineBackend:
 
         if self._synth is None:
             return []
-        return distil(self._synth.steps, self._synth.cube, list(self.task.tags))
+        analysis = self._synth.analysis
+        return distil(self._synth.steps, self._synth.cube, list(self.task.tags), op_class=analysis.op_class,
+                      dtype_class="half" if analysis.half_inputs else "float32")

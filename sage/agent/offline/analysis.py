@@ -21,7 +21,12 @@ from typing import Any
 
 from sage.agent.offline.graph import Graph
 from sage.bench.library.chain import Const, Inp, Op
+from sage.agent.offline.predicates import predicate_chain
+from sage.bench.reference.aten import AtenCall
 from sage.bench.reference.ew_map import LIB_DTYPES, base_name, broadcast_layout, chain_for
+
+# What elementwise kernels read and write: the reference's dtypes, and bool as 0/1 bytes.
+KERNEL_DTYPES = LIB_DTYPES | {"bool"}
 
 
 class NoTemplate(Exception):
@@ -57,6 +62,14 @@ class RowOp:
 
 
 @dataclass(frozen=True)
+class Transposed:
+    """A matrix read with its two axes swapped (a.T): only a matrix product can take it,
+    by loading its tiles transposed."""
+
+    arg: Any
+
+
+@dataclass(frozen=True)
 class MatMul:
     a: Any
     b: Any
@@ -82,6 +95,8 @@ class ExprBuilder:
             raise NoTemplate("the forward uses a tensor it did not receive as an input (a captured constant)")
         call, name = node.call, base_name(node.call)
         if call.free:
+            if self._is_matrix_transpose(node):
+                return Transposed(self.build(node.args[0]))
             if name not in ORDER_PRESERVING:
                 raise NoTemplate(f"aten.{call.qualname} reorders or slices data; no template moves data that way")
             return self.build(node.args[0])
@@ -101,6 +116,21 @@ class ExprBuilder:
         if name in MATMULS:
             return self._matmul(node, name)
         return self._elementwise(node, vid)
+
+    @staticmethod
+    def _is_matrix_transpose(node) -> bool:
+        """t / permute / transpose swapping the only two axes of a matrix."""
+        call = node.call
+        if len(call.inputs) != 1 or len(call.inputs[0].shape) != 2:
+            return False
+        name = base_name(call)
+        if name in ("t", "numpy_T", "mT"):
+            return True
+        if name == "permute":
+            return [d % 2 for d in call.scalars[0]] == [1, 0]
+        if name == "transpose":
+            return sorted(d % 2 for d in call.scalars[:2]) == [0, 1]
+        return False
 
     def _check_last_axis(self, node, dim: Any) -> None:
         ndim = len(node.call.inputs[0].shape)
@@ -125,16 +155,19 @@ class ExprBuilder:
                 raise NoTemplate("addmm with beta/alpha other than 1 has no template")
             bias, a, b = (self.build(v) for v in node.args)
             return MatMul(a, b, bias)
-        if name == "bmm" or any(len(t.shape) != 2 for t in call.inputs):
-            raise NoTemplate("batched matmul has no template (only a 2-D matrix product)")
+        shapes = [t.shape for t in call.inputs]
+        batched = all(len(sh) == 3 for sh in shapes) and shapes[0][0] == shapes[1][0]
+        if not batched and any(len(sh) != 2 for sh in shapes):
+            raise NoTemplate("a matrix product over broadcast batches has no template (2-D, or 3-D with one batch)")
         return MatMul(self.build(node.args[0]), self.build(node.args[1]))
 
     def _elementwise(self, node, vid: int) -> Any:
         call = node.call
         if base_name(call) == "copy_" or len(node.outs) != 1:
             raise NoTemplate(f"aten.{call.qualname} has no elementwise template")
-        plan = chain_for(call)
-        if plan is None:
+        plan = chain_for(call) or chain_for(_unbroadcast(call))
+        expr = plan.expr if plan is not None else predicate_chain(call)
+        if expr is None:
             raise NoTemplate(f"aten.{call.qualname} has no template (inputs {call.describe()})")
         out = call.outputs[0]
         operands = []
@@ -145,7 +178,18 @@ class ExprBuilder:
                 raise NoTemplate("a one-element input tensor used as a scalar has no template")
             if not folded:
                 operands.append(arg)
-        return _substitute(plan.expr, [self.build(a) for a in operands])
+        return _substitute(expr, [self.build(a) for a in operands])
+
+
+def _unbroadcast(call: AtenCall) -> AtenCall:
+    """The call with every non-scalar operand at the output's shape: the reference's table
+    then gives the op's expression even for broadcasts its [R, C] layout cannot express;
+    the synthesizer lays the operands out itself (`layout`)."""
+    out = call.outputs[0] if call.outputs else None
+    if out is None:
+        return call
+    inputs = [t if t.numel == 1 else t.model_copy(update={"shape": out.shape}) for t in call.inputs]
+    return call.model_copy(update={"inputs": inputs})
 
 
 def _substitute(expr: Any, operands: list[Any]) -> Any:
@@ -173,6 +217,8 @@ def walk(expr: Any):
     elif isinstance(expr, RowOp):
         for a in expr.args:
             yield from walk(a)
+    elif isinstance(expr, Transposed):
+        yield from walk(expr.arg)
     elif isinstance(expr, MatMul):
         for a in (expr.a, expr.b, expr.bias):
             if a is not None:
@@ -201,13 +247,47 @@ def to_chain(expr: Any, index: dict[Leaf, int]) -> Any:
 
 
 def check_dtypes(dtypes: list[str]) -> None:
-    bad = sorted(set(dtypes) - LIB_DTYPES)
+    bad = sorted(set(dtypes) - KERNEL_DTYPES)
     if bad:
-        raise NoTemplate(f"dtype {', '.join(bad)} has no template (float32, float16, bfloat16, int32 do)")
+        raise NoTemplate(f"dtype {', '.join(bad)} has no template (float32, float16, bfloat16, int32, bool do)")
 
 
-def layout(out_shape: tuple[int, ...], shapes: list[tuple[int, ...]]):
+def layout(out_shape: tuple[int, ...], shapes: list[tuple[int, ...]]) -> tuple[list[str], tuple[int, int] | None]:
+    """Broadcast kinds of the operands, and the grouped split (C axes, G axes) when the
+    plain [R, C] view cannot express the broadcast (e.g. [B, 1, N] over [B, M, N])."""
     found = broadcast_layout(out_shape, shapes)
-    if found is None:
-        raise NoTemplate(f"broadcast of {[list(s) for s in shapes]} to {list(out_shape)} does not fit a row/column layout")
-    return found
+    if found is not None:
+        return found[0], None
+    grouped = _grouped_layout(tuple(out_shape), shapes)
+    if grouped is None:
+        raise NoTemplate(f"broadcast of {[list(s) for s in shapes]} to {list(out_shape)} does not fit a "
+                         "row/column or grouped layout")
+    return grouped
+
+
+def _grouped_layout(out: tuple[int, ...], shapes: list[tuple[int, ...]]):
+    """Output axes split as [B | G | C]: each operand is full, a scalar, a row (C only), a
+    column (B and G only), one row per group (B and C: `grp`) or one slab for all groups
+    (G and C: `mod`)."""
+    n = len(out)
+    padded = [(1,) * (n - len(sh)) + tuple(sh) for sh in shapes]
+    for c in range(n - 1, 0, -1):          # C = out[c:]
+        for g in range(c - 1, -1, -1):     # G = out[g:c], B = out[:g]
+            kinds = [_group_kind(sh, out, g, c) for sh in padded]
+            if None not in kinds and ("grp" in kinds or "mod" in kinds):
+                return kinds, (n - c, c - g)
+    return None
+
+
+def _group_kind(sh: tuple[int, ...], out: tuple[int, ...], g: int, c: int) -> str | None:
+    def part(lo: int, hi: int) -> str | None:
+        if sh[lo:hi] == out[lo:hi]:
+            return "all"
+        if all(d == 1 for d in sh[lo:hi]):
+            return "one"
+        return None
+
+    b_, g_, c_ = part(0, g), part(g, c), part(c, len(out))
+    table = {("all", "all", "all"): "full", ("one", "one", "one"): "scalar", ("one", "one", "all"): "row",
+             ("all", "one", "all"): "grp", ("one", "all", "all"): "mod", ("all", "all", "one"): "col"}
+    return table.get((b_, g_, c_))

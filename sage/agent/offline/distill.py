@@ -51,10 +51,13 @@ _LESSONS: dict[str, tuple[str, str, list[str]]] = {
 }
 
 
-def distil(steps: list[Step], cube: bool, op_tags: list[str], limit: int = 3) -> list[dict[str, Any]]:
-    """Up to `limit` experiences (title, advice, tags, hints), the error fixes first, then
-    the biggest speed gains."""
-    fixes, gains = [], []
+def distil(steps: list[Step], cube: bool, op_tags: list[str], limit: int = 3, *,
+           op_class: str | None = None, dtype_class: str | None = None) -> list[dict[str, Any]]:
+    """Up to `limit` experiences (title, advice, tags, hints): the winning schedule as a
+    whole (when `op_class` is given and refinement beat the first kernel), then the error
+    fixes, then the biggest single-knob speed gains."""
+    whole = _winning_schedule(steps, cube, op_tags, op_class, dtype_class) if op_class else None
+    fixes, gains = ([whole] if whole else []), []
     best_speed = None
     previous: Step | None = None
     for step in steps:
@@ -84,3 +87,26 @@ def _experience(knob: str, value: Any, cube: bool, tags: list[str]) -> dict[str,
     if knob == "tile_len":
         title, advice = f"{title} ({value} elements)", f"{advice} {value} elements per tile worked here."
     return {"title": title, "advice": advice, "tags": sorted(set(tags + extra)), "hints": hints}
+
+
+def _winning_schedule(steps: list[Step], cube: bool, op_tags: list[str], op_class: str,
+                      dtype_class: str | None) -> dict[str, Any] | None:
+    """The best correct kernel's full knob set, when it beat the episode's first correct
+    kernel: one knob alone can mislead (a large tile pays only with double buffering and
+    every core busy), the whole set is the schedule that was measured."""
+    correct = [s for s in steps if (s.feedback or {}).get("kind") == "correct"]
+    if not correct:
+        return None
+    first = correct[0].feedback.get("speedup") or 0.0
+    best = max(correct, key=lambda s: s.feedback.get("speedup") or 0.0)
+    gain = (best.feedback.get("speedup") or 0.0) / first if first else 0.0
+    if best is correct[0] or gain < MIN_GAIN:
+        return None
+    hints = schedule.full_hints(best.knobs, cube, row=op_class == "row")
+    hints["op_class"] = op_class
+    dtypes = dtype_class or "any"
+    shown = schedule.describe(best.knobs)
+    return {"title": f"Whole schedule for {op_class} kernels on {dtypes} inputs",
+            "advice": (f"This whole schedule ({shown}) was the fastest correct {op_class} kernel on {dtypes} "
+                       f"inputs, {gain:.2f}x the first one; start from all of it rather than one knob at a time."),
+            "tags": sorted(set(op_tags + [op_class, dtypes, "schedule"])), "hints": hints}

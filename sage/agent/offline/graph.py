@@ -38,6 +38,9 @@ class Graph:
     scalar_args: dict[int, Any] = field(default_factory=dict)   # forward arg position -> Python value
     shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
     dtypes: dict[int, str] = field(default_factory=dict)
+    # An in-place op wrote through a view (x[idx] = v on a slice): the write lands in the
+    # view's base, which this value-numbered graph cannot follow.
+    writes_through_view: bool = False
 
 
 class _DataflowRecorder(TorchDispatchMode):
@@ -82,12 +85,14 @@ class _DataflowRecorder(TorchDispatchMode):
             if isinstance(v, torch.Tensor):
                 in_ids.append(self.value_id(v))
                 inputs.append(_meta(v))
+        name = func.overloadpacket.__name__
+        if name.endswith("_") and args and isinstance(args[0], torch.Tensor) and args[0]._is_view():
+            self.graph.writes_through_view = True
         out = func(*args, **kwargs)
         flat, _ = tree_flatten(out)
         tensors = [t for t in flat if isinstance(t, torch.Tensor)]
         # Every output is a new value, even when the op wrote in place into an input.
         out_ids = [self.fresh(t) for t in tensors]
-        name = func.overloadpacket.__name__
         free = bool(func.is_view) or name in FREE_OPS or (name.endswith("_") and name[:-1] in FREE_OPS)
         call = AtenCall(name=name, overload=func._overloadname, inputs=inputs, outputs=[_meta(t) for t in tensors],
                         scalars=scalars, kwargs={k: _plain(v) for k, v in kwargs.items() if not isinstance(v, torch.Tensor)},

@@ -52,20 +52,24 @@ def _suffixed(source: str, suffix: str) -> str:
 def _dispatcher(plans: list[CasePlan], variant_of: dict[Any, int], n_args: int, params: list[str]) -> str:
     args = [f"a{i}" for i in range(n_args)] + params
     lines = [f"def forward({', '.join(args)}):"]
-    seen: set[tuple] = set()
+    # One entry per signature: the kernels writing its outputs, in output order.
+    outputs: dict[tuple, dict[int, CasePlan]] = {}
     for plan in plans:
-        if plan.signature in seen:
-            continue
-        seen.add(plan.signature)
-        v = variant_of[plan.spec]
-        cond = " and ".join(_test(name, what, value) for name, what, value in plan.signature) or "True"
-        call = f"forward_v{v}({', '.join(plan.operands)})"
-        if plan.keepdim:
-            src = plan.operands[0]
-            call = f"{call}.reshape(tuple({src}.shape[:-1]) + (1,))"
-        lines += [f"    if {cond}:", f"        return {call}"]
+        outputs.setdefault(plan.signature, {}).setdefault(plan.output, plan)
+    for signature, by_output in outputs.items():
+        cond = " and ".join(_test(name, what, value) for name, what, value in signature) or "True"
+        calls = [_call(by_output[j], variant_of) for j in sorted(by_output)]
+        result = calls[0] if len(calls) == 1 else f"({', '.join(calls)})"
+        lines += [f"    if {cond}:", f"        return {result}"]
     lines.append('    raise ValueError("no kernel variant for these argument dtypes and values")')
     return "\n".join(lines) + "\n"
+
+
+def _call(plan: CasePlan, variant_of: dict[Any, int]) -> str:
+    call = f"forward_v{variant_of[plan.spec]}({', '.join(plan.operands)})"
+    if plan.keepdim:
+        call = f"{call}.reshape(tuple({plan.operands[0]}.shape[:-1]) + (1,))"
+    return call
 
 
 def _test(name: str, what: str, value: Any) -> str:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
-
 from sage.bench.library.knobs import CubeKnobs, Knobs
 
 PLAIN_TILE = 1024
@@ -19,17 +17,11 @@ MAX_TILE = 16384
 # Hint keys and the values they may take; anything else in a hint is not applicable here.
 VECTOR_HINTS = {"tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute", "fold_reduce"}
 ROW_ONLY_HINTS = {"fold_reduce"}
-
-
-class AgentKnobs(Knobs):
-    """The library's vector knobs plus the agent's own template choice for row kernels."""
-
-    fold_reduce: bool = Field(False, description="row kernels: halve rows with Add/Max before Reduce* (rowfold.py)")
 CUBE_HINTS = {"base_m", "base_n", "base_k", "l1_k", "cube_buffer_num", "cube_block_dim"}
 
 
-def plain_knobs(vector_cores: int) -> AgentKnobs:
-    return AgentKnobs(tile_len=PLAIN_TILE, buffer_num=1, block_dim=PLAIN_BLOCKS, copy_mode="pad",
+def plain_knobs(vector_cores: int) -> Knobs:
+    return Knobs(tile_len=PLAIN_TILE, buffer_num=1, block_dim=PLAIN_BLOCKS, copy_mode="pad",
                  fp32_compute=False, cores=vector_cores)
 
 
@@ -90,7 +82,7 @@ def describe(knobs: Knobs | CubeKnobs) -> str:
     return (f"tile {knobs.tile_len}, BUFFER_NUM {knobs.buffer_num}, block_dim {knobs.block_dim or 'all cores'}, "
             f"{'DataCopy when aligned' if knobs.copy_mode == 'auto' else 'DataCopyPad'}, "
             f"{'fp32' if knobs.fp32_compute else 'native-dtype'} arithmetic"
-            + (", folded reductions" if getattr(knobs, "fold_reduce", False) else ""))
+            + (", folded reductions" if knobs.fold_reduce else ""))
 
 
 def next_moves(knobs: Knobs | CubeKnobs, feedback: dict[str, Any], half_inputs: bool,
@@ -120,7 +112,7 @@ def next_moves(knobs: Knobs | CubeKnobs, feedback: dict[str, Any], half_inputs: 
     copy_bound = bottleneck in ("MTE2", "MTE3")
     if cores_idle:
         moves.append(("block_dim", None))
-    fold = [("fold_reduce", True)] if row and not getattr(knobs, "fold_reduce", True) else []
+    fold = [("fold_reduce", True)] if row and not knobs.fold_reduce else []
     double = [("buffer_num", 2)] if knobs.buffer_num < 2 else []
     # Attack the bottleneck first: copies overlap with double buffering, vector time
     # shrinks with folded reductions.
@@ -172,3 +164,10 @@ def expand(knob: str, value: Any) -> dict[str, Any]:
 def move_hints(knob: str, value: Any, cube: bool) -> dict[str, Any]:
     """A move as the knob hints an experience carries."""
     return {hint_key(f, cube): hint_json(hint_key(f, cube), v) for f, v in expand(knob, value).items()}
+
+
+def full_hints(knobs: Knobs | CubeKnobs, cube: bool, row: bool = False) -> dict[str, Any]:
+    """Every schedule knob of `knobs` as hints (a whole schedule, adopted as one)."""
+    fields = (["base_m", "base_n", "base_k", "l1_k", "buffer_num", "block_dim"] if cube else
+              ["tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute"] + (["fold_reduce"] if row else []))
+    return {hint_key(f, cube): hint_json(hint_key(f, cube), getattr(knobs, f)) for f in fields}

@@ -51,7 +51,9 @@ def analyse(task: Any) -> TaskAnalysis:
     n_args, params = 0, []
     for case in task.cases():
         graph = trace_graph(model, case)
-        plans.append(plan_case(graph))
+        if not graph.outputs:
+            raise NoTemplate("the forward returns no tensor")
+        plans += [plan_case(graph, j) for j in range(len(graph.outputs))]
         n_args, params = len(case), sorted(graph.params.values())
     classes = {p.op_class for p in plans}
     if len(classes) != 1:
@@ -90,8 +92,10 @@ class Synthesizer:
         rng = random.Random(zlib.crc32(f"{self.seed}:{self.task_key}".encode()))
         taken: dict[str, Any] = {}
         items = [(r, P_RULE) for r in rules] + [(e, _p_adopt(e.get("utility", 0.0))) for e in experiences]
-        # Best first, so that when two items set one knob the more useful one wins.
-        items.sort(key=lambda it: (-it[1], -float(it[0].get("utility", 0.0)), it[0]["id"]))
+        # Best first, so that when two items set one knob the more useful one wins; among
+        # equals a whole schedule goes before single-knob advice, which then only adds to it.
+        items.sort(key=lambda it: (-it[1], -len(it[0].get("hints", {})), -float(it[0].get("utility", 0.0)),
+                                   it[0]["id"]))
         for item, p in items:
             hints = self._applicable(item.get("hints", {}))
             if not hints or any(f in taken and taken[f] != v for f, v in hints.items()):
@@ -152,6 +156,10 @@ class Synthesizer:
     def _applicable(self, hints: dict[str, Any]) -> dict[str, Any]:
         allowed = schedule.CUBE_HINTS if self.cube else schedule.VECTOR_HINTS
         out: dict[str, Any] = {}
+        if "op_class" in hints:
+            if hints["op_class"] != self.analysis.op_class:
+                return {}  # a whole schedule measured on another kind of kernel
+            hints = {k: v for k, v in hints.items() if k != "op_class"}
         for key, value in hints.items():
             if key not in allowed or (key in schedule.ROW_ONLY_HINTS and self.analysis.op_class != "row"):
                 return {}  # advice for another kind of kernel: not this one's to adopt
@@ -169,10 +177,8 @@ class Synthesizer:
         from sage.bench.library.matmul import matmul_source
         from sage.bench.library.rowwise import row_source
 
-        from sage.agent.offline.rowfold import folded_row_source
-
-        row = folded_row_source if getattr(step.knobs, "fold_reduce", False) else row_source
-        generate = {"elementwise": elementwise_source, "row": row, "matmul": matmul_source}[self.analysis.op_class]
+        generate = {"elementwise": elementwise_source, "row": row_source,
+                    "matmul": matmul_source}[self.analysis.op_class]
         specs: list[Any] = []
         for plan in self.analysis.plans:
             if plan.spec not in specs:

@@ -7,7 +7,7 @@ equal specs share one variant of the kernel file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -18,7 +18,7 @@ from sage.agent.offline.analysis import (
 )
 from sage.agent.offline.graph import Graph
 from sage.bench.library.chain import Const, Op
-from sage.bench.library.elementwise import ElementwiseSpec
+from sage.bench.library.elementwise import ElementwiseSpec, elementwise_source
 from sage.bench.library.rowwise import RowSpec
 
 OpClass = Literal["elementwise", "row", "matmul"]
@@ -32,12 +32,22 @@ class CasePlan:
     keepdim: bool = False                 # a row reduction whose output keeps the last axis
     signature: tuple = ()                 # what the forward dispatches on (see _signature)
     describe: str = ""
+    output: int = 0                       # which of the forward's outputs this kernel writes
 
 
-def plan_case(graph: Graph) -> CasePlan:
-    if len(graph.outputs) != 1:
-        raise NoTemplate(f"the forward returns {len(graph.outputs)} tensors; templates write one")
-    out = graph.outputs[0]
+def plan_case(graph: Graph, output: int = 0) -> CasePlan:
+    """The kernel writing the forward's output number `output` (a forward returning several
+    tensors gets one kernel per output, each computing its own from the inputs)."""
+    if graph.writes_through_view:
+        raise NoTemplate("the forward writes into a slice of a tensor in place; no template scatters data")
+    out = graph.outputs[output]
+    if graph.outputs.index(out) != output:
+        raise NoTemplate("the forward returns one tensor twice")
+    plan = _plan_output(graph, out)
+    return plan if output == 0 else replace(plan, output=output)
+
+
+def _plan_output(graph: Graph, out: int) -> CasePlan:
     if out in graph.inputs or out in graph.params:
         raise NoTemplate("the forward returns an input unchanged")
     expr = ExprBuilder(graph).build(out)
@@ -52,10 +62,14 @@ def plan_case(graph: Graph) -> CasePlan:
             raise NoTemplate("the output does not depend on any input")
         dtypes = [graph.dtypes[l.vid] for l in leaves]
         check_dtypes(dtypes + [out_dtype])
-        kinds, _, _ = layout(out_shape, [graph.shapes[l.vid] for l in leaves])
+        kinds, group_axes = layout(out_shape, [graph.shapes[l.vid] for l in leaves])
         chain = to_chain(expr, {l: i for i, l in enumerate(leaves)})
         spec = ElementwiseSpec(expr=chain, in_dtypes=tuple(dtypes), kinds=tuple(kinds), out_dtype=out_dtype,
-                               name="ew")
+                               name="ew", group_axes=group_axes)
+        try:
+            elementwise_source(spec)   # the generator's own checks: dtype mixes, int32-only ops
+        except ValueError as exc:
+            raise NoTemplate(f"the elementwise chain has no template: {exc}") from None
         return CasePlan("elementwise", spec, tuple(names[l.vid] for l in leaves), signature=signature,
                         describe=f"fused elementwise chain over {len(leaves)} input(s)")
 
@@ -91,7 +105,7 @@ def plan_case(graph: Graph) -> CasePlan:
     if any(isinstance(e, MatMul) for e in walk(root)):
         from sage.agent.offline.matmul import plan_matmul
 
-        return plan_matmul(graph, expr, names, signature)
+        return plan_matmul(graph, expr, names, signature, out)
     raise NoTemplate("the forward mixes reductions and elementwise work in a way no template covers")
 
 
@@ -160,7 +174,7 @@ def _squared_leaf(e: Any) -> Leaf | None:
 def _same_dtype(graph: Graph, leaves: list[Leaf], out_dtype: str) -> None:
     dtypes = {graph.dtypes[l.vid] for l in leaves} | {out_dtype}
     check_dtypes(sorted(dtypes))
-    if len(dtypes) != 1 or out_dtype == "int32":
+    if len(dtypes) != 1 or out_dtype in ("int32", "bool"):
         raise NoTemplate(f"row kernels take one float dtype for inputs and output, got {sorted(dtypes)}")
 
 
@@ -171,9 +185,10 @@ def _names(graph: Graph) -> dict[int, str]:
 
 
 def _signature(graph: Graph) -> tuple:
-    """(name, "dtype", dtype) for tensor arguments, (name, "value", v) for Python numbers."""
+    """(name, "dtype", dtype) for tensor arguments, (name, "value", v) for Python numbers and
+    strings (a mode such as gelu's approximate="tanh" selects another kernel)."""
     sig: list[tuple[str, str, Any]] = [(f"a{pos}", "dtype", graph.dtypes[vid])
                                        for vid, pos in sorted(graph.inputs.items(), key=lambda kv: kv[1])]
     sig += [(f"a{pos}", "value", value) for pos, value in sorted(graph.scalar_args.items())
-            if isinstance(value, (int, float, bool))]
+            if isinstance(value, (int, float, bool, str))]
     return tuple(sig)

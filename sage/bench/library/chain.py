@@ -19,7 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
-Kind = Literal["full", "row", "col", "scalar"]
+Kind = Literal["full", "row", "col", "scalar", "grp", "mod"]
+# Grouped broadcast ([B, G, C] outputs, see elementwise.py): `grp` is one row of C per group
+# of G output rows ([B, 1, C]), `mod` one [G, C] slab repeated for every group ([1, G, C]).
+# Inside a tile (which never crosses a group) they are a row and a full operand.
+COMPUTE_KIND = {"grp": "row", "mod": "full"}
 
 
 @dataclass(frozen=True)
@@ -53,10 +57,14 @@ Expr = Union[Inp, Const, Op]
 UNARY = {
     "relu", "exp", "log", "abs", "sqrt", "rsqrt", "reciprocal", "neg", "square",
     "sigmoid", "tanh", "gelu", "gelu_tanh", "silu", "mish", "softplus", "elu",
-    "hardsigmoid", "hardswish", "leaky_relu", "log1p", "clamp", "pow_scalar", "identity",
+    "hardsigmoid", "hardswish", "leaky_relu", "log1p", "clamp", "pow_scalar", "identity", "floor",
 }
-BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "log_add_exp"}
-OPS = UNARY | BINARY
+# Comparisons give 1 where the relation holds and 0 elsewhere, in the compute dtype: a bool
+# value inside a chain is a 0/1 number (the kernel casts it to bytes when it stores one).
+COMPARE = {"gt": "GT", "lt": "LT", "ge": "GE", "le": "LE", "eq": "EQ", "ne": "NE"}
+BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "log_add_exp"} | set(COMPARE)
+TERNARY = {"where"}            # where(cond, a, b): a where cond is non-zero, else b
+OPS = UNARY | BINARY | TERNARY
 
 
 def inp(index: int) -> Inp:
@@ -71,7 +79,7 @@ def op(name: str, *args: Expr | float | int, **params: float) -> Op:
     """Build an op node; bare numbers become constants."""
     if name not in OPS:
         raise ValueError(f"unknown elementwise op {name!r}; known: {sorted(OPS)}")
-    arity = 1 if name in UNARY else 2
+    arity = 1 if name in UNARY else 3 if name in TERNARY else 2
     if len(args) != arity:
         raise ValueError(f"op {name} takes {arity} operand(s), got {len(args)}")
     wrapped = tuple(a if isinstance(a, (Inp, Const, Op)) else Const(float(a)) for a in args)
@@ -92,7 +100,7 @@ def inputs_of(expr: Expr) -> set[int]:
 def kind_of(expr: Expr, kinds: list[Kind]) -> Kind:
     """The broadcast kind of a sub-expression's value."""
     if isinstance(expr, Inp):
-        return kinds[expr.index]
+        return COMPUTE_KIND.get(kinds[expr.index], kinds[expr.index])
     if isinstance(expr, Const):
         return "scalar"
     ks = {kind_of(a, kinds) for a in expr.args} - {"scalar"}

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from sage.bench.library.chain import Expr, Kind, inputs_of, kind_of, render
+from sage.bench.library.chain import COMPUTE_KIND, Expr, Kind, inputs_of, kind_of, render
 from sage.bench.library.knobs import UB_BYTES, UB_RESERVED, VENDOR_KNOBS, Knobs
-from sage.bench.library.lowering import INT_OPS, Lowerer, Val
+from sage.bench.library.lowering import CMP_PAD, INT_OPS, Lowerer, Val
 from sage.bench.library.source import (
     DTYPE_SIZE, HEADER, cast_line, check_dtype, compute_dtype, dsl_dtype, method,
 )
@@ -29,6 +29,9 @@ class ElementwiseSpec(BaseModel):
     kinds: tuple[Kind, ...]
     out_dtype: str
     name: str = "ew"
+    # Grouped broadcast: (trailing axes forming C, axes before them forming G); the output is
+    # [B, G, C] and tiles stay inside one group. None: the plain [R, C] layout.
+    group_axes: tuple[int, int] | None = None
 
     @field_validator("in_dtypes")
     @classmethod
@@ -50,16 +53,43 @@ def elementwise_source(spec: ElementwiseSpec, knobs: Knobs = VENDOR_KNOBS, *, wi
         raise ValueError(f"expression uses inputs {sorted(used)} but only {n_in} are declared")
     if kind_of(spec.expr, list(spec.kinds)) != "full":
         raise ValueError("the chain's result must be full-shape (some input must be full, or a row and a column)")
-    ct = compute_dtype(list(spec.in_dtypes), knobs.fp32_compute)
+    ct = chain_compute_dtype(spec, knobs)
     if ct == "int32":
         _check_int_ops(spec.expr)
     return _ElementwiseWriter(spec, knobs, ct).write(with_forward)
 
 
+def chain_compute_dtype(spec: ElementwiseSpec, knobs: Knobs) -> str:
+    """The dtype the chain's arithmetic runs in. Bool inputs are 0/1 numbers: alone they
+    compute in float16 (exact for 0 and 1); int32 inputs stay int32 unless the chain needs
+    an op the vector unit lacks on integers (division, floor), which then runs in float32."""
+    values = [d for d in spec.in_dtypes if d != "bool"]
+    if not values:
+        return "float16"
+    ct = compute_dtype(values, knobs.fp32_compute)
+    non_int = _ops(spec.expr) - INT_OPS
+    if ct == "int32" and non_int and non_int <= _INT_VIA_FLOAT:
+        return "float32"
+    return ct
+
+
+# Integer ops the vector unit lacks but float32 computes exactly for operands below 2^24
+# (floor division of such integers: one rounding of the quotient, then floor).
+_INT_VIA_FLOAT = {"div", "floor"}
+
+
+def _ops(e: Expr) -> set[str]:
+    from sage.bench.library.chain import Op
+
+    if not isinstance(e, Op):
+        return set()
+    return {e.name}.union(*(_ops(a) for a in e.args))
+
+
 def elementwise_tiling(spec: ElementwiseSpec, knobs: Knobs = VENDOR_KNOBS) -> tuple[int, int]:
     """(TILE, ALIGN) of the kernel for (spec, knobs): elements per tile and the row
     alignment in elements, as its source's host code uses them."""
-    writer = _ElementwiseWriter(spec, knobs, compute_dtype(list(spec.in_dtypes), knobs.fp32_compute))
+    writer = _ElementwiseWriter(spec, knobs, chain_compute_dtype(spec, knobs))
     writer.compute_body()
     return writer.tile, writer.align
 
@@ -77,6 +107,9 @@ def _check_int_ops(e: Expr) -> None:
 class _ElementwiseWriter:
     def __init__(self, spec: ElementwiseSpec, knobs: Knobs, ct: str):
         self.spec, self.knobs, self.ct = spec, knobs, ct
+        self.masked = self.int_temp = False   # set by compute_body from the lowering
+        self.kinds = [COMPUTE_KIND.get(k, k) for k in spec.kinds]   # how the compute sees each input
+        self.grouped = spec.group_axes is not None
         self.n = len(spec.in_dtypes)
         sizes = [DTYPE_SIZE[d] for d in spec.in_dtypes] + [DTYPE_SIZE[spec.out_dtype], DTYPE_SIZE[ct]]
         self.align = 32 // min(sizes)
@@ -92,14 +125,16 @@ class _ElementwiseWriter:
         inputs: dict[int, Val] = {}
         counts = {"full": "n", "row": "nc", "col": "nr", "scalar": "1"}
         reads_scalar = False
-        for i, (dt, kind) in enumerate(zip(spec.in_dtypes, spec.kinds)):
+        for i, (dt, kind) in enumerate(zip(spec.in_dtypes, self.kinds)):
             pre.append(f"x{i} = self.q{i}.DeQue({dsl_dtype(dt)})")
             ref = f"x{i}"
             if self.needs_cast(dt) or kind in ("col", "scalar"):
                 # Column and scalar operands are read by the scalar unit; giving them a
                 # vector-written copy lets one V->S flag order every read.
                 pre.append(f"c{i} = self.b{i}.Get({dsl_dtype(ct)})")
-                if self.needs_cast(dt):
+                if dt == "bool":   # the same bytes as uint8 0/1, which Cast widens exactly
+                    pre.append(f"Cast(c{i}, x{i}.ReinterpretCast(uint8), RoundMode.CAST_NONE, {counts[kind]})")
+                elif self.needs_cast(dt):
                     pre.append(cast_line(f"c{i}", f"x{i}", dt, ct, counts[kind]))
                 else:
                     pre.append(f"Adds(c{i}, x{i}, 0, {counts[kind]})")
@@ -111,18 +146,26 @@ class _ElementwiseWriter:
                 inputs[i] = Val(kind, ref)
         if reads_scalar:
             pre += ["SetFlag(HardEvent.V_S, 0)", "WaitFlag(HardEvent.V_S, 0)"]
-            for i, kind in enumerate(spec.kinds):
+            for i, kind in enumerate(self.kinds):
                 if kind == "scalar":
                     src = f"c{i}"
                     pre.append(f"s{i} = {src}.GetValue(0)")
             pre += ["SetFlag(HardEvent.S_V, 0)", "WaitFlag(HardEvent.S_V, 0)"]
-        low = Lowerer(kinds=list(spec.kinds), inputs=inputs)
+        low = Lowerer(kinds=list(self.kinds), inputs=inputs, dtype=ct)
         result = low.lower(spec.expr)
+        self.masked, self.int_temp = low.uses_mask, low.int_temp
         temps = [f"t{k[0]}{i}" for k in ("full", "row", "col") for i in range(low.made[k])]
         gets = [f"{t} = self.tb_{t}.Get({dsl_dtype(ct)})" for t in temps]
+        if self.masked:
+            gets += ["mk = self.mkb.Get(uint8)", "pn = (n + CMP_PAD - 1) // CMP_PAD * CMP_PAD",
+                     "pnc = (nc + CMP_PAD - 1) // CMP_PAD * CMP_PAD", "pnr = (nr + CMP_PAD - 1) // CMP_PAD * CMP_PAD"]
+        if self.int_temp:
+            gets.append("ti = self.tib.Get(int32)")
         out = dsl_dtype(spec.out_dtype)
         post = [f"y = self.qy.AllocTensor({out})"]
-        if spec.out_dtype != ct:
+        if spec.out_dtype == "bool":   # 0/1 in the compute dtype -> the bytes of a bool
+            post.append(f"Cast(y.ReinterpretCast(uint8), {result.ref}, RoundMode.CAST_RINT, n)")
+        elif spec.out_dtype != ct:
             post.append(cast_line("y", result.ref, ct, spec.out_dtype, "n"))
         else:
             post.append(f"Adds(y, {result.ref}, 0, n)")
@@ -137,18 +180,25 @@ class _ElementwiseWriter:
         `buffer_num`, cast copies and temps all hold one tile)."""
         spec, knobs, ct = self.spec, self.knobs, self.ct
         n_temps = sum(made.values())
-        casts = sum(1 for d, k in zip(spec.in_dtypes, spec.kinds) if self.needs_cast(d) or k in ("col", "scalar"))
+        casts = sum(1 for d, k in zip(spec.in_dtypes, self.kinds) if self.needs_cast(d) or k in ("col", "scalar"))
         per_elem = knobs.buffer_num * (sum(DTYPE_SIZE[d] for d in spec.in_dtypes) + DTYPE_SIZE[spec.out_dtype])
         per_elem += DTYPE_SIZE[ct] * (n_temps + casts)
         n_bufs = knobs.buffer_num * (self.n + 1) + n_temps + self.n
+        if self.int_temp:
+            per_elem += 4
+            n_bufs += 1
         # 32 B of alignment slack per buffer
         avail = UB_BYTES - UB_RESERVED - 32 * n_bufs
+        if self.masked:   # every buffer holds CMP_PAD more elements, plus one mask bit each
+            avail -= CMP_PAD * per_elem + (CMP_PAD + knobs.tile_len) // 8 + 32
         self.tile = max(self.align, min(knobs.tile_len, avail // per_elem) // self.align * self.align)
 
     # -- whole file -------------------------------------------------------------------------
     def write(self, with_forward: bool) -> str:
         spec, knobs, ct = self.spec, self.knobs, self.ct
         body, made = self.compute_body()
+        # Buffers a comparison may read hold CMP_PAD elements more than a tile.
+        tl = "tile + CMP_PAD" if self.masked else "tile"
         xs = [f"x{i}" for i in range(self.n)]
         gms = ", ".join(xs + ["y"])
         name = spec.name
@@ -157,30 +207,48 @@ class _ElementwiseWriter:
                  f"BUFFER_NUM = {knobs.buffer_num}", f"TILE_LEN = {knobs.tile_len}",
                  f"CORES = {knobs.cores}", f"BLOCK_DIM = {knobs.block_dim}", f"ALIGN = {self.align}",
                  f"# the largest tile of at most TILE_LEN elements that fits in UB",
-                 f"TILE = {self.tile}", "", ""]
+                 f"TILE = {self.tile}"] + ([f"CMP_PAD = {CMP_PAD}"] if self.masked else []) + ["", ""]
         lines.append(f"class {self.cls}:")
         init = [f"self.R = R", "self.C = C", "self.rpt = rpt", "self.ct = ct", "self.n_ct = n_ct",
                 "start = GetBlockIdx() * tpb", "self.t0 = start", "self.t1 = min(T, start + tpb)",
                 "self.pipe = TPipe()"]
         for i, kind in enumerate(spec.kinds):
-            size = {"full": "R * C", "row": "C", "col": "R", "scalar": "1"}[kind]
+            size = {"full": "R * C", "row": "C", "col": "R", "scalar": "1", "grp": "R // G * C", "mod": "G * C"}[kind]
             init += [f"self.g{i} = GlobalTensor()", f"self.g{i}.SetGlobalBuffer(x{i}, 0, {size})"]
         init += ["self.gy = GlobalTensor()", "self.gy.SetGlobalBuffer(y, 0, R * C)"]
         for i, dt in enumerate(spec.in_dtypes):
             init += [f"self.q{i} = TQue(TPosition.VECIN, BUFFER_NUM)",
-                     f"self.pipe.InitBuffer(self.q{i}, BUFFER_NUM, _bytes(tile, {DTYPE_SIZE[dt]}))"]
-            if self.needs_cast(dt) or spec.kinds[i] in ("col", "scalar"):
+                     f"self.pipe.InitBuffer(self.q{i}, BUFFER_NUM, _bytes({tl}, {DTYPE_SIZE[dt]}))"]
+            if self.needs_cast(dt) or self.kinds[i] in ("col", "scalar"):
                 init += [f"self.b{i} = TBuf(TPosition.VECCALC)",
-                         f"self.pipe.InitBuffer(self.b{i}, _bytes(tile, {DTYPE_SIZE[ct]}))"]
+                         f"self.pipe.InitBuffer(self.b{i}, _bytes({tl}, {DTYPE_SIZE[ct]}))"]
         init += ["self.qy = TQue(TPosition.VECOUT, BUFFER_NUM)",
-                 f"self.pipe.InitBuffer(self.qy, BUFFER_NUM, _bytes(tile, {DTYPE_SIZE[spec.out_dtype]}))"]
+                 f"self.pipe.InitBuffer(self.qy, BUFFER_NUM, _bytes({tl}, {DTYPE_SIZE[spec.out_dtype]}))"]
         for k in ("full", "row", "col"):
             for j in range(made[k]):
                 t = f"t{k[0]}{j}"
                 init += [f"self.tb_{t} = TBuf(TPosition.VECCALC)",
-                         f"self.pipe.InitBuffer(self.tb_{t}, _bytes(tile, {DTYPE_SIZE[ct]}))"]
-        lines.append(method("Init", f"{gms}, R, C, rpt, ct, n_ct, tpb, T, tile", init))
+                         f"self.pipe.InitBuffer(self.tb_{t}, _bytes({tl}, {DTYPE_SIZE[ct]}))"]
+        if self.masked:
+            init += ["self.mkb = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.mkb, _bytes(tile + CMP_PAD, 1) // 8 + 32)"]
+        if self.int_temp:
+            init += ["self.tib = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.tib, _bytes(tile, 4))"]
+        params = "R, C, rpt, ct, n_ct, tpb, T, tile" + (", G, tpg" if self.grouped else "")
+        if self.grouped:
+            init += ["self.G = G", "self.tpg = tpg"]
+        lines.append(method("Init", f"{gms}, {params}", init))
         lines.append(method("Process", "", [
+            # tiles are dealt per group of G rows (tpg of them each) and never cross one
+            "for t in range(self.t0, self.t1):",
+            "    rt = t % self.tpg // self.n_ct",
+            "    r0 = t // self.tpg * self.G + rt * self.rpt",
+            "    c0 = t % self.n_ct * self.ct",
+            "    nr = min(self.rpt, self.G - rt * self.rpt)",
+            "    nc = min(self.ct, self.C - c0)",
+            "    self.CopyIn(r0, nr, c0, nc)",
+            "    self.Compute(nr, nc)",
+            "    self.CopyOut(r0, nr, c0, nc)",
+        ]) if self.grouped else method("Process", "", [
             "for t in range(self.t0, self.t1):",
             "    r0 = t // self.n_ct * self.rpt",
             "    c0 = t % self.n_ct * self.ct",
@@ -194,8 +262,8 @@ class _ElementwiseWriter:
         lines.append(method("Compute", "nr, nc", body))
         lines.append(method("CopyOut", "r0, nr, c0, nc", self.copy_out()))
         lines.append(_HELPERS)
-        lines.append(f"@kernel\ndef {name}_kernel({gms}, R, C, rpt, ct, n_ct, tpb, T, tile):\n"
-                     f"    op = {self.cls}()\n    op.Init({gms}, R, C, rpt, ct, n_ct, tpb, T, tile)\n    op.Process()\n\n")
+        lines.append(f"@kernel\ndef {name}_kernel({gms}, {params}):\n"
+                     f"    op = {self.cls}()\n    op.Init({gms}, {params})\n    op.Process()\n\n")
         lines.append(self.launch())
         if with_forward:
             lines.append(self.forward())
@@ -206,14 +274,16 @@ class _ElementwiseWriter:
         for i, (dt, kind) in enumerate(zip(self.spec.in_dtypes, self.spec.kinds)):
             sz = DTYPE_SIZE[dt]
             body.append(f"x{i} = self.q{i}.AllocTensor({dsl_dtype(dt)})")
-            if kind == "full":
-                pad = (f"DataCopyPad(x{i}, self.g{i}[r0 * self.C + c0], DataCopyExtParams(nr, nc * {sz}, "
+            if kind in ("full", "mod"):
+                row0 = "r0 % self.G" if kind == "mod" else "r0"
+                pad = (f"DataCopyPad(x{i}, self.g{i}[{row0} * self.C + c0], DataCopyExtParams(nr, nc * {sz}, "
                        f"(self.C - nc) * {sz}, _gap(nc, {sz}), 0), DataCopyPadExtParams(False, 0, 0, 0))")
                 aligned = f"(nc * {sz}) % 32 == 0 and (nr == 1 or (nc == self.C and nc % ALIGN == 0))"
                 count = "nr * nc"
-                src = f"self.g{i}[r0 * self.C + c0]"
+                src = f"self.g{i}[{row0} * self.C + c0]"
             else:
-                off, cnt = {"row": ("c0", "nc"), "col": ("r0", "nr"), "scalar": ("0", "1")}[kind]
+                off, cnt = {"row": ("c0", "nc"), "col": ("r0", "nr"), "scalar": ("0", "1"),
+                            "grp": ("r0 // self.G * self.C + c0", "nc")}[kind]
                 pad = (f"DataCopyPad(x{i}, self.g{i}[{off}], DataCopyExtParams(1, {cnt} * {sz}, 0, 0, 0), "
                        f"DataCopyPadExtParams(False, 0, 0, 0))")
                 aligned = f"({cnt} * {sz}) % 32 == 0"
@@ -241,6 +311,8 @@ class _ElementwiseWriter:
 
     def launch(self) -> str:
         xs = [f"x{i}" for i in range(self.n)]
+        if self.grouped:
+            return self._grouped_launch(xs)
         return (
             f"def {self.spec.name}_launch({', '.join(xs + ['y'])}, R, C):\n"
             "    # Host tiling: one tile is rpt rows x ct columns, each row padded to 32 B in UB.\n"
@@ -263,9 +335,55 @@ class _ElementwiseWriter:
             f"    {self.spec.name}_kernel[block_dim]({', '.join(xs + ['y'])}, R, C, rpt, ct, n_ct, tpb, T, tile)\n\n"
         )
 
+    def _grouped_launch(self, xs: list[str]) -> str:
+        args = ", ".join(xs + ["y"])
+        return (
+            f"def {self.spec.name}_launch({args}, R, C, G):\n"
+            "    # Host tiling inside each group of G rows: rpt rows x ct columns per tile.\n"
+            "    cores = BLOCK_DIM or CORES\n"
+            "    tile = TILE\n"
+            "    stride = (C + ALIGN - 1) // ALIGN * ALIGN\n"
+            "    if stride <= tile:\n"
+            "        ct = C\n"
+            "        rpt = max(1, min(tile // stride, G, (R + cores - 1) // cores))\n"
+            "    else:\n"
+            "        ct = tile\n"
+            "        rpt = 1\n"
+            "    n_ct = (C + ct - 1) // ct\n"
+            "    tpg = (G + rpt - 1) // rpt * n_ct\n"
+            "    T = R // G * tpg\n"
+            "    tpb = (T + cores - 1) // cores\n"
+            "    block_dim = (T + tpb - 1) // tpb\n"
+            f"    {self.spec.name}_kernel[block_dim]({args}, R, C, rpt, ct, n_ct, tpb, T, tile, G, tpg)\n\n"
+        )
+
+    def _grouped_forward(self, xs: list[str]) -> str:
+        n_c, n_g = self.spec.group_axes
+        return "\n".join([
+            f"def forward({', '.join(xs)}):",
+            "    # the broadcast output shape, from the operands' shapes",
+            f"    shapes = [tuple(v.shape) for v in ({', '.join(xs)},)]",
+            "    rank = max(len(sh) for sh in shapes)",
+            "    shapes = [(1,) * (rank - len(sh)) + sh for sh in shapes]",
+            "    shape = tuple(max(d) for d in zip(*shapes))",
+            "    total = 1",
+            "    for d in shape:",
+            "        total *= d",
+            "    C = 1",
+            f"    for d in shape[rank - {n_c}:]:",
+            "        C *= d",
+            "    G = 1",
+            f"    for d in shape[rank - {n_c + n_g}:rank - {n_c}]:",
+            "        G *= d",
+            f"    y = empty(shape, {dsl_dtype(self.spec.out_dtype)})",
+            f"    {self.spec.name}_launch({', '.join(xs + ['y'])}, total // C, C, G)",
+            "    return y\n"])
+
     def forward(self) -> str:
         kinds = self.spec.kinds
         xs = [f"x{i}" for i in range(self.n)]
+        if self.grouped:
+            return self._grouped_forward(xs)
         full = kinds.index("full") if "full" in kinds else None
         lines = [f"def forward({', '.join(xs)}):"]
         if full is not None:

@@ -34,6 +34,7 @@ class Knobs(BaseModel):
         "pad", description="pad: always DataCopyPad; auto: DataCopy when rows are 32 B aligned"
     )
     fp32_compute: bool = Field(True, description="cast float16/bfloat16 to float32 for the arithmetic")
+    fold_reduce: bool = Field(False, description="row kernels: halve rows with Add/Max/Min before Reduce*")
     cores: int = Field(DEFAULT_VECTOR_CORES, ge=1, description="vector cores of the target preset")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from sage.bench.library.chain import BINARY, Const, Expr, Inp, Kind, Op
+from sage.bench.library.chain import BINARY, COMPARE, TERNARY, Const, Expr, Inp, Kind, Op
 
 # Vector instruction for each binary op with two buffer operands.
 _VECTOR_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "maximum": "Max", "minimum": "Min"}
@@ -22,7 +22,16 @@ _UNARY_PRIMITIVE = {
     "rsqrt": "Rsqrt", "reciprocal": "Reciprocal",
 }
 # Ops the vector unit supports on int32 operands.
-INT_OPS = {"add", "sub", "mul", "maximum", "minimum", "abs", "relu", "neg", "identity", "square"}
+INT_OPS = {"add", "sub", "mul", "maximum", "minimum", "abs", "relu", "neg", "identity", "square", "where"} | set(COMPARE)
+# Compare works on whole 256 B repeats: its element count is the kind's count rounded up to
+# CMP_PAD elements (256 B of float32 and 512 B of float16), so every buffer a comparison
+# reads holds CMP_PAD elements more than a tile; the lanes past the tile are never stored.
+CMP_PAD = 128
+# Magnitudes from 2^23 up are whole numbers in float32 (and beyond int32's range): floor
+# leaves them as they are.
+_FLOAT_INTEGRAL = 8388608.0
+# Scalar on the left of a comparison: the same relation with the operands swapped.
+_SWAPPED = {"gt": "lt", "lt": "gt", "ge": "le", "le": "ge", "eq": "eq", "ne": "ne"}
 
 # Abramowitz & Stegun 7.1.26: erf(z) = 1 - t*P(t)*exp(-z^2), t = 1/(1+p*z), |error| <= 1.5e-7.
 _AS_P = 0.3275911
@@ -49,6 +58,9 @@ class Lowerer:
     free: dict[str, list[str]] = field(default_factory=lambda: {"full": [], "row": [], "col": []})
     made: dict[str, int] = field(default_factory=lambda: {"full": 0, "row": 0, "col": 0})
     scalars: int = 0
+    uses_mask: bool = False  # a comparison or select ran: the kernel needs the mask buffer `mk`
+    int_temp: bool = False   # floor ran: the kernel needs an int32 buffer `ti` of one tile
+    dtype: str = "float32"   # the compute dtype (comparisons against scalars are typed by it)
 
     # -- bookkeeping -------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -102,6 +114,10 @@ class Lowerer:
         return val
 
     def _apply(self, e: Op, args: list[Val]) -> Val:
+        if e.name in TERNARY:
+            return self._where(*args)
+        if e.name in COMPARE:
+            return self._compare(e.name, args[0], args[1])
         if e.name in BINARY:
             return self._binary(e, args[0], args[1])
         (x,) = args
@@ -201,6 +217,8 @@ class Lowerer:
                 E(f"Mins({d}, {src}, {hi!r}, {c})")
         elif name == "pow_scalar":
             self._pow(d, x, c, e.param("exponent"))
+        elif name == "floor":
+            self._floor(d, x, c, kind)
         else:
             raise ValueError(f"no lowering for unary op {name!r}")
 
@@ -259,6 +277,87 @@ class Lowerer:
             E(f"Ln({d}, {x}, {c})")
             E(f"Muls({d}, {d}, {p!r}, {c})")
             E(f"Exp({d}, {d}, {c})")
+
+    def _floor(self, d: str, x: str, c: str, kind: Kind) -> None:
+        # Cast to int32 rounding down and back; magnitudes past 2^23 are already whole (and
+        # may not fit int32), so a select keeps them.
+        E = self.emit
+        self.uses_mask = self.int_temp = True
+        t = self.temp(kind)
+        E(f"Abs({t}, {x}, {c})")
+        E(f"CompareScalar(mk, {t}, {_FLOAT_INTEGRAL!r}, CMPMODE.LT, {self._padded(kind)})")
+        E(f"Cast(ti, {x}, RoundMode.CAST_FLOOR, {c})")
+        E(f"Cast({t}, ti, RoundMode.CAST_NONE, {c})")
+        E(f"Select({d}, mk, {t}, {x}, SELMODE.VSEL_TENSOR_TENSOR_MODE, {c})")
+        self.free[kind].append(t)
+
+    # -- comparisons and select ----------------------------------------------------------
+    def _padded(self, kind: Kind) -> str:
+        return {"full": "pn", "row": "pnc", "col": "pnr"}[kind]
+
+    def _compare(self, name: str, a: Val, b: Val) -> Val:
+        """1 where `a <name> b` holds, else 0: a bit mask, then a select of 1 over 0."""
+        if a.kind == "scalar" and b.kind == "scalar":
+            py = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}[name]
+            return Val("scalar", self.scalar_var(f"1.0 if ({a.ref}) {py} ({b.ref}) else 0.0"))
+        self.uses_mask = True
+        if a.kind == "scalar":
+            a, b, name = b, a, _SWAPPED[name]
+        kind = _joint(a.kind, b.kind)
+        pc = self._padded(kind)
+        if b.kind == "scalar":
+            self.emit(f"CompareScalar(mk, {a.ref}, {b.ref}, CMPMODE.{COMPARE[name]}, {pc})")
+        else:
+            a2, b2 = self._materialize(a, kind), self._materialize(b, kind)
+            self.emit(f"Compare(mk, {a2.ref}, {b2.ref}, CMPMODE.{COMPARE[name]}, {pc})")
+            for orig, m in ((a, a2), (b, b2)):
+                if m is not orig:
+                    self.release(m)
+        d = self.temp(kind)
+        c = self.count[kind]
+        self.emit(f"Duplicate({d}, {self._one()}, {c})")
+        self.emit(f"Select({d}, mk, {d}, {self._zero()}, SELMODE.VSEL_TENSOR_SCALAR_MODE, {c})")
+        return Val(kind, d, temp=True)
+
+    def _one(self) -> str:
+        return "1" if self.dtype == "int32" else "1.0"
+
+    def _zero(self) -> str:
+        return "0" if self.dtype == "int32" else "0.0"
+
+    def _where(self, cond: Val, a: Val, b: Val) -> Val:
+        if cond.kind == "scalar":
+            raise ValueError("where with a scalar condition is a plain choice, not a kernel op")
+        self.uses_mask = True
+        kind = _joint(_joint(cond.kind, a.kind), b.kind)
+        cond2 = self._materialize(cond, kind)
+        self.emit(f"CompareScalar(mk, {cond2.ref}, {self._zero()}, CMPMODE.NE, {self._padded(kind)})")
+        if cond2 is not cond:
+            self.release(cond2)
+        d = self.temp(kind)
+        c = self.count[kind]
+        if a.kind == "scalar" and b.kind == "scalar":
+            self.emit(f"Duplicate({d}, {a.ref}, {c})")
+            self.emit(f"Select({d}, mk, {d}, {b.ref}, SELMODE.VSEL_TENSOR_SCALAR_MODE, {c})")
+        elif b.kind == "scalar" or a.kind == "scalar":
+            # Select takes its scalar second: a scalar `a` is written first, then the tensor
+            # `b` where the mask is not set.
+            tensor, scalar = (a, b) if b.kind == "scalar" else (b, a)
+            t2 = self._materialize(tensor, kind)
+            if a.kind == "scalar":
+                self.emit(f"Duplicate({d}, {a.ref}, {c})")
+                self.emit(f"Select({d}, mk, {d}, {t2.ref}, SELMODE.VSEL_TENSOR_TENSOR_MODE, {c})")
+            else:
+                self.emit(f"Select({d}, mk, {t2.ref}, {scalar.ref}, SELMODE.VSEL_TENSOR_SCALAR_MODE, {c})")
+            if t2 is not tensor:
+                self.release(t2)
+        else:
+            a2, b2 = self._materialize(a, kind), self._materialize(b, kind)
+            self.emit(f"Select({d}, mk, {a2.ref}, {b2.ref}, SELMODE.VSEL_TENSOR_TENSOR_MODE, {c})")
+            for orig, m in ((a, a2), (b, b2)):
+                if m is not orig:
+                    self.release(m)
+        return Val(kind, d, temp=True)
 
     # -- binary ------------------------------------------------------------------------
     def _binary(self, e: Op, a: Val, b: Val) -> Val:
@@ -385,7 +484,7 @@ def _scalar_unary(e: Op, x: str) -> str:
         "abs": f"abs({x})", "sqrt": f"math.sqrt({x})", "rsqrt": f"1.0 / math.sqrt({x})",
         "reciprocal": f"1.0 / ({x})", "neg": f"-({x})", "square": f"({x}) * ({x})",
         "sigmoid": f"1.0 / (1.0 + math.exp(-({x})))", "tanh": f"math.tanh({x})",
-        "identity": f"{x}", "log1p": f"math.log1p({x})",
+        "identity": f"{x}", "log1p": f"math.log1p({x})", "floor": f"float(math.floor({x}))",
         "silu": f"({x}) / (1.0 + math.exp(-({x})))",
     }
     if e.name not in table:

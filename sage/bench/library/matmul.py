@@ -21,6 +21,8 @@ class MatmulSpec(BaseModel):
 
     dtype: str
     batched: bool = False
+    trans_a: bool = False     # A arrives as [K, M] (the product reads A^T): LoadData transposes
+    trans_b: bool = False     # B arrives as [N, K]
     name: str = "mm"
 
     @field_validator("dtype")
@@ -83,20 +85,27 @@ def matmul_source(spec: MatmulSpec, knobs: CubeKnobs = VENDOR_CUBE_KNOBS, *, wit
         "    kl = min(L1_K, self.K - k0)",
         "    kp = (kl + 15) // 16 * 16",
         f"    a1 = self.qa1.AllocTensor({dt})",
-        "    DataCopy(a1, self.ga[abase + m0 * self.K + k0], Nd2NzParams(1, m, kl, 0, self.K, mp, 1, 0))",
+        ("    DataCopy(a1, self.ga[abase + k0 * self.M + m0], Nd2NzParams(1, kl, m, 0, self.M, kp, 1, 0))"
+         if spec.trans_a else
+         "    DataCopy(a1, self.ga[abase + m0 * self.K + k0], Nd2NzParams(1, m, kl, 0, self.K, mp, 1, 0))"),
         "    self.qa1.EnQue(a1)",
         f"    b1 = self.qb1.AllocTensor({dt})",
-        "    DataCopy(b1, self.gb[bbase + k0 * self.N + n0], Nd2NzParams(1, kl, n, 0, self.N, kp, 1, 0))",
+        ("    DataCopy(b1, self.gb[bbase + n0 * self.K + k0], Nd2NzParams(1, n, kl, 0, self.K, np_, 1, 0))"
+         if spec.trans_b else
+         "    DataCopy(b1, self.gb[bbase + k0 * self.N + n0], Nd2NzParams(1, kl, n, 0, self.N, kp, 1, 0))"),
         "    self.qb1.EnQue(b1)",
         f"    a1 = self.qa1.DeQue({dt})",
         f"    b1 = self.qb1.DeQue({dt})",
         "    for kk in range(0, kp, BASE_K):",
         "        ks = min(BASE_K, kp - kk)",
         f"        a2 = self.qa2.AllocTensor({dt})",
-        "        LoadData(a2, a1[kk], LoadData2DParams(mp, ks, kp, False))",
+        # A transposed sits in L1 as [kp, mp]: a ks x mp slab, loaded transposed to mp x ks.
+        ("        LoadData(a2, a1[kk * mp], LoadData2DParams(ks, mp, mp, True))" if spec.trans_a else
+         "        LoadData(a2, a1[kk], LoadData2DParams(mp, ks, kp, False))"),
         "        self.qa2.EnQue(a2)",
         f"        b2 = self.qb2.AllocTensor({dt})",
-        "        LoadData(b2, b1[kk * np_], LoadData2DParams(ks, np_, np_, False))",
+        ("        LoadData(b2, b1[kk], LoadData2DParams(np_, ks, kp, True))" if spec.trans_b else
+         "        LoadData(b2, b1[kk * np_], LoadData2DParams(ks, np_, np_, False))"),
         "        self.qb2.EnQue(b2)",
         f"        a2 = self.qa2.DeQue({dt})",
         f"        b2 = self.qb2.DeQue({dt})",
@@ -135,10 +144,12 @@ def matmul_source(spec: MatmulSpec, knobs: CubeKnobs = VENDOR_CUBE_KNOBS, *, wit
         f"    {spec.name}_kernel[block_dim]({gms}, M, K, N, bm, bn, tpb, T)\n\n")
     if with_forward:
         args = "a, b"
+        mk = "K, M" if spec.trans_a else "M, K"
+        n = "b.shape[-2]" if spec.trans_b else "b.shape[-1]"
         if spec.batched:
-            fwd = ["    batch, M, K = a.shape", "    N = b.shape[-1]", f"    c = empty((batch, M, N), {dt})"]
+            fwd = [f"    batch, {mk} = a.shape", f"    N = {n}", f"    c = empty((batch, M, N), {dt})"]
         else:
-            fwd = ["    batch = 1", "    M, K = a.shape", "    N = b.shape[-1]", f"    c = empty((M, N), {dt})"]
+            fwd = ["    batch = 1", f"    {mk} = a.shape", f"    N = {n}", f"    c = empty((M, N), {dt})"]
         lines.append(f"def forward({args}):\n" + "\n".join(fwd) +
                      f"\n    {spec.name}_launch({gms}, batch, M, K, N)\n    return c\n")
     return "\n".join(lines)

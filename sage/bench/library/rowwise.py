@@ -84,7 +84,18 @@ class _RowWriter:
     # -- pieces shared by both paths -------------------------------------------------------
     def reduce_line(self, kind: str, dst: str, src: str, count: str) -> list[str]:
         fn = {"sum": "ReduceSum", "max": "ReduceMax", "min": "ReduceMin"}[kind]
-        return [f"{fn}(self.red, {src}, self.work, {count})",
+        fold: list[str] = []
+        if self.knobs.fold_reduce:
+            # ReduceSum/ReduceMax pay a cross-lane step per 256 B repeat (~7 cycles) plus a
+            # second level; halving the row with Add/Max/Min (~2 cycles a repeat) down to one
+            # repeat first does the same work in a third of the vector time. Accumulators of
+            # the long-row path are dead once reduced and fold in place; in the rows-fit path
+            # `self.acc` is free scratch of a whole tile.
+            half = {"sum": "Add", "max": "Max", "min": "Min"}[kind]
+            buf = src if src in ("self.acc", "self.acc2") else "self.acc"
+            fold = [f"_r, _n = _fold({half}, {buf}, {src}, {count}, {256 // self.csz})"]
+            src, count = "_r", "_n"
+        return fold + [f"{fn}(self.red, {src}, self.work, {count})",
                 "SetFlag(HardEvent.V_S, 0)", "WaitFlag(HardEvent.V_S, 0)",
                 f"{dst} = self.red.GetValue(0)",
                 # the next reduction rewrites `red` on V: order it after this scalar read
@@ -193,7 +204,7 @@ class _RowWriter:
             self.to_compute("dst", "p", "nc"),
             "q.FreeTensor(p)",
         ]))
-        lines.append(_HELPERS)
+        lines.append(_HELPERS + (_FOLD if knobs.fold_reduce else ""))
         lines.append(f"@kernel\ndef {spec.name}_kernel({gms}, R, C, rpt, rpb, tile):\n"
                      f"    op = {self.cls}()\n    op.Init({gms}, R, C, rpt, rpb, tile)\n    op.Process()\n\n")
         lines.append(self.launch())
@@ -348,5 +359,24 @@ def _bytes(elems, size):
 def _gap(nc, size):
     # UB gap between rows, in 32 B blocks, so that every row starts at a multiple of ALIGN elements.
     return ((nc + ALIGN - 1) // ALIGN * ALIGN * size - (nc * size + 31) // 32 * 32) // 32
+
+'''
+
+_FOLD = '''
+def _fold(fn, buf, src, n, lanes):
+    # Halves n (a multiple of `lanes` at each step) with one vector op per level; the tail
+    # beyond 2h is merged into the first part. Returns the buffer and count left to reduce.
+    cur = src
+    while n >= 2 * lanes:
+        h = n // 2 // lanes * lanes
+        fn(buf, cur, cur[h], h)
+        off = 2 * h
+        while off < n:
+            c = min(n - off, h)
+            fn(buf, buf, cur[off], c)
+            off += c
+        cur = buf
+        n = h
+    return cur, n
 
 '''
