@@ -230,3 +230,16 @@ def test_every_fidelity_figure_is_within_15_percent_or_explained(section):
     for row in rows:
         if abs(row.error_pct) > FIDELITY.WITHIN:
             assert row.gap, f"{row.benchmark}: {row.error_pct:+.1f} % off the published figure, unexplained"
+
+
+@pytest.mark.slow
+def test_the_cube_matmul_is_ten_times_the_vector_unit_matmul_at_1024_cubed():
+    # The figure, at full size: ~2 M vector instructions, a few tens of seconds.
+    m = k = n = 1024
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    cube = profile_of((KERNELS / "matmul.py").read_text(), [a, b])
+    vector = profile_of((KERNELS / "matmul_vector.py").read_text(), [a, b])
+    # Whole forward times, each paying its one launch overhead, as a user would compare them.
+    assert vector.cycles / cube.cycles >= 10
