@@ -118,9 +118,10 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict) -> None:
         out.print(f"[red]{evaluation.reason}[/red]", highlight=False)
     cases = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     cases.add_column("case")
-    cases.add_column("inputs", overflow="fold", min_width=14)
+    cases.add_column("inputs", overflow="fold", min_width=10)
     for col in ("ok", "max abs", "rel L2", "bad", "µs", "ref µs", "speedup"):
-        cases.add_column(col, justify="right")
+        # Figures never wrap or crop: on a narrow terminal the inputs column folds instead.
+        cases.add_column(col, justify="right", no_wrap=True)
     for c in evaluation.cases:
         s = c.stats
         cases.add_row(str(c.index), ", ".join(c.inputs), "[green]yes[/green]" if c.correct else "[red]no[/red]",
