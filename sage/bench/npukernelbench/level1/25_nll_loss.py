@@ -16,10 +16,11 @@ class Model(torch.nn.Module):
 
 _CASES = [
     ((4096, 1000), torch.float32, "sum", -100),
-    # A half-precision scalar loss rounds to within a hair of the fp16 tolerance, so the
-    # fp16 case keeps per-element losses and the bf16 case (8e-3 tolerance) takes the mean.
+    # Half-precision cases keep per-element losses: torch reduces a half loss in the half
+    # type, so its scalar can sit ulps away from the exact mean (a bf16 mean of 9.613 came
+    # out 9.5) and a correct fp32-accumulating kernel would be judged wrong against it.
     ((8192, 301), torch.float16, "none", -100),
-    ((1024, 2117), torch.bfloat16, "mean", 0),
+    ((1024, 2117), torch.bfloat16, "none", 0),
     ((16, 301, 64), torch.float32, "mean", -100),
 ]
 
