@@ -6,9 +6,11 @@ writes a kernel file that runs the vendor's library kernel: one variant per dist
 kernel over the task's cases, chosen at run time from the operands' dtypes and shapes. Its speedup
 over the reference model is therefore about 1 by construction (the same kernel, the same
 launch overhead): the folder is a baseline for `sage bench npukernelbench --kernels DIR`
-and an end-to-end check that the library is correct on the suite's shapes.
+and an end-to-end check that the library is correct on the suite's shapes. The files are
+generated, never committed: they follow the library and the suite.
 
     python -m sage.bench.reference.kernel_files OUT_DIR
+    sage bench npukernelbench --kernels OUT_DIR
 """
 
 from __future__ import annotations
@@ -24,9 +26,6 @@ from sage.bench.library.source import HEADER
 from sage.bench.reference.aten import record_forward
 from sage.bench.reference.plan import plan_call
 from sage.npu.hardware import load_preset
-
-DEFAULT_DIR = Path(__file__).resolve().parent.parent / "library" / "kernels"
-
 
 def _namespaced(source: str, suffix: str) -> str:
     """The source with every top-level name suffixed, so variants can share one file."""
@@ -91,7 +90,7 @@ def _arg(origin: str) -> str:
     return f"args[{ref}]" if kind == "arg" else f"params[{ref!r}]"
 
 
-def write_library_kernels(out_dir: Path = DEFAULT_DIR, tasks=None, preset: str = "ascend910b2") -> list[Path]:
+def write_library_kernels(out_dir: Path, tasks=None, preset: str = "ascend910b2") -> list[Path]:
     """Writes OUT_DIR/<task key>.py for every task a library kernel covers; returns the files."""
     from sage.bench.tasks import SUITE_DIR, load_tasks
 
@@ -110,6 +109,8 @@ def write_library_kernels(out_dir: Path = DEFAULT_DIR, tasks=None, preset: str =
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DIR
-    for p in write_library_kernels(target):
+    if len(sys.argv) != 2:
+        print("usage: python -m sage.bench.reference.kernel_files OUT_DIR", file=sys.stderr)
+        sys.exit(2)
+    for p in write_library_kernels(Path(sys.argv[1])):
         print(p)
