@@ -85,15 +85,25 @@ def lock_down(*, private_dir: str, keep_fds: Sequence[int], cpu_seconds: float,
 
 @functools.cache
 def probe() -> IsolationReport:
-    """What `lock_down` gets on this machine, found in a throwaway child; cached per process."""
+    """What `lock_down` gets on this machine, found in a throwaway child; cached per process.
+    A zygote should call it before forking kernel children: it also prepares what each
+    child's lock_down would otherwise build anew."""
     if sys.platform != "linux":
         return _unavailable(f"not Linux ({sys.platform})")
+    _warm_caches()
     with tempfile.TemporaryDirectory(prefix="sage-isolation-probe-") as private_dir:
         read_end, write_end = os.pipe()
         try:
             return _probe_child(private_dir, read_end, write_end)
         finally:
             os.close(read_end)
+
+
+def _warm_caches() -> None:
+    """Load libc and assemble the seccomp program here, so children forked later inherit them."""
+    syscalls.libc()
+    if syscalls.supported() is None:
+        seccomp_filter.template(syscalls.machine())
 
 
 def _probe_child(private_dir: str, read_end: int, write_end: int) -> IsolationReport:

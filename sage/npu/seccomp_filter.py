@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
+import struct
 from dataclasses import dataclass
 
 from sage.npu import syscalls
@@ -194,7 +196,10 @@ def _load_arg(arg: int) -> Insn:
     return Insn(BPF_LD_W_ABS, OFFSET_ARGS + 8 * arg)  # the low half: both arches are little-endian
 
 
-def _rule_block(rule: Rule, own_pid: int, tag: str) -> list[Insn | Label]:
+OWN_PID = -1  # placeholder for this process's pid in the template, filled in by `program`
+
+
+def _rule_block(rule: Rule, tag: str) -> list[Insn | Label]:
     """Instructions for one call; every path ends in a return."""
     allow, deny = f"{tag}.allow", f"{tag}.deny"
     match rule:
@@ -205,7 +210,7 @@ def _rule_block(rule: Rule, own_pid: int, tag: str) -> list[Insn | Label]:
         case DenyIfEquals(arg, values, err):
             body = [_load_arg(arg), *(Insn(BPF_JEQ_K, v, jt=deny) for v in values)]
         case OnlyOwnProcess(arg):
-            err, body = errno.EPERM, [_load_arg(arg), Insn(BPF_JEQ_K, own_pid, jf=deny)]
+            err, body = errno.EPERM, [_load_arg(arg), Insn(BPF_JEQ_K, OWN_PID, jf=deny)]
         case OnlyThreads():
             err = errno.EPERM
             body = [_load_arg(0), Insn(BPF_JSET_K, CLONE_NEW_NAMESPACES, jt=deny),
@@ -213,8 +218,10 @@ def _rule_block(rule: Rule, own_pid: int, tag: str) -> list[Insn | Label]:
     return [*body, Label(allow), _ret(SECCOMP_RET_ALLOW), Label(deny), _deny(err)]
 
 
-def program(arch: str, own_pid: int) -> list[tuple[int, int, int, int]]:
-    """The filter for `arch`, with kill/tgkill allowed only towards `own_pid`."""
+@functools.cache
+def template(arch: str) -> tuple[tuple[int, int, int, int], ...]:
+    """The filter for `arch` with OWN_PID where the caller's pid goes. Cached: a zygote that
+    calls it (through isolation.probe) before forking spares each child the assembly."""
     code: list[Insn | Label] = [
         Insn(BPF_LD_W_ABS, OFFSET_ARCH),
         Insn(BPF_JEQ_K, AUDIT_ARCH[arch], jt="native"),
@@ -230,10 +237,15 @@ def program(arch: str, own_pid: int) -> list[tuple[int, int, int, int]]:
             continue
         # The accumulator holds the call number on every path that reaches the next test:
         # a block that loads an argument always returns.
-        code += [Insn(BPF_JEQ_K, nr, jf=f"{name}.next"), *_rule_block(rule, own_pid, name),
+        code += [Insn(BPF_JEQ_K, nr, jf=f"{name}.next"), *_rule_block(rule, name),
                  Label(f"{name}.next")]
     code.append(_ret(SECCOMP_RET_ALLOW))
-    return assemble(code)
+    return tuple(assemble(code))
+
+
+def program(arch: str, own_pid: int) -> list[tuple[int, int, int, int]]:
+    """The filter for `arch`, with kill/tgkill/... allowed only towards `own_pid`."""
+    return [(c, jt, jf, own_pid if k == OWN_PID else k) for c, jt, jf, k in template(arch)]
 
 
 class _SockFilter(ctypes.Structure):
@@ -252,7 +264,8 @@ def install(own_pid: int) -> str:
     if why_not is not None:
         raise RuntimeError(why_not)
     rows = program(syscalls.machine(), own_pid)
-    table = (_SockFilter * len(rows))(*(_SockFilter(c, jt, jf, k) for c, jt, jf, k in rows))
+    table = (_SockFilter * len(rows)).from_buffer_copy(
+        struct.pack("=" + "HBBI" * len(rows), *(field for row in rows for field in row)))
     prog = _SockFprog(len(rows), table)
     syscalls.prctl(PR_SET_NO_NEW_PRIVS, 1)  # the kernel refuses a filter without it (unless CAP_SYS_ADMIN)
     failed_thread = syscalls.call("seccomp", SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC,
