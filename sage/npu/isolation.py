@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from pydantic import BaseModel
 
@@ -239,6 +239,8 @@ def drop_privileges(private_dir: str, expected_parent: int | None) -> LayerStatu
     if os.geteuid() != 0:
         return LayerStatus(name="uid", active=False,
                            detail=f"not root: stays uid {os.getuid()}, the parent's own uid")
+    # Python finds modules it has not imported yet on these paths; nobody may not be able to.
+    hidden = [p for p in sys.path if os.path.isdir(p) and not _world_readable(p)]
     try:
         # Landlock lets the child write in private_dir; as nobody it also needs to own it.
         os.chown(private_dir, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
@@ -254,7 +256,21 @@ def drop_privileges(private_dir: str, expected_parent: int | None) -> LayerStatu
     syscalls.prctl(PR_SET_DUMPABLE, 0)
     return LayerStatus(name="uid", active=True,
                        detail=f"uid/gid {UNPRIVILEGED_ID} (nobody), no supplementary groups, no "
-                              f"capabilities, not dumpable; parent-death signal re-armed: {rearmed.active}")
+                              f"capabilities, not dumpable; parent-death signal re-armed: {rearmed.active}"
+                              + (f"; imports from now on cannot read {hidden}" if hidden else ""))
+
+
+def _world_readable(path: str) -> bool:
+    """Whether nobody (neither owner nor group) may list `path` and reach it from /."""
+    path = os.path.realpath(path)
+    ancestors = [path, *(p for p in _parents(path))]
+    return bool(os.stat(path).st_mode & 0o004) and all(os.stat(p).st_mode & 0o001 for p in ancestors)
+
+
+def _parents(path: str) -> Iterator[str]:
+    while (parent := os.path.dirname(path)) != path:
+        yield parent
+        path = parent
 
 
 def apply_rlimits(cpu_seconds: float, address_space_bytes: int, file_size_bytes: int,

@@ -75,8 +75,9 @@ class DenyIfEquals:
 
 @dataclass(frozen=True)
 class OnlyOwnProcess:
-    """Allowed only when argument `arg` is this process's pid (signals to itself)."""
+    """Allowed only when argument `arg` is this process's pid (or 0, "myself", if `or_zero`)."""
     arg: int
+    or_zero: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,10 @@ _ALWAYS_DENIED = (
     "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "quotactl",
     "quotactl_fd", "syslog", "vhangup", "fanotify_init", "uselib", "lookup_dcookie",
     "name_to_handle_at",
+    # System V IPC and message queues outlive the process: no residue, no reaching others'
+    "shmget", "shmat", "semget", "msgget", "mq_open", "mq_unlink",
+    # other children run as nobody too: no renicing them (PRIO_USER reaches them all)
+    "setpriority", "ioprio_set",
     *_FILE_CHANGES,
 )
 
@@ -136,6 +141,8 @@ RULES: dict[str, Rule] = {
     "tgkill": OnlyOwnProcess(arg=0),
     "rt_sigqueueinfo": OnlyOwnProcess(arg=0),
     "rt_tgsigqueueinfo": OnlyOwnProcess(arg=0),
+    # limits of this process only: a sibling running as nobody could be given RLIMIT_CPU 0
+    "prlimit64": OnlyOwnProcess(arg=0, or_zero=True),
     # the parent-death signal must survive the kernel's code, or a daemon outlives sage
     "prctl": DenyIfEquals(arg=0, values=(PR_SET_PDEATHSIG,)),
     "ioctl": DenyIfEquals(arg=1, values=(TIOCSTI, TIOCLINUX)),
@@ -209,8 +216,10 @@ def _rule_block(rule: Rule, tag: str) -> list[Insn | Label]:
             body = [_load_arg(arg), Insn(BPF_JSET_K, mask, jt=deny)]
         case DenyIfEquals(arg, values, err):
             body = [_load_arg(arg), *(Insn(BPF_JEQ_K, v, jt=deny) for v in values)]
-        case OnlyOwnProcess(arg):
-            err, body = errno.EPERM, [_load_arg(arg), Insn(BPF_JEQ_K, OWN_PID, jf=deny)]
+        case OnlyOwnProcess(arg, or_zero):
+            err = errno.EPERM
+            body = [_load_arg(arg), *([Insn(BPF_JEQ_K, 0, jt=allow)] if or_zero else []),
+                    Insn(BPF_JEQ_K, OWN_PID, jf=deny)]
         case OnlyThreads():
             err = errno.EPERM
             body = [_load_arg(0), Insn(BPF_JSET_K, CLONE_NEW_NAMESPACES, jt=deny),

@@ -13,6 +13,7 @@ import ctypes
 import fcntl
 import mmap
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -204,6 +205,22 @@ def io_uring(ws: Workspace) -> str:
     params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
     os.close(syscalls.call("io_uring_setup", 8, ctypes.addressof(params)))
     return "ring"
+
+
+def limit_parent(ws: Workspace) -> str:
+    resource.prlimit(os.getppid(), resource.RLIMIT_CPU, (0, 0))  # a sibling's CPU budget, say
+    return "limited"
+
+
+def renice_everyone(ws: Workspace) -> str:
+    os.setpriority(os.PRIO_USER, os.getuid(), 19)  # every process of this uid: the siblings
+    return "reniced"
+
+
+def system_v_memory(ws: Workspace) -> str:
+    # A segment outlives the process that made it (IPC_PRIVATE, 4 KiB, IPC_CREAT | 0600)
+    syscalls.libc_call("shmget", 0, 4096, 0o1000 | 0o600)
+    return "created"
 
 
 def setuid_root(ws: Workspace) -> str:

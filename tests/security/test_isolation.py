@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import signal
 import statistics
 import sys
@@ -78,6 +79,9 @@ REFUSED = [
     (attacks.io_uring, errno.EPERM, "seccomp: io_uring_setup"),
     (attacks.clear_parent_death_signal, errno.EPERM, "seccomp: prctl(PR_SET_PDEATHSIG)"),
     (attacks.inject_terminal_input, errno.EPERM, "seccomp: ioctl(TIOCSTI)"),
+    (attacks.limit_parent, errno.EPERM, "seccomp: prlimit64 of another pid (uid: EPERM)"),
+    (attacks.renice_everyone, errno.EPERM, "seccomp: setpriority"),
+    (attacks.system_v_memory, errno.EPERM, "seccomp: shmget"),
     (attacks.clone3, errno.ENOSYS, "seccomp: clone3 (libc falls back to clone)"),
     (attacks.openat2, errno.ENOSYS, "seccomp: openat2 (libc falls back to openat)"),
 ]
@@ -184,7 +188,6 @@ def test_state_of_the_locked_down_child(ws: Workspace) -> None:
             fields = dict(line.split(":", 1) for line in status.read().splitlines())
         with open("/proc/self/net/dev") as dev:  # the interfaces of the child's network namespace
             interfaces = [line.split(":")[0].strip() for line in dev.read().splitlines()[2:]]
-        import resource
         return {
             "limits": {name: list(resource.getrlimit(getattr(resource, f"RLIMIT_{name}")))
                        for name in ("CPU", "AS", "FSIZE", "NOFILE", "CORE")},
@@ -206,6 +209,31 @@ def test_state_of_the_locked_down_child(ws: Workspace) -> None:
         assert int(got["capabilities"], 16) == 0
     if report.layer("netns").active:
         assert got["interfaces"] == ["lo"]
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the uid drop needs root")
+def test_uid_report_names_the_import_paths_nobody_cannot_read(ws: Workspace) -> None:
+    """After the drop, Python cannot import from a directory nobody may not read (the
+    interpreter's own stdlib under /root here): the report must say which, so a zygote knows
+    to import everything first."""
+    folders = [path for path in sys.path if os.path.isdir(path)]  # as root, before the drop
+
+    def unreadable() -> list[str]:
+        found = []
+        for path in folders:
+            try:
+                os.listdir(path)
+            except PermissionError:
+                found.append(path)
+        return found
+
+    outcome = run_isolated(unreadable, str(ws.private))
+    detail = isolation.probe().layer("uid").detail
+    assert outcome.value is not None, outcome
+    if outcome.value:
+        assert detail.endswith(f"imports from now on cannot read {outcome.value}")
+    else:
+        assert "cannot read" not in detail
 
 
 def test_private_dir_is_read_only_under_seccomp(ws: Workspace) -> None:

@@ -85,6 +85,12 @@ AARCH64_CASES = [
     (425, (), errno_action(errno.EPERM)),                 # io_uring_setup
     (279, (), errno_action(errno.EPERM)),                 # memfd_create
     (146, (0,), errno_action(errno.EPERM)),               # setuid(0)
+    (261, (0, 0, 0, 0), ALLOW),                           # prlimit64(self as 0), as setrlimit does
+    (261, (OWN_PID, 0, 0, 0), ALLOW),                     # prlimit64(own pid)
+    (261, (OWN_PID + 1, 0, 0, 0), errno_action(errno.EPERM)),  # prlimit64(a sibling)
+    (194, (0, 4096, 0o1600), errno_action(errno.EPERM)),  # shmget
+    (180, (), errno_action(errno.EPERM)),                 # mq_open
+    (140, (2, 65534, 19), errno_action(errno.EPERM)),     # setpriority(PRIO_USER)
 ]
 
 
