@@ -373,3 +373,27 @@ def test_cost_of_lock_down(ws: Workspace, capsys: pytest.CaptureFixture[str]) ->
               f"{cost['round_trip_locked'] * 1e3:.2f} ms with it, {cost['round_trip_plain'] * 1e3:.2f} ms without")
     # A loose budget, far above what it measures, to catch a regression (say, a slow layer)
     assert 0 < cost["lock_down"] < 0.1
+
+
+def test_simulator_runs_under_lock_down(ws: Workspace) -> None:
+    """The simulator (imported before the fork, as a zygote would) computes the example cube
+    matmul in a locked-down child as it does without the lock."""
+    from pathlib import Path
+
+    from sage.npu.execute import run_kernel_source
+
+    source = (Path(__file__).parents[2] / "examples" / "kernels" / "matmul.py").read_text()
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((256, 256)).astype(np.float16) for _ in range(2))
+    expected = a.astype(np.float32) @ b.astype(np.float32)
+
+    def evaluate() -> dict[str, Any]:
+        run = run_kernel_source(source, [a, b])
+        assert run.error is None and run.outputs is not None and run.profile is not None, run.error
+        got = run.outputs[0].astype(np.float32)
+        return {"close": bool(np.allclose(got, expected, rtol=1e-2, atol=5e-2)), "us": run.profile.time_us}
+
+    locked = run_isolated(evaluate, str(ws.private))
+    plain = run_isolated(evaluate, str(ws.private), lambda d, keep, parent: None)
+    assert locked.value is not None and locked.value["close"], locked
+    assert locked.value == plain.value
