@@ -225,6 +225,8 @@ def enter_network_namespace(others: int = 0) -> LayerStatus:
 
 
 def restrict_file_system(private_dir: str, others: int = 0) -> LayerStatus:
+    if (why_not := syscalls.supported()) is not None:
+        return LayerStatus(name="landlock", active=False, detail=why_not)
     try:
         detail = landlock.restrict_self(private_dir)
     except OSError as exc:
