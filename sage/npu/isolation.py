@@ -46,7 +46,10 @@ class IsolationReport(BaseModel):
     layers: list[LayerStatus]
 
     def layer(self, name: str) -> LayerStatus:
-        return next(layer for layer in self.layers if layer.name == name)
+        by_name = {layer.name: layer for layer in self.layers}
+        if name not in by_name:
+            raise KeyError(f"no layer {name!r}: the layers are {list(by_name)}")
+        return by_name[name]
 
     def describe(self) -> str:
         """One line for a run's output: what is active, and why the rest is not."""
