@@ -53,6 +53,7 @@ class CaseResult(BaseModel):
     roofline_fraction: float | None = None
     bottleneck: str | None = None
     profile: Profile | None = None
+    printed: str | None = None                # what the kernel printed (bounded)
     trace: list[dict] | None = Field(default=None, exclude=True)   # only on request, never stored
 
 
@@ -71,6 +72,7 @@ class TaskEvaluation(BaseModel):
     error: ErrorInfo | None = None            # the first kernel error
     cases: list[CaseResult] = []
     wall_s: float = 0.0
+    isolation_gaps: list[str] = []            # OS isolation layers this machine could not apply
 
 
 def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
@@ -90,6 +92,7 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
     kwargs = parameter_kwargs(model)
 
     results: list[CaseResult] = []
+    isolation_gaps: set[str] = set()
     for index, case in selected:
         try:
             expected = reference_outputs(model, case)
@@ -106,6 +109,10 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
         run = run_sandboxed(source, kernel_args(case), kwargs, preset=preset, filename=filename,
                             trace=trace, expected=output_specs(expected), limits=limits)
         results.append(result)
+        result.printed = run.printed or None
+        isolation_gaps.update(run.isolation_gaps)
+        if run.error is None:
+            run.error = physical_check(run.profile, expected, model, case, preset)
         if run.error is not None:
             result.error = run.error
             break
@@ -114,7 +121,37 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
         comparison: Comparison = compare_outputs(expected, run.outputs or [],
                                                  int_step=1 if "quant" in task.tags else 0)
         result.correct, result.reason, result.stats = comparison.correct, comparison.reason, comparison.outputs
-    return _summarise(head, results, time.perf_counter() - start)
+    evaluation = _summarise(head, results, time.perf_counter() - start)
+    evaluation.isolation_gaps = sorted(isolation_gaps)
+    return evaluation
+
+
+def physical_check(profile: Profile | None, expected: list[np.ndarray], model: torch.nn.Module, case: list,
+                   preset: str) -> ErrorInfo | None:
+    """The tripwire of `sage.npu.bound`: an ImpossibleResultError when the run claims less device
+    time than writing the reference's outputs once, or its essential cube FLOPs, could take."""
+    from sage.npu.bound import check_physical
+    from sage.npu.errors import ImpossibleResultError
+    from sage.npu.hardware import load_preset
+
+    if profile is None:
+        return None
+    try:
+        check_physical(load_preset(preset), profile.device_us, sum(e.nbytes for e in expected),
+                       essential_cube_flops(model, case))
+    except ImpossibleResultError as exc:
+        return exc.info()
+    return None
+
+
+def essential_cube_flops(model: torch.nn.Module, case: list) -> float:
+    """2 x the MACs of the reference's matmuls and convolutions (its recorded aten trace)."""
+    from sage.bench.reference.aten import record_forward
+    from sage.bench.reference.work import work_of
+
+    args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
+    calls, _ = record_forward(model, args)
+    return sum(work_of(c).cube_flops for c in calls if not c.free)
 
 
 class ReferenceCase(BaseModel):

@@ -217,10 +217,11 @@ def _errors() -> str:
         "RaceError": "two pipes touch the same local bytes with no sync between them",
         "LaunchError": "block_dim out of range, kernel API on the host, host reads tensor data",
         "OutputSpecError": "wrong number/shape/dtype of outputs, an input returned as output",
-        "SandboxError": "a forbidden import, name or attribute in the kernel file",
+        "SandboxError": "outside the kernel language (the rules above)",
         "KernelTimeout": "too long, or WaitFlag with no pending SetFlag (deadlock)",
         "MemoryLimitError": "the kernel file used too much host memory",
         "KernelRuntimeError": "any other exception in kernel code (wrong dtype, bad argument, Python error)",
+        "ImpossibleResultError": "a time below the physical floor (forged, or a simulator bug): not scored",
     }
     return "\n".join(f"- `{c.__name__}`: {when[c.__name__]}." for c in errors.ERROR_CLASSES)
 
@@ -268,7 +269,11 @@ def render(spec: HardwareSpec | None = None) -> str:
         f"L0B {b.l0b_bytes} B, L0C {b.l0c_bytes} B. Pipes: S (scalar, issues everything), V, M (cube), MTE1 "
         "(L1->L0), MTE2 (GM->local), MTE3 (local->GM), FIX (L0C->GM).",
         "",
-        "A kernel file is plain Python: `from sage.npu.ascendc import *` (and `import math`) only. Dtypes: "
+        "A kernel file is restricted Python: `from sage.npu.ascendc import *` (and `import math`) only; no "
+        "name or attribute starting with `_` (so no `__init__`: use `Init`), no `try`/`with`/`yield`/`global`, "
+        "builtins limited to plain ones (`range len min max abs int float ...`; no `getattr type id open`), "
+        "classes derive only from your own classes, DSL objects are read-only handles. `print` is captured and "
+        "shown with the result. Dtypes: "
         "`float32 float16 half bfloat16 int8 uint8 int16 uint16 int32 uint32 int64 bool_`; "
         "`AllocTensor(dtype)`, `DeQue(dtype)`, `Get(dtype)` take the element type.",
         "",

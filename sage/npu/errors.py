@@ -69,7 +69,11 @@ class KernelRuntimeError(NpuError):
     """Any other exception inside kernel code, with its line."""
 
 
+class ImpossibleResultError(NpuError):
+    """The run claims a time no 910B could reach (below the physical floor): not scored."""
+
+
 ERROR_CLASSES = (
     AlignmentError, CapacityError, BoundsError, QueueError, RaceError, LaunchError,
-    OutputSpecError, SandboxError, KernelTimeout, MemoryLimitError, KernelRuntimeError,
+    OutputSpecError, SandboxError, KernelTimeout, MemoryLimitError, KernelRuntimeError, ImpossibleResultError,
 )

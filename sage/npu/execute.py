@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import ast
 import traceback
+from dataclasses import dataclass, field
 
 import numpy as np
 from pydantic import BaseModel
 
 from sage.npu import dtypes
-from sage.npu.ascendc import host
+from sage.npu.ascendc import handles, host
 from sage.npu.errors import (KernelRuntimeError, LaunchError, MemoryLimitError, NpuError, OutputSpecError)
 from sage.npu.hardware import HardwareSpec, load_preset
 from sage.npu.profile import build_profile
+from sage.npu.replay import replay
+from sage.npu.restricted import KernelNamespace, PrintSink, compile_kernel
 from sage.npu.results import ErrorInfo, KernelRun
 from sage.npu.sim import core as core_mod
 from sage.npu.sim.blas import single_threaded_blas
+from sage.npu.sim.runtrace import RunTrace
 from sage.npu.sim.session import Session
 from sage.npu.trace import build_trace
 
@@ -49,7 +53,11 @@ def _where(exc: BaseException, filename: str) -> str:
 
 def _forward_return_line(source: str) -> int | None:
     """The line of forward()'s return statement (its def line if it has several)."""
-    for node in ast.parse(source).body:
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in body:
         if isinstance(node, ast.FunctionDef) and node.name == "forward":
             returns = [n.lineno for n in ast.walk(node) if isinstance(n, ast.Return)]
             return returns[0] if len(returns) == 1 else node.lineno
@@ -63,14 +71,20 @@ def _to_handle(session: Session, value, where: str):
         except TypeError as err:
             raise LaunchError(f"{where}: {err}") from None
         data = np.array(value, copy=True, order="C")
-        return host.GmHandle(session.allocate(data, is_input=True), tuple(value.shape))
+        return handles.wrap(host.GmHandle(session.allocate(data, is_input=True), tuple(value.shape)))
+    if not isinstance(value, _PLAIN_ARGS):
+        raise LaunchError(f"{where}: a {type(value).__name__} cannot be passed to a kernel file")
     return value
+
+
+_PLAIN_ARGS = (type(None), bool, int, float, str, tuple, list)
 
 
 def _collect(result, expected: list[OutputSpec] | None) -> list[np.ndarray]:
     items = list(result) if isinstance(result, (tuple, list)) else [result]
     outputs = []
     for i, item in enumerate(items):
+        item = handles.unwrap(item) if handles.is_handle(item) else item
         if not isinstance(item, host.GmHandle):
             raise OutputSpecError(f"forward() must return GM tensors made with empty()/empty_like(); "
                                   f"output {i} is {type(item).__name__}")
@@ -88,21 +102,31 @@ def _collect(result, expected: list[OutputSpec] | None) -> list[np.ndarray]:
     return outputs
 
 
-def run_kernel_source(source: str, args: list, kwargs: dict | None = None, *,
-                      preset: str | HardwareSpec = "ascend910b2", filename: str = "kernel.py",
-                      trace: bool = False, expected: list[OutputSpec] | None = None,
-                      instruction_budget: int = 20_000_000) -> KernelRun:
-    spec = preset if isinstance(preset, HardwareSpec) else load_preset(preset)
-    session = Session(spec, keep_trace=trace, instruction_budget=instruction_budget)
+@dataclass
+class FunctionalRun:
+    """What running a kernel file leaves behind before any timing: outputs and records."""
+
+    outputs: list[np.ndarray] | None
+    trace: RunTrace | None
+    error: ErrorInfo | None
+    printed: str = ""
+    isolation_gaps: list[str] = field(default_factory=list)
+
+
+def run_functional(source: str, args: list, kwargs: dict | None = None, *, spec: HardwareSpec,
+                   filename: str = "kernel.py", expected: list[OutputSpec] | None = None,
+                   instruction_budget: int = 20_000_000) -> FunctionalRun:
+    """Run the kernel file's forward() on `args`: outputs, instruction records, or the kernel's error."""
+    session = Session(spec, kernel_file=filename, instruction_budget=instruction_budget)
     try:
-        code = compile(source, filename, "exec")
-    except SyntaxError as err:
-        return KernelRun(None, ErrorInfo(type="KernelRuntimeError", message=f"SyntaxError: {err.msg}",
-                                         line=err.lineno), None)
-    namespace: dict = {"__name__": "sage_kernel"}
+        code = compile_kernel(source, filename)
+    except NpuError as err:
+        return FunctionalRun(None, None, err.info())
+    printer = PrintSink()
+    namespace = KernelNamespace(printer).globals(filename)
     error: NpuError | None = None
     outputs = None
-    essential = 0
+    handles.reset()
     host.set_session(session)
     try:
         with np.errstate(all="ignore"), single_threaded_blas():
@@ -110,11 +134,9 @@ def run_kernel_source(source: str, args: list, kwargs: dict | None = None, *,
             forward = namespace.get("forward")
             if not callable(forward):
                 raise LaunchError("the kernel file must define forward(...) (the host side)")
-            handles = [_to_handle(session, a, f"argument {i}") for i, a in enumerate(args)]
+            gm_args = [_to_handle(session, a, f"argument {i}") for i, a in enumerate(args)]
             kw = {k: _to_handle(session, v, f"parameter {k}") for k, v in (kwargs or {}).items()}
-            essential = sum(b.nbytes for b in session.buffers)
-            outputs = _collect(forward(*handles, **kw), expected)
-            essential += sum(o.nbytes for o in outputs)
+            outputs = _collect(forward(*gm_args, **kw), expected)
     except OutputSpecError as err:
         error = err
         if error.line is None:
@@ -132,6 +154,31 @@ def run_kernel_source(source: str, args: list, kwargs: dict | None = None, *,
     finally:
         host.set_session(None)
         core_mod.set_current(None)
+        handles.reset()
     if error is not None:
-        return KernelRun(None, error.info(), None)
-    return KernelRun(outputs, None, build_profile(session, essential), build_trace(session) if trace else None)
+        return FunctionalRun(None, None, error.info(), printer.text())
+    return FunctionalRun(outputs, session.trace, None, printer.text())
+
+
+def time_run(run: FunctionalRun, spec: HardwareSpec, *, trace: bool = False) -> KernelRun:
+    """Replay the run's records on `spec`: the profile (and a Chrome trace when asked for)."""
+    extra = {"printed": run.printed, "isolation_gaps": run.isolation_gaps}
+    if run.error is not None or run.trace is None:
+        return KernelRun(None, run.error, None, **extra)
+    timed = replay(run.trace, spec, keep=trace)
+    essential = sum(n for n, is_input in run.trace.allocations if is_input)
+    essential += sum(o.nbytes for o in run.outputs or [])
+    return KernelRun(run.outputs, None, build_profile(timed, essential), build_trace(timed) if trace else None,
+                     **extra)
+
+
+def run_kernel_source(source: str, args: list, kwargs: dict | None = None, *,
+                      preset: str | HardwareSpec = "ascend910b2", filename: str = "kernel.py",
+                      trace: bool = False, expected: list[OutputSpec] | None = None,
+                      instruction_budget: int = 20_000_000) -> KernelRun:
+    """Run and time a kernel file in this process (trusted callers; untrusted text goes
+    through ``sage.npu.sandbox.run_sandboxed``)."""
+    spec = preset if isinstance(preset, HardwareSpec) else load_preset(preset)
+    run = run_functional(source, args, kwargs, spec=spec, filename=filename, expected=expected,
+                         instruction_budget=instruction_budget)
+    return time_run(run, spec, trace=trace)

@@ -27,6 +27,7 @@ class ChipSpec(_Frozen):
     hbm_bytes: int
     hbm_gbps: float
     l2_bytes: int
+    l2_write_bytes_per_cycle_per_core: float
 
 
 class LaunchSpec(_Frozen):

@@ -6,7 +6,7 @@ might try, and reports which took hold. A layer this machine cannot apply (anoth
 privilege, an old kernel) is reported with the reason and the others still apply; only a
 programming error (bad arguments) raises. `probe` tells in advance what a child would get.
 
-What each layer stops, and what none of them stops: docs/security-isolation.md.
+What each layer stops, and what none of them stops: docs/security.md (OS isolation).
 """
 
 from __future__ import annotations

@@ -15,13 +15,13 @@ instructions), spread perfectly over all cores. roofline_fraction = bound / time
 
 from __future__ import annotations
 
+from sage.npu.replay import Replay
 from sage.npu.results import PIPES, PipeStat, Profile
-from sage.npu.sim.session import Session
 
 
-def build_profile(session: Session, essential_bytes: int) -> Profile:
-    spec = session.spec
-    launches = session.launches
+def build_profile(run: Replay, essential_bytes: int) -> Profile:
+    spec = run.spec
+    launches = run.launches
     cycles = sum(lt.cycles for lt in launches)
     core_cycles = sum(lt.kernel_cycles * lt.cores_used for lt in launches)
     busy = [sum(lt.busy[p] for lt in launches) for p in range(7)]
@@ -30,7 +30,7 @@ def build_profile(session: Session, essential_bytes: int) -> Profile:
              for p, name in enumerate(PIPES)}
     nbytes: dict[str, int] = {}
     macs = vector = instructions = 0
-    for b in session.blocks_run:
+    for b in run.all_blocks():
         for path, n in b.bytes.items():
             nbytes[path] = nbytes.get(path, 0) + n
         macs += b.macs
@@ -44,6 +44,7 @@ def build_profile(session: Session, essential_bytes: int) -> Profile:
     clock = spec.cycles_per_us
     return Profile(
         cycles=int(round(cycles)), time_us=round(round(cycles) / clock, 4), launches=len(launches),
+        device_us=round(sum(lt.kernel_cycles for lt in launches) / clock, 4),
         blocks=sum(lt.block_dim for lt in launches), cores_used=max((lt.cores_used for lt in launches), default=0),
         pipes=pipes, bytes=nbytes, bottleneck=bottleneck, roofline_bound_us=round(bound / clock, 4),
         roofline_fraction=round(bound / cycles, 4) if cycles else 0.0, instructions=instructions)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from pydantic import BaseModel
@@ -27,6 +27,7 @@ class Profile(BaseModel):
     cycles: int
     time_us: float
     launches: int
+    device_us: float = 0.0      # the kernels alone: time_us without the launch overheads
     blocks: int
     cores_used: int
     pipes: dict[str, PipeStat]
@@ -43,3 +44,5 @@ class KernelRun:
     error: ErrorInfo | None
     profile: Profile | None
     trace: list[dict] | None = None
+    printed: str = ""                                        # the kernel's print()/printf output (bounded)
+    isolation_gaps: list[str] = field(default_factory=list)  # OS isolation layers this machine could not apply

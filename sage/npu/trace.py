@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from sage.npu.replay import Replay
 from sage.npu.results import PIPES
-from sage.npu.sim.session import Session
 
 
-def build_trace(session: Session) -> list[dict]:
-    clock = session.spec.cycles_per_us
+def build_trace(run: Replay) -> list[dict]:
+    """Needs a replay made with ``keep=True`` (per-record start and end times)."""
+    clock = run.spec.cycles_per_us
     events: list[dict] = []
     cores: set[int] = set()
     offset = 0.0
-    for lt, blocks in zip(session.launches, session.launch_blocks):
+    for lt, blocks in zip(run.launches, run.blocks):
         for block, core, start in lt.placements:
             cores.add(core)
             timing = lt.timings[block]

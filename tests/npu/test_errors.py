@@ -138,7 +138,8 @@ def test_kernel_api_outside_a_kernel_is_a_launch_error(run, check_error):
 def test_error_classes_have_stable_names_and_info():
     names = [c.__name__ for c in ERROR_CLASSES]
     assert names == ["AlignmentError", "CapacityError", "BoundsError", "QueueError", "RaceError", "LaunchError",
-                     "OutputSpecError", "SandboxError", "KernelTimeout", "MemoryLimitError", "KernelRuntimeError"]
+                     "OutputSpecError", "SandboxError", "KernelTimeout", "MemoryLimitError", "KernelRuntimeError",
+                     "ImpossibleResultError"]
     err = SandboxError("import os is not allowed", line=3)
     assert isinstance(err, NpuError)
     assert err.info().model_dump() == {"type": "SandboxError", "message": "import os is not allowed", "line": 3}

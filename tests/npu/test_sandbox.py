@@ -1,6 +1,5 @@
 """The sandbox: hostile kernel files are refused or stopped, each with its own error class."""
 
-import multiprocessing
 import os
 import signal
 import threading
@@ -11,7 +10,9 @@ import numpy as np
 import pytest
 
 from sage.npu.errors import SandboxError
-from sage.npu.sandbox import Limits, check_source, run_sandboxed
+from sage.npu.restricted import compile_kernel
+from sage.npu.sandbox import Limits, run_sandboxed
+from sage.npu.zygote import Zygote
 
 HEADER = "from sage.npu.ascendc import *\n"
 
@@ -28,37 +29,68 @@ def kernel(body: str) -> str:
     ("import math, subprocess\n", 1, "import of 'subprocess'"),
     ("from os import path\n", 1, "import from 'os'"),
     ("from . import execute\n", 1, "import from '.'"),
-    ("from sage.npu.ascendc import _private\n", 1, "not part of the kernel DSL"),
-    ("from sage.npu.ascendc import np\n", 1, "not part of the kernel DSL"),
-    ("x = 1\nm = __import__('os')\n", 2, "'__import__'"),
-    ("k = ().__class__.__base__.__subclasses__()\n", 1, "'.__class__'"),
-    ("f = open('/etc/passwd').read()\n", 1, "'open'"),
-    ("eval('1 + 1')\n", 1, "'eval'"),
-    ("exec('x = 1')\n", 1, "'exec'"),
-    ("c = compile('1', 'f', 'eval')\n", 1, "'compile'"),
-    ("g = getattr(1, 'real')\n", 1, "'getattr'"),
-    ("setattr(GlobalTensor, 'x', 1)\n", 1, "'setattr'"),
-    ("b = globals()['x']\n", 1, "'globals'"),
-    ("v = vars()\n", 1, "'vars'"),
-    ("breakpoint()\n", 1, "'breakpoint'"),
-    ("m = memoryview(b'x')\n", 1, "'memoryview'"),
-    ("T = type('T', (), {})\n", 1, "'type'"),
-    ("def f(t):\n    return t._arr.sum()\n", 2, "'._arr'"),
-    ("g = (i for i in [1])\nf = g.gi_frame.f_back.f_globals\n", 2, "'.gi_frame'"),
-    ("def f():\n    try:\n        1 / 0\n    except ZeroDivisionError as e:\n"
-     "        return e.__traceback__.tb_frame\n", 5, "'.__traceback__'"),
-    ("s = '{0.__class__}'.format(1)\n", 1, "'__'"),
+    ("from sage.npu.ascendc import _private\n", 1, "_private"),
+    ("from sage.npu.ascendc import np\n", 1, "not part of sage.npu.ascendc"),
+    ("from sage.npu.ascendc import handles\n", 1, "not part of sage.npu.ascendc"),
+    ("x = 1\nm = __import__('os')\n", 2, "__import__"),
+    ("k = ().__class__.__base__.__subclasses__()\n", 1, "__subclasses__"),
+    ("def f(t):\n    return t._arr.sum()\n", 2, "_arr"),
+    ("g = (i for i in [1])\nf = g.gi_frame.f_back.f_globals\n", 2, "f_globals"),
+    ("def f():\n    try:\n        1 / 0\n    except ZeroDivisionError:\n        pass\n", 2, "try/except"),
     ("x = 0\ndef f():\n    global x\n    x = 1\n", 3, "`global`"),
     ("def f():\n    y = 0\n    def g():\n        nonlocal y\n", 4, "`nonlocal`"),
-    ("def __init_subclass__(cls):\n    pass\n", 1, "'__init_subclass__'"),
-    ("def f(x):\n    return x.tofile('/tmp/x')\n", 2, "'.tofile'"),
-    ("def f(x):\n    match x:\n        case int(__class__=c):\n            return c\n", 3, "'.__class__'"),
+    ("def __init_subclass__(cls):\n    pass\n", 1, "__init_subclass__"),
+    ("class K:\n    def __init__(self):\n        pass\n", 2, "__init__"),
+    ("class K:\n    _slot = 1\n", 2, "_slot"),
+    ("def f(_x):\n    return _x\n", 1, "_x"),
+    ("def f(x):\n    return dict(_x=1)\n", 2, "_x"),
+    ("def f():\n    yield 1\n", 2, "generators"),
+    ("def f():\n    with f():\n        pass\n", 2, "`with`"),
+    ("def f(x):\n    match x:\n        case int(real=c):\n            return c\n", 2, "Match"),
+    ("class K(metaclass=object):\n    pass\n", 1, "metaclass"),
 ])
-def test_check_source_refuses_escapes_with_their_line(source, line, says):
+def test_the_restricted_compiler_refuses_escapes_with_their_line(source, line, says):
     with pytest.raises(SandboxError) as refused:
-        check_source(HEADER + source)
+        compile_kernel(HEADER + source)
     assert refused.value.line == line + 1  # the header is line 1
     assert says in refused.value.message
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ("g = getattr(1, 'real')", "getattr"),
+    ("f = open('/etc/passwd')", "open"),
+    ("v = vars()", "vars"),
+    ("t = type(x)", "type"),
+    ("i = id(x)", "id"),
+    ("m = memoryview(b'x')", "memoryview"),
+    ("e = eval('1 + 1')", "Eval"),
+])
+def test_builtins_outside_the_allow_list_do_not_exist_in_a_kernel(body, says):
+    run = run_sandboxed(kernel(f"def forward(x):\n    {body}\n    return empty_like(x)\n"),
+                        [np.zeros(4, np.float32)], limits=FAST)
+    assert run.error.type in ("KernelRuntimeError", "SandboxError")
+    assert says in run.error.message and run.error.line == 3
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ("s = '{0.shape}'.format(x)", "'.format' of a str"),
+    ("s = '{0}'.format_map({})", "'.format_map' of a str"),
+    ("t = x.dtype.type", "'.type'"),
+    ("f = forward.globals", "'.globals' of a function"),
+    ("x.shape = (1,)", "may not change a GmHandle"),
+    ("k = TQue.AllocTensor", "'.AllocTensor' of a type"),
+])
+def test_guarded_attribute_access_refuses_what_a_kernel_has_no_business_reading(body, says):
+    run = run_sandboxed(kernel(f"def forward(x):\n    {body}\n    return empty_like(x)\n"),
+                        [np.zeros(4, np.float32)], limits=FAST)
+    assert run.error.type == "SandboxError", run.error
+    assert says in run.error.message and run.error.line == 3
+
+
+def test_a_kernel_class_may_not_derive_from_a_dsl_class():
+    run = run_sandboxed(kernel("class Q(TQue):\n    pass\ndef forward(x):\n    return x\n"),
+                        [np.zeros(4, np.float32)], limits=FAST)
+    assert run.error.type == "SandboxError" and "derive" in run.error.message and run.error.line == 2
 
 
 def test_a_syntax_error_is_the_same_kernel_error_with_or_without_the_sandbox():
@@ -67,14 +99,14 @@ def test_a_syntax_error_is_the_same_kernel_error_with_or_without_the_sandbox():
 
     source = HEADER + "def f(:\n"
     with pytest.raises(KernelRuntimeError) as raised:
-        check_source(source)
+        compile_kernel(source)
     direct = run_kernel_source(source, [])
     assert (raised.value.type, raised.value.line) == (direct.error.type, direct.error.line) == ("KernelRuntimeError", 2)
     assert raised.value.message == direct.error.message
 
 
-def test_check_source_accepts_a_dsl_kernel_in_the_design_style():
-    check_source(kernel("""
+def test_the_restricted_compiler_accepts_a_dsl_kernel_in_the_design_style():
+    compile_kernel(kernel("""
         import math
         BUFFER_NUM = 2
 
@@ -120,22 +152,6 @@ def test_an_endless_loop_is_stopped_by_the_wall_clock_with_its_line():
     assert elapsed < FAST.wall_seconds + 3
 
 
-def test_an_endless_loop_that_swallows_the_timeout_is_killed():
-    source = kernel("""
-        def forward(x):
-            while True:
-                try:
-                    while True:
-                        pass
-                except Exception:
-                    pass
-    """)
-    start = time.monotonic()
-    run = run_sandboxed(source, [np.zeros(4, np.float32)], limits=FAST)
-    assert run.error.type == "KernelTimeout"
-    assert time.monotonic() - start < FAST.wall_seconds + 5
-
-
 def test_the_cpu_time_limit_stops_a_busy_kernel():
     source = kernel("""
         def forward(x):
@@ -162,9 +178,9 @@ def test_the_cpu_time_limit_stops_a_kernel_stuck_in_one_long_c_call():
 
 
 @pytest.mark.parametrize("bomb", [
-    "b = bytearray(20 * 2**30)",
+    "b = 'x' * (20 * 2**30)",
     "b = [0] * (20 * 2**30 // 8)",
-    "b = []\n    while True:\n        b.append(bytes(2**24))",
+    "b = []\n    while True:\n        b.append('y' * 2**24)",
 ])
 def test_a_memory_bomb_is_a_memory_limit_error(bomb):
     source = kernel(f"def forward(x):\n    {bomb}\n    return x\n")
@@ -188,15 +204,25 @@ def test_a_recursion_bomb_is_a_runtime_error_with_its_line():
     assert run.error.line == 4
 
 
+def _children_of(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            return [int(p) for p in fh.read().split()]
+    except FileNotFoundError:
+        return []
+
+
 def _signal_the_child_soon(signum: int) -> threading.Thread:
-    """From outside, as the kernel of the OS would: send `signum` to the running sandbox child."""
+    """From outside, as the kernel of the OS would: send `signum` to the running sandbox child
+    (a child of this process's zygote)."""
     def shoot():
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            children = multiprocessing.active_children()
+            zygote = Zygote._instance
+            children = _children_of(zygote.proc.pid) if zygote is not None else []
             if children:
                 time.sleep(0.3)  # let it get into the kernel's loop
-                os.kill(children[0].pid, signum)
+                os.kill(children[0], signum)
                 return
             time.sleep(0.05)
     thread = threading.Thread(target=shoot)
@@ -244,7 +270,7 @@ ADD_ONE = kernel("""
 
 
 def test_the_parent_keeps_working_after_hostile_kernels():
-    run_sandboxed(kernel("def forward(x):\n    b = bytearray(20 * 2**30)\n"), [np.zeros(8)],
+    run_sandboxed(kernel("def forward(x):\n    b = 'x' * (20 * 2**30)\n"), [np.zeros(8)],
                   limits=FAST)
     x = np.arange(1024, dtype=np.float32)
     run = run_sandboxed(ADD_ONE, [x], limits=FAST)

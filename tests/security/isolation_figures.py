@@ -1,4 +1,4 @@
-"""The figures of docs/security-isolation.md, measured on this machine, as Markdown.
+"""The figures of docs/security.md (OS isolation), measured on this machine, as Markdown.
 
     .venv/bin/python -m tests.security.isolation_figures
 

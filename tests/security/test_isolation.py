@@ -114,7 +114,7 @@ def test_other_abis(ws: Workspace) -> None:
     assert not locked.replied and locked.signal == signal.SIGSYS, locked
 
 
-# --- which layer alone stops what (documented in docs/security-isolation.md) ----------------
+# --- which layer alone stops what (documented in docs/security.md (OS isolation)) ----------------
 
 def _landlock_abi() -> int:
     try:

@@ -218,21 +218,21 @@ class _ElementwiseWriter:
         init += ["self.gy = GlobalTensor()", "self.gy.SetGlobalBuffer(y, 0, R * C)"]
         for i, dt in enumerate(spec.in_dtypes):
             init += [f"self.q{i} = TQue(TPosition.VECIN, BUFFER_NUM)",
-                     f"self.pipe.InitBuffer(self.q{i}, BUFFER_NUM, _bytes({tl}, {DTYPE_SIZE[dt]}))"]
+                     f"self.pipe.InitBuffer(self.q{i}, BUFFER_NUM, buf_bytes({tl}, {DTYPE_SIZE[dt]}))"]
             if self.needs_cast(dt) or self.kinds[i] in ("col", "scalar"):
                 init += [f"self.b{i} = TBuf(TPosition.VECCALC)",
-                         f"self.pipe.InitBuffer(self.b{i}, _bytes({tl}, {DTYPE_SIZE[ct]}))"]
+                         f"self.pipe.InitBuffer(self.b{i}, buf_bytes({tl}, {DTYPE_SIZE[ct]}))"]
         init += ["self.qy = TQue(TPosition.VECOUT, BUFFER_NUM)",
-                 f"self.pipe.InitBuffer(self.qy, BUFFER_NUM, _bytes({tl}, {DTYPE_SIZE[spec.out_dtype]}))"]
+                 f"self.pipe.InitBuffer(self.qy, BUFFER_NUM, buf_bytes({tl}, {DTYPE_SIZE[spec.out_dtype]}))"]
         for k in ("full", "row", "col"):
             for j in range(made[k]):
                 t = f"t{k[0]}{j}"
                 init += [f"self.tb_{t} = TBuf(TPosition.VECCALC)",
-                         f"self.pipe.InitBuffer(self.tb_{t}, _bytes({tl}, {DTYPE_SIZE[ct]}))"]
+                         f"self.pipe.InitBuffer(self.tb_{t}, buf_bytes({tl}, {DTYPE_SIZE[ct]}))"]
         if self.masked:
-            init += ["self.mkb = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.mkb, _bytes(tile + CMP_PAD, 1) // 8 + 32)"]
+            init += ["self.mkb = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.mkb, buf_bytes(tile + CMP_PAD, 1) // 8 + 32)"]
         if self.int_temp:
-            init += ["self.tib = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.tib, _bytes(tile, 4))"]
+            init += ["self.tib = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.tib, buf_bytes(tile, 4))"]
         params = "R, C, rpt, ct, n_ct, tpb, T, tile" + (", G, tpg" if self.grouped else "")
         if self.grouped:
             init += ["self.G = G", "self.tpg = tpg"]
@@ -277,7 +277,7 @@ class _ElementwiseWriter:
             if kind in ("full", "mod"):
                 row0 = "r0 % self.G" if kind == "mod" else "r0"
                 pad = (f"DataCopyPad(x{i}, self.g{i}[{row0} * self.C + c0], DataCopyExtParams(nr, nc * {sz}, "
-                       f"(self.C - nc) * {sz}, _gap(nc, {sz}), 0), DataCopyPadExtParams(False, 0, 0, 0))")
+                       f"(self.C - nc) * {sz}, row_gap(nc, {sz}), 0), DataCopyPadExtParams(False, 0, 0, 0))")
                 aligned = f"(nc * {sz}) % 32 == 0 and (nr == 1 or (nc == self.C and nc % ALIGN == 0))"
                 count = "nr * nc"
                 src = f"self.g{i}[{row0} * self.C + c0]"
@@ -299,7 +299,7 @@ class _ElementwiseWriter:
         sz = DTYPE_SIZE[self.spec.out_dtype]
         out = dsl_dtype(self.spec.out_dtype)
         pad = (f"DataCopyPad(self.gy[r0 * self.C + c0], y, DataCopyExtParams(nr, nc * {sz}, "
-               f"_gap(nc, {sz}), (self.C - nc) * {sz}, 0))")
+               f"row_gap(nc, {sz}), (self.C - nc) * {sz}, 0))")
         body = [f"y = self.qy.DeQue({out})"]
         if self.knobs.copy_mode == "auto":
             body += [f"if (nc * {sz}) % 32 == 0 and (nr == 1 or (nc == self.C and nc % ALIGN == 0)):",
@@ -408,11 +408,11 @@ class _ElementwiseWriter:
 
 
 _HELPERS = '''
-def _bytes(elems, size):
+def buf_bytes(elems, size):
     return (elems * size + 31) // 32 * 32
 
 
-def _gap(nc, size):
+def row_gap(nc, size):
     # UB gap between rows, in 32 B blocks, so that every row starts at a multiple of ALIGN elements.
     return ((nc + ALIGN - 1) // ALIGN * ALIGN * size - (nc * size + 31) // 32 * 32) // 32
 

@@ -93,8 +93,8 @@ class _RowWriter:
             # `self.acc` is free scratch of a whole tile.
             half = {"sum": "Add", "max": "Max", "min": "Min"}[kind]
             buf = src if src in ("self.acc", "self.acc2") else "self.acc"
-            fold = [f"_r, _n = _fold({half}, {buf}, {src}, {count}, {256 // self.csz})"]
-            src, count = "_r", "_n"
+            fold = [f"fr, fn = fold_rows({half}, {buf}, {src}, {count}, {256 // self.csz})"]
+            src, count = "fr", "fn"
         return fold + [f"{fn}(self.red, {src}, self.work, {count})",
                 "SetFlag(HardEvent.V_S, 0)", "WaitFlag(HardEvent.V_S, 0)",
                 f"{dst} = self.red.GetValue(0)",
@@ -176,7 +176,7 @@ class _RowWriter:
         lines.append(method("CopyIn", "off, nr, nc", [
             f"x = self.qx.AllocTensor({dsl_dtype(self.dt)})",
             f"DataCopyPad(x, self.gx[off], DataCopyExtParams(nr, nc * {self.sz}, (self.C - nc) * {self.sz}, "
-            f"_gap(nc, {self.sz}), 0), DataCopyPadExtParams(False, 0, 0, 0))",
+            f"row_gap(nc, {self.sz}), 0), DataCopyPadExtParams(False, 0, 0, 0))",
             "self.qx.EnQue(x)",
         ]))
         lines.append(method("Compute", "nr", self.compute_fit()))
@@ -220,12 +220,12 @@ class _RowWriter:
                 "self.pipe = TPipe()", "self.gx = GlobalTensor()", "self.gx.SetGlobalBuffer(x, 0, R * C)",
                 "self.gy = GlobalTensor()", f"self.gy.SetGlobalBuffer(y, 0, {out_len})",
                 "self.qx = TQue(TPosition.VECIN, BUFFER_NUM)",
-                f"self.pipe.InitBuffer(self.qx, BUFFER_NUM, _bytes(tile, {self.sz}))",
+                f"self.pipe.InitBuffer(self.qx, BUFFER_NUM, buf_bytes(tile, {self.sz}))",
                 "self.qy = TQue(TPosition.VECOUT, BUFFER_NUM)",
-                f"self.pipe.InitBuffer(self.qy, BUFFER_NUM, _bytes(tile, {self.sz}))"]
+                f"self.pipe.InitBuffer(self.qy, BUFFER_NUM, buf_bytes(tile, {self.sz}))"]
         for name in ("xc", "tmp", "acc", "acc2"):
             body += [f"self.b_{name} = TBuf(TPosition.VECCALC)",
-                     f"self.pipe.InitBuffer(self.b_{name}, _bytes(tile, {self.csz}))",
+                     f"self.pipe.InitBuffer(self.b_{name}, buf_bytes(tile, {self.csz}))",
                      f"self.{name} = self.b_{name}.Get({ct})"]
         body += ["self.b_red = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.b_red, 64)",
                  f"self.red = self.b_red.Get({ct})",
@@ -234,9 +234,9 @@ class _RowWriter:
         for p in self.params:
             body += [f"self.g{p} = GlobalTensor()", f"self.g{p}.SetGlobalBuffer({p}, 0, C)",
                      f"self.q{p} = TQue(TPosition.VECIN, 1)",
-                     f"self.pipe.InitBuffer(self.q{p}, 1, _bytes(tile, {self.sz}))",
+                     f"self.pipe.InitBuffer(self.q{p}, 1, buf_bytes(tile, {self.sz}))",
                      f"self.b_{p}c = TBuf(TPosition.VECCALC)",
-                     f"self.pipe.InitBuffer(self.b_{p}c, _bytes(tile, {self.csz}))",
+                     f"self.pipe.InitBuffer(self.b_{p}c, buf_bytes(tile, {self.csz}))",
                      f"self.{p}c = self.b_{p}c.Get({ct})"]
         if self.params:
             # Short rows: the affine parameters are loaded once per block and kept in UB.
@@ -266,7 +266,7 @@ class _RowWriter:
             body.append(f"DataCopyPad(self.gy[r0], y, DataCopyExtParams(1, nr * {self.sz}, 0, 0, 0))")
         else:
             body.append(f"DataCopyPad(self.gy[r0 * self.C], y, DataCopyExtParams(nr, self.C * {self.sz}, "
-                        f"_gap(self.C, {self.sz}), 0, 0))")
+                        f"row_gap(self.C, {self.sz}), 0, 0))")
         body.append("self.qy.FreeTensor(y)")
         return body
 
@@ -352,18 +352,18 @@ class _RowWriter:
 
 
 _HELPERS = '''
-def _bytes(elems, size):
+def buf_bytes(elems, size):
     return (elems * size + 31) // 32 * 32
 
 
-def _gap(nc, size):
+def row_gap(nc, size):
     # UB gap between rows, in 32 B blocks, so that every row starts at a multiple of ALIGN elements.
     return ((nc + ALIGN - 1) // ALIGN * ALIGN * size - (nc * size + 31) // 32 * 32) // 32
 
 '''
 
 _FOLD = '''
-def _fold(fn, buf, src, n, lanes):
+def fold_rows(fn, buf, src, n, lanes):
     # Halves n (a multiple of `lanes` at each step) with one vector op per level; the tail
     # beyond 2h is merged into the first part. Returns the buffer and count left to reduce.
     cur = src

@@ -2,26 +2,51 @@
 
 from sage.npu.dtypes import (bfloat16, bool_, float16, float32, half, int8, int16, int32, int64, sizeof, uint8,
                              uint16, uint32)
-from sage.npu.ascendc.host import GmHandle, empty, empty_like, kernel
-from sage.npu.ascendc.tensors import GlobalTensor, LocalTensor
-from sage.npu.ascendc.queues import QuePosition, TBuf, TPipe, TPosition, TQue
+from sage.npu.ascendc import (cast, compare, cube, datamove, handles, host, matmul, queues, reduce, sort, sync,
+                              tensors, vector)
+from sage.npu.ascendc.queues import QuePosition, TPosition
 from sage.npu.ascendc.params import (BinaryRepeatParams, BrcbRepeatParams, DataCopyExtParams, DataCopyPadExtParams,
                                      DataCopyPadParams, DataCopyParams, FixpipeParams, LoadData2DParams, MmadParams,
                                      Nd2NzParams, UnaryRepeatParams)
-from sage.npu.ascendc.datamove import (DataCopy, DataCopyPad, SetAtomicAdd, SetAtomicMax, SetAtomicMin,
-                                       SetAtomicNone)
-from sage.npu.ascendc.vector import (Abs, Add, Adds, And, Axpy, Div, Duplicate, Exp, LeakyRelu, Ln, Max, Maxs, Min,
-                                     Mins, Mul, Muls, Not, Or, Reciprocal, Relu, Rsqrt, Sqrt, Sub)
-from sage.npu.ascendc.cast import Cast, RoundMode
-from sage.npu.ascendc.compare import CMPMODE, SELMODE, Compare, CompareScalar, Gather, Select
-from sage.npu.ascendc.reduce import (BlockReduceMax, BlockReduceSum, Brcb, ReduceMax, ReduceMin, ReduceOrder, ReduceSum,
-                                     WholeReduceMax, WholeReduceMin, WholeReduceSum)
-from sage.npu.ascendc.sort import Sort, TopK
-from sage.npu.ascendc.cube import Fixpipe, LoadData, Mmad
-from sage.npu.ascendc.matmul import Matmul
+from sage.npu.ascendc.cast import RoundMode
+from sage.npu.ascendc.compare import CMPMODE, SELMODE
+from sage.npu.ascendc.reduce import ReduceOrder
 from sage.npu.ascendc.sync import (EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6,
                                    EVENT_ID7, PIPE_ALL, PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V,
-                                   GetBlockIdx, GetBlockNum, HardEvent, PipeBarrier, PipeType, SetFlag, WaitFlag)
+                                   HardEvent, PipeType)
+
+# What a kernel holds are handles (handles.py): the simulator's objects stay behind them.
+GmHandle = handles.public(host.GmHandle, session_level=True)
+handles.public(host.Kernel, session_level=True)
+handles.public(host._Launch, session_level=True, passthrough=("__call__",))
+GlobalTensor = handles.public(tensors.GlobalTensor)
+LocalTensor = handles.public(tensors.LocalTensor)
+TPipe = handles.public(queues.TPipe)
+TQue = handles.public(queues.TQue)
+TBuf = handles.public(queues.TBuf)
+Matmul = handles.public(matmul.Matmul)
+
+_api = handles.api
+kernel, empty, empty_like = _api(host.kernel), _api(host.empty), _api(host.empty_like)
+DataCopy, DataCopyPad = _api(datamove.DataCopy), _api(datamove.DataCopyPad)
+SetAtomicAdd, SetAtomicMax = _api(datamove.SetAtomicAdd), _api(datamove.SetAtomicMax)
+SetAtomicMin, SetAtomicNone = _api(datamove.SetAtomicMin), _api(datamove.SetAtomicNone)
+(Abs, Add, Adds, And, Axpy, Div, Duplicate, Exp, LeakyRelu, Ln, Max, Maxs, Min, Mins, Mul, Muls, Not, Or, Reciprocal,
+ Relu, Rsqrt, Sqrt, Sub) = (_api(getattr(vector, n)) for n in (
+    "Abs", "Add", "Adds", "And", "Axpy", "Div", "Duplicate", "Exp", "LeakyRelu", "Ln", "Max", "Maxs", "Min", "Mins",
+    "Mul", "Muls", "Not", "Or", "Reciprocal", "Relu", "Rsqrt", "Sqrt", "Sub"))
+Cast = _api(cast.Cast)
+Compare, CompareScalar = _api(compare.Compare), _api(compare.CompareScalar)
+Gather, Select = _api(compare.Gather), _api(compare.Select)
+(BlockReduceMax, BlockReduceSum, Brcb, ReduceMax, ReduceMin, ReduceSum, WholeReduceMax, WholeReduceMin,
+ WholeReduceSum) = (_api(getattr(reduce, n)) for n in (
+    "BlockReduceMax", "BlockReduceSum", "Brcb", "ReduceMax", "ReduceMin", "ReduceSum", "WholeReduceMax",
+    "WholeReduceMin", "WholeReduceSum"))
+Sort, TopK = _api(sort.Sort), _api(sort.TopK)
+Fixpipe, LoadData, Mmad = _api(cube.Fixpipe), _api(cube.LoadData), _api(cube.Mmad)
+GetBlockIdx, GetBlockNum = _api(sync.GetBlockIdx), _api(sync.GetBlockNum)
+PipeBarrier, SetFlag, WaitFlag = _api(sync.PipeBarrier), _api(sync.SetFlag), _api(sync.WaitFlag)
+del _api
 
 __all__ = [
     # dtypes

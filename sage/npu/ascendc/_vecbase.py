@@ -9,13 +9,15 @@ import numpy as np
 from sage.npu.errors import BoundsError, KernelRuntimeError
 from sage.npu.sim import core as core_mod
 from sage.npu.sim.core import V
+from sage.npu.sim.opcodes import VEC
 from sage.npu.ascendc.tensors import LocalTensor
 from sage.npu.ascendc import _checks as chk
 
 
 def issue(name: str, key: str, dst, srcs, count: int, itemsize: int | None = None, repeats: int | None = None,
           spans=None, extra_heads: int = 0):
-    """Check UB placement, 32 B alignment and bounds, then record one V instruction.
+    """Check UB placement, 32 B alignment and bounds, then record one V instruction (costed
+    later from ``key``, the operand width and the repeats).
 
     ``extra_heads``: instructions made of dependent steps (reduction levels) pay the head again per step.
     """
@@ -40,13 +42,8 @@ def issue(name: str, key: str, dst, srcs, count: int, itemsize: int | None = Non
     else:
         reads, writes = spans
     isz = itemsize or dst._dtype.itemsize
-    costs = core.costs
-    reps = repeats if repeats is not None else -(-count * isz // costs.repeat_bytes)
-    head, slope = costs.vector[key][1 if isz >= 4 else 0]
-    body = slope * reps
-    core.vector_cycles += body
-    body += head * extra_heads
-    core.instr(V, name, head, body, 0.0, reads, writes)
+    reps = repeats if repeats is not None else -(-count * isz // core.session.repeat_bytes)
+    core.instr(V, name, VEC, core.session.vec_index[key], isz, reps, extra_heads, None, reads, writes)
     return core
 
 

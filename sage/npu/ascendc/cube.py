@@ -12,6 +12,7 @@ import numpy as np
 from sage.npu import dtypes
 from sage.npu.errors import AlignmentError, BoundsError, KernelRuntimeError
 from sage.npu.sim.core import FIX, M, MTE1, MTE2, current_core
+from sage.npu.sim.opcodes import LOCAL_COPY, MAD, PATH_INDEX
 from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc.params import FixpipeParams, LoadData2DParams, MmadParams, Nd2NzParams
 from sage.npu.ascendc.tensors import GlobalTensor, LocalTensor
@@ -30,7 +31,7 @@ def col_unit(dt: np.dtype) -> int:
 
 def copy_nd2nz(core, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
     """DataCopy(l1, gm, Nd2NzParams(1, nValue, dValue, 0, srcDValue, dstNzC0Stride, 1, 0))."""
-    from sage.npu.ascendc.datamove import _gm_cost
+    from sage.npu.ascendc.datamove import gm_transfer
     core.mark_cube("DataCopy GM->L1")
     if dst.dtype != src.dtype:
         raise KernelRuntimeError(f"DataCopy: dst is {dst.dtype.name} but src is {src.dtype.name}")
@@ -46,9 +47,8 @@ def copy_nd2nz(core, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> Non
     chk.fits(dst, rows_pad * cols_pad, "DataCopy (ND->NZ)")
     s = chk.rows_view(src._buf.data, src._off, rows, cols, pitch_src, "DataCopy (ND->NZ) src", "the GM tensor")
     isz = dst.dtype.itemsize
-    fixed, gm, gspan = _gm_cost(core, "GM->L1", src, 0, (rows - 1) * pitch_src + cols, rows * cols * isz, rows,
-                                pitch_src * isz, True)
-    core.instr(MTE2, "DataCopy(ND2NZ)", 0.0, fixed, gm, reads=(gspan,), writes=(dst.span(rows_pad * cols_pad),))
+    gm_transfer(core, MTE2, "DataCopy(ND2NZ)", "GM->L1", src, 0, (rows - 1) * pitch_src + cols, rows * cols * isz,
+                rows, pitch_src * isz, dst.span(rows_pad * cols_pad), True)
     d = dst._arr[:rows_pad * cols_pad].reshape(rows_pad, cols_pad)
     d[...] = 0
     d[:rows, :cols] = s
@@ -79,10 +79,7 @@ def LoadData(dst, src, params: LoadData2DParams) -> None:
     chk.fits(dst, rows * cols, "LoadData dst")
     nbytes = rows * cols * dst.dtype.itemsize
     path = "L1->L0A" if pos == "L0A" else "L1->L0B"
-    fixed, _ = core.costs.transfer(path, nbytes)
-    core.add_bytes(path, nbytes)
-    core.instr(MTE1, "LoadData", 0.0, fixed + nbytes / core.costs.paths[path].bytes_per_cycle,
-               reads=(src.span((rows - 1) * pitch + cols),), writes=(dst.span(rows * cols),))
+    core.instr(MTE1, "LoadData", LOCAL_COPY, PATH_INDEX[path], nbytes, 1, 0, None, reads=(src.span((rows - 1) * pitch + cols),), writes=(dst.span(rows * cols),))
     out = dst._arr[:rows * cols]
     out[...] = (s.T if params.ifTranspose else s).reshape(-1)
 
@@ -108,10 +105,8 @@ def Mmad(c, a, b, params: MmadParams) -> None:
     for t, need, what in ((a, mp * kp, "A"), (b, kp * nb, "B"), (c, mp * np_, "C")):
         if need > t._size:
             raise BoundsError(f"Mmad: {what} needs {need} elements for m={m} n={n} k={k} (padded), its tensor holds {t._size}")
-    cycles = core.costs.mad_cycles(m, n, k, a.dtype.itemsize)
-    core.macs += m * n * k
     reads = (a.span(mp * kp), b.span(kp * nb)) + (() if params.cmatrixInitVal else (c.span(mp * np_),))
-    core.instr(M, "Mmad", 0.0, cycles, reads=reads, writes=(c.span(mp * np_),))
+    core.instr(M, "Mmad", MAD, m, n, k, a.dtype.itemsize, None, reads=reads, writes=(c.span(mp * np_),))
     acc = _ACC[a.dtype]
     A = a._arr[:mp * kp].reshape(mp, kp)[:m, :k].astype(acc)
     B = b._arr[:kp * nb].reshape(kp, nb)[:k, :n].astype(acc)
@@ -129,7 +124,7 @@ def Fixpipe(dst, src, params: FixpipeParams) -> None:
     to GM (row pitch dstStride, 0 = nSize), converting fp32 to the GM dtype (fp16/bf16 round to nearest).
     Cost on FIX: one L0C->GM transfer of the tile."""
     from sage.npu.ascendc.cast import RoundMode, convert
-    from sage.npu.ascendc.datamove import _gm_cost
+    from sage.npu.ascendc.datamove import gm_transfer
     core = current_core("Fixpipe")
     core.mark_cube("Fixpipe")
     src = chk.local(src, "Fixpipe src", "L0C")
@@ -143,8 +138,8 @@ def Fixpipe(dst, src, params: FixpipeParams) -> None:
     d = chk.rows_view(dst._buf.data, dst._off, m, n, dp, "Fixpipe dst", "the GM tensor")
     isz = dst.dtype.itemsize
     # the FIX unit converts NZ -> ND while it streams: one transfer, not one burst per row
-    fixed, gm, gspan = _gm_cost(core, "L0C->GM", dst, 0, (m - 1) * dp + n, m * n * isz, 1, dp * isz, False)
-    core.instr(FIX, "Fixpipe", 0.0, fixed, gm, reads=(src.span((m - 1) * sp + n),), writes=(gspan,))
+    gm_transfer(core, FIX, "Fixpipe", "L0C->GM", dst, 0, (m - 1) * dp + n, m * n * isz, 1, dp * isz,
+                src.span((m - 1) * sp + n), False)
     vals = np.maximum(s, 0) if params.reluEn else s
     out = convert(np.ascontiguousarray(vals), dst.dtype, RoundMode.CAST_RINT).astype(dst.dtype, copy=False)
     d[...] = out if core.atomic is None else core.atomic(d, out)

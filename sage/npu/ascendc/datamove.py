@@ -6,29 +6,27 @@ import numpy as np
 
 from sage.npu.errors import AlignmentError, KernelRuntimeError
 from sage.npu.sim.core import MTE2, MTE3, V, CoreState, current_core
+from sage.npu.sim.opcodes import GM_COPY, LOCAL_COPY, PATH_INDEX
 from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc.params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyParams, Nd2NzParams)
 from sage.npu.ascendc.tensors import GlobalTensor, LocalTensor
 
 
-def _gm_cost(core: CoreState, path: str, gt: GlobalTensor, elem_lo: int, elem_hi: int, nbytes: int,
-             bursts: int, pitch_bytes: int, read: bool) -> tuple[float, float, tuple]:
-    """Cost of a GM transfer, plus the GM byte span it touches (for races between this core's pipes)."""
+def gm_transfer(core: CoreState, pipe: int, name: str, path: str, gt: GlobalTensor, elem_lo: int, elem_hi: int,
+                nbytes: int, bursts: int, pitch_bytes: int, local_span: tuple, read: bool) -> None:
+    """Record one GM transfer: its path, size, bursts and pitch, and the GM bytes it touches
+    (the replay costs it, with the L2 state, alignment and HBM sharing; the span also guards
+    races between this core's pipes)."""
     buf = gt._buf
     isz = buf.dtype.itemsize
-    byte_lo = (gt._off + elem_lo) * isz
-    hit = core.session.l2.access(buf.id, byte_lo, (gt._off + elem_hi) * isz)
-    costs = core.costs
-    if read:
-        line = costs.gm_line
-        unaligned = (buf.addr + byte_lo) % line != 0 or (bursts > 1 and pitch_bytes % line != 0)
-        hit = min(hit, nbytes)
-    else:
-        unaligned, hit = False, 0  # writes drain to HBM through L2 whatever was resident
-    fixed, gm = costs.transfer(path, nbytes, bursts, unaligned=unaligned, hit_bytes=hit)
-    core.hbm_bytes += nbytes - hit
-    core.add_bytes(path, nbytes)
-    return fixed, gm, (core.gm_region(buf), byte_lo, (gt._off + elem_hi) * isz)
+    byte_lo, byte_hi = (gt._off + elem_lo) * isz, (gt._off + elem_hi) * isz
+    gspan = (core.gm_region(buf), byte_lo, byte_hi)
+    reads, writes = ((gspan,), (local_span,)) if read else ((local_span,), (gspan,))
+    core.instr(pipe, name, GM_COPY, PATH_INDEX[path], nbytes, bursts, pitch_bytes, (buf.id, byte_lo, byte_hi),
+               reads, writes)
+
+
+_GM_UB, _UB_GM = PATH_INDEX["GM->UB"], PATH_INDEX["UB->GM"]
 
 
 def _store(core: CoreState, d: np.ndarray, s: np.ndarray) -> None:
@@ -124,29 +122,17 @@ def _fast_copy(core: CoreState, dst, src, count: int) -> bool:
         return False
     byte_lo = off * isz
     byte_hi = byte_lo + nbytes
-    costs = core.costs
-    l2 = core.session.l2
-    if read:
-        hit = min(l2.access(buf.id, byte_lo, byte_hi), nbytes)
-        fixed, gmc = costs.transfer("GM->UB", nbytes, 1, unaligned=(buf.addr + byte_lo) % costs.gm_line != 0,
-                                    hit_bytes=hit)
-    else:
-        l2.access(buf.id, byte_lo, byte_hi)
-        hit = 0
-        fixed, gmc = costs.transfer("UB->GM", nbytes, 1)
-    core.hbm_bytes += nbytes - hit
-    path = "GM->UB" if read else "UB->GM"
-    core.bytes[path] = core.bytes.get(path, 0) + nbytes
     region = core.gm_regions.get(buf.id)
     if region is None:
         region = core.gm_region(buf)
     gspan = (region, byte_lo, byte_hi)
     lspan = (slot, local._off, local._off + nbytes)
+    gm = (buf.id, byte_lo, byte_hi)
     if read:
-        core.instr(MTE2, "DataCopy", 0.0, fixed, gmc, (gspan,), (lspan,))
+        core.instr(MTE2, "DataCopy", GM_COPY, _GM_UB, nbytes, 1, nbytes, gm, (gspan,), (lspan,))
         local._arr[:count] = buf.data[off:off + count]
     else:
-        core.instr(MTE3, "DataCopy", 0.0, fixed, gmc, (lspan,), (gspan,))
+        core.instr(MTE3, "DataCopy", GM_COPY, _UB_GM, nbytes, 1, nbytes, gm, (lspan,), (gspan,))
         _store(core, buf.data[off:off + count], local._arr[:count])
     return True
 
@@ -174,8 +160,8 @@ def _gm_to_local(core, dst: LocalTensor, src: GlobalTensor, arg, path: str) -> N
     d = chk.rows_view(dst._arr, 0, bc, be, dp, "DataCopy dst", "the local tensor")
     nbytes = bc * be * isz
     span_lo, span_hi = 0, (bc - 1) * sp + be
-    fixed, gmc, gspan = _gm_cost(core, path, src, span_lo, span_hi, nbytes, bc, sp * isz, True)
-    core.instr(MTE2, "DataCopy", 0.0, fixed, gmc, reads=(gspan,), writes=(dst.span((bc - 1) * dp + be),))
+    gm_transfer(core, MTE2, "DataCopy", path, src, span_lo, span_hi, nbytes, bc, sp * isz,
+                dst.span((bc - 1) * dp + be), True)
     d[...] = s
 
 
@@ -195,8 +181,8 @@ def _local_to_gm(core, dst: GlobalTensor, src: LocalTensor, arg) -> None:
     s = chk.rows_view(src._arr, 0, bc, be, sp, "DataCopy src", "the local tensor")
     d = chk.rows_view(dst._buf.data, dst._off, bc, be, dp, "DataCopy dst", "the GM tensor")
     nbytes = bc * be * isz
-    fixed, gmc, gspan = _gm_cost(core, "UB->GM", dst, 0, (bc - 1) * dp + be, nbytes, bc, dp * isz, False)
-    core.instr(MTE3, "DataCopy", 0.0, fixed, gmc, reads=(src.span((bc - 1) * sp + be),), writes=(gspan,))
+    gm_transfer(core, MTE3, "DataCopy", "UB->GM", dst, 0, (bc - 1) * dp + be, nbytes, bc, dp * isz,
+                src.span((bc - 1) * sp + be), False)
     _store(core, d, s)
 
 
@@ -223,9 +209,7 @@ def _local_to_local(core, dst: LocalTensor, src: LocalTensor, arg) -> None:
     s = chk.rows_view(src._arr, 0, bc, be, sp, "DataCopy src", "the local tensor")
     d = chk.rows_view(dst._arr, 0, bc, be, dp, "DataCopy dst", "the local tensor")
     nbytes = bc * be * isz
-    fixed, _ = core.costs.transfer(path, nbytes, bc)
-    core.add_bytes(path, nbytes)
-    core.instr(pipe, "DataCopy", 0.0, fixed + nbytes / core.costs.paths[path].bytes_per_cycle,
+    core.instr(pipe, "DataCopy", LOCAL_COPY, PATH_INDEX[path], nbytes, bc, 0, None,
                reads=(src.span((bc - 1) * sp + be),), writes=(dst.span((bc - 1) * dp + be),))
     d[...] = s.copy()
 
@@ -262,8 +246,8 @@ def DataCopyPad(dst, src, copy_params, pad_params: DataCopyPadExtParams | None =
         sp = be + copy_params.srcStride // isz
         s = chk.rows_view(src._buf.data, src._off, bc, be, sp, "DataCopyPad src", "the GM tensor")
         d = chk.rows_view(dst._arr, 0, bc, row, dp, "DataCopyPad dst", "the local tensor")
-        fixed, gmc, gspan = _gm_cost(core, "GM->UB", src, 0, (bc - 1) * sp + be, bc * bl, bc, sp * isz, True)
-        core.instr(MTE2, "DataCopyPad", 0.0, fixed, gmc, reads=(gspan,), writes=(dst.span((bc - 1) * dp + row),))
+        gm_transfer(core, MTE2, "DataCopyPad", "GM->UB", src, 0, (bc - 1) * sp + be, bc * bl, bc, sp * isz,
+                    dst.span((bc - 1) * dp + row), True)
         d[:, left:left + be] = s
         if pad.isPad:
             d[:, :left] = pad.paddingValue
@@ -280,8 +264,8 @@ def DataCopyPad(dst, src, copy_params, pad_params: DataCopyPadExtParams | None =
         dp = be + copy_params.dstStride // isz
         s = chk.rows_view(src._arr, 0, bc, be, sp, "DataCopyPad src", "the local tensor")
         d = chk.rows_view(dst._buf.data, dst._off, bc, be, dp, "DataCopyPad dst", "the GM tensor")
-        fixed, gmc, gspan = _gm_cost(core, "UB->GM", dst, 0, (bc - 1) * dp + be, bc * bl, bc, dp * isz, False)
-        core.instr(MTE3, "DataCopyPad", 0.0, fixed, gmc, reads=(src.span((bc - 1) * sp + be),), writes=(gspan,))
+        gm_transfer(core, MTE3, "DataCopyPad", "UB->GM", dst, 0, (bc - 1) * dp + be, bc * bl, bc, dp * isz,
+                    src.span((bc - 1) * sp + be), False)
         _store(core, d, s)
     else:
         raise KernelRuntimeError(f"DataCopyPad copies between GM and UB, got {type(dst).__name__} <- {type(src).__name__}")

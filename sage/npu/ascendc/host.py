@@ -40,6 +40,11 @@ class GmHandle:
     """A tensor in GM as the host sees it: ``shape``, ``dtype``, ``numel()``, ``view``/``reshape``/``flatten``."""
 
     __slots__ = ("_buf", "_shape")
+    API = ("shape", "dtype", "ndim", "nbytes", "dim", "numel", "size", "element_size", "view", "reshape",
+           "flatten", "__len__", "__getitem__", "__setitem__", "__iter__", "__bool__", "__float__", "__int__",
+           "__index__", "item", "tolist", "numpy", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+           "__rmul__", "__truediv__", "__rtruediv__", "__lt__", "__le__", "__gt__", "__ge__", "__neg__",
+           "__matmul__")
 
     def __init__(self, buf: GmBuffer, shape: tuple[int, ...]):
         self._buf = buf
@@ -132,6 +137,8 @@ class Kernel:
     Launch it with ``kern[block_dim](*args)``, like ``kern<<<block_dim>>>(args)``.
     """
 
+    API = ("__getitem__", "__call__")
+
     def __init__(self, fn):
         self.fn = fn
         self.name = getattr(fn, "__name__", "kernel")
@@ -144,6 +151,8 @@ class Kernel:
 
 
 class _Launch:
+    API = ("__call__",)
+
     def __init__(self, kern: Kernel, block_dim):
         self.kern, self.block_dim = kern, block_dim
 
@@ -151,7 +160,9 @@ class _Launch:
         session = current_session(f"{self.kern.name}[...]()")
         if core_mod._current is not None:
             raise LaunchError("a kernel cannot launch another kernel; launch both from forward()")
-        session.launch(self.kern.fn, self.kern.name, self.block_dim, args, kwargs)
+        from sage.npu.ascendc import handles
+
+        session.launch(self.kern.fn, self.kern.name, self.block_dim, args, kwargs, on_block_end=handles.end_block)
 
 
 def kernel(fn) -> Kernel:

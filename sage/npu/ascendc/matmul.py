@@ -31,6 +31,8 @@ class Matmul:
     transposed); baseM x baseN output tiles go round robin to the blocks. Takes 2 buffers each of A1 B1 A2 B2
     CO1 from the pipe; costs what the cube path costs."""
 
+    API = ("SetTensorA", "SetTensorB", "IterateAll")
+
     def __init__(self, pipe: TPipe, dtype=dtypes.float16, baseM: int = 128, baseN: int = 128, baseK: int = 64):
         self.dtype = dtypes.as_dtype(dtype)
         if self.dtype not in _ACC:

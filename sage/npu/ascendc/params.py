@@ -1,8 +1,37 @@
-"""Parameter structs of the DSL, mutable like their Ascend C counterparts."""
+"""Parameter structs of the DSL, mutable like their Ascend C counterparts.
+
+A kernel may set their fields (``p.blockCount = 4``), as in Ascend C, but only to plain
+numbers: the structs have slots and no ``__dict__``, and a field holding anything else (a
+handle, a list, an object) is refused, so a struct can never carry a reference into a DSL
+call.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass as _dataclass
+
+from sage.npu.errors import KernelRuntimeError
+
+
+class _Params:
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value) -> None:
+        if name not in self.__dataclass_fields__:
+            raise KernelRuntimeError(f"{type(self).__name__} has no field '{name}'")
+        if not isinstance(value, (bool, int, float)):
+            raise KernelRuntimeError(f"{type(self).__name__}.{name} must be a number, got {type(value).__name__}")
+        object.__setattr__(self, name, value)
+
+    def __init_subclass__(cls, **kwargs):
+        if not cls.__module__.startswith(__name__):
+            raise TypeError(f"{cls.__bases__[0].__name__} cannot be subclassed outside the DSL")
+        super().__init_subclass__(**kwargs)
+
+
+def dataclass(cls):
+    """A parameter struct: a slotted dataclass whose fields only take numbers."""
+    return _dataclass(slots=True)(type(cls.__name__, (_Params,), dict(cls.__dict__)))
 
 
 @dataclass
@@ -117,3 +146,7 @@ class FixpipeParams:
     srcStride: int = 0
     dstStride: int = 0
     reluEn: bool = False
+
+
+PARAM_TYPES = (DataCopyParams, DataCopyExtParams, DataCopyPadExtParams, Nd2NzParams, BinaryRepeatParams,
+               UnaryRepeatParams, BrcbRepeatParams, MmadParams, LoadData2DParams, FixpipeParams)

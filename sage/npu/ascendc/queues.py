@@ -48,6 +48,8 @@ def _space_of(position) -> str:
 class TQue:
     """``TQue<TPosition, depth>``: a queue of local buffers (created by ``TPipe.InitBuffer``)."""
 
+    API = ("AllocTensor", "EnQue", "DeQue", "FreeTensor")
+
     def __init__(self, position: TPosition, depth: int = 1):
         if not isinstance(position, TPosition):
             raise KernelRuntimeError(f"TQue needs a TPosition, got {position!r}")
@@ -139,6 +141,8 @@ class TQue:
 class TBuf:
     """``TBuf<TPosition>``: one scratch buffer with no queue sync: ``Get(dtype)`` returns it as a tensor."""
 
+    API = ("Get",)
+
     def __init__(self, position: TPosition = TPosition.VECCALC):
         self.position = position
         self._slot: Slot | None = None
@@ -167,6 +171,8 @@ class TBuf:
 
 class TPipe:
     """``TPipe``: allocates queue and TBuf memory with ``InitBuffer``."""
+
+    API = ("InitBuffer",)
 
     def __init__(self):
         current_core("TPipe()")

@@ -8,6 +8,7 @@ from sage.npu import dtypes
 from sage.npu.errors import BoundsError, KernelRuntimeError, QueueError, RaceError
 from sage.npu.sim import core as core_mod
 from sage.npu.sim.core import S, Slot, current_core
+from sage.npu.sim.opcodes import SCALAR_GM, SCALAR_LOCAL
 from sage.npu.ascendc.host import GmHandle
 
 
@@ -23,6 +24,7 @@ class GlobalTensor:
     """``GlobalTensor<T>``: ``SetGlobalBuffer(gm, offset, size)``; ``gt[i]`` is the view from element i."""
 
     __slots__ = ("_buf", "_off", "_size")
+    API = ("SetGlobalBuffer", "__getitem__", "dtype", "GetSize", "GetValue", "SetValue")
 
     def __init__(self):
         self._buf = None
@@ -79,12 +81,17 @@ class GlobalTensor:
         lo = (self._off + i) * isz
         return (core.gm_region(self._buf), lo, lo + isz)
 
+    def _gm_ref(self, i: int) -> tuple:
+        isz = self._buf.dtype.itemsize
+        lo = (self._off + i) * isz
+        return (self._buf.id, lo, lo + isz)
+
     def GetValue(self, i: int):
         """A scalar read from GM (slow: a scalar-pipe GM access)."""
         core = current_core("GlobalTensor.GetValue")
         i = _index(i, "GetValue")
         self._check(i, 1, "GetValue")
-        core.instr(S, "GetValue(GM)", 0.0, core.costs.gm_access, reads=(self._gm_span(core, i),))
+        core.instr(S, "GetValue(GM)", SCALAR_GM, gm=self._gm_ref(i), reads=(self._gm_span(core, i),))
         core.scalar_read_done()
         return self._buf.data[self._off + i].item()
 
@@ -92,7 +99,7 @@ class GlobalTensor:
         core = current_core("GlobalTensor.SetValue")
         i = _index(i, "SetValue")
         self._check(i, 1, "SetValue")
-        core.instr(S, "SetValue(GM)", 0.0, core.costs.gm_access, writes=(self._gm_span(core, i),))
+        core.instr(S, "SetValue(GM)", SCALAR_GM, gm=self._gm_ref(i), writes=(self._gm_span(core, i),))
         self._buf.data[self._off + i] = value
 
 
@@ -100,6 +107,7 @@ class LocalTensor:
     """``LocalTensor<T>``: a typed window on a local buffer; ``t[offset]`` is the view from element offset."""
 
     __slots__ = ("_slot", "_off", "_size", "_dtype", "_arr", "_gen")
+    API = ("__getitem__", "addr", "dtype", "position", "GetSize", "ReinterpretCast", "GetValue", "SetValue")
 
     def __init__(self, slot: Slot, off: int, size: int, dtype: np.dtype, gen: int):
         self._slot, self._off, self._size, self._dtype, self._gen = slot, off, size, dtype, gen
@@ -167,7 +175,7 @@ class LocalTensor:
         lo = self._off + i * self._dtype.itemsize
         rng = ((self._slot, lo, lo + self._dtype.itemsize),)
         try:
-            core.instr(S, what, 0.0, core.costs.local_access, reads=() if write else rng, writes=rng if write else ())
+            core.instr(S, what, SCALAR_LOCAL, reads=() if write else rng, writes=rng if write else ())
         except RaceError as err:
             hint = (" A scalar read of data another pipe wrote needs SetFlag/WaitFlag(HardEvent.V_S) "
                     "(or MTE2_S) first." if not write else

@@ -1,8 +1,9 @@
 """One simulated AI Core running one block: pipes, sync edges, race checks, instruction records.
 
-Every DSL call runs its numpy work right away and appends one compact record
-``(pipe, head, body, gm, deps, name, kind)`` here; timing is computed afterwards from the
-records (``schedule.py``), so a launch can be re-timed cheaply when cores share HBM.
+Every DSL call runs its numpy work right away and appends one compact record here (its
+layout is in ``opcodes.py``): what the instruction is and how big, never what it costs.
+Timing is computed afterwards from the records by ``sage.npu.replay``, in the trusted
+parent process, so nothing a kernel does in its own process can set its time.
 
 Sync is tracked twice, for two purposes: ``deps`` (record indices an instruction waits
 for) drive timing; vector clocks (``vc[pipe][other]`` = how many instructions of
@@ -11,15 +12,17 @@ for) drive timing; vector clocks (``vc[pipe][other]`` = how many instructions of
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from sage.npu.errors import CapacityError, KernelTimeout, LaunchError, RaceError
 from sage.npu.results import PIPES
+from sage.npu.sim.opcodes import BARRIER, FLAG, MARK, NORMAL, SYNC
 from sage.npu.sim.races import RangeTracker
 
 S, V, M, MTE1, MTE2, MTE3, FIX = range(7)
 PIPE_INDEX = {name: i for i, name in enumerate(PIPES)}
-NORMAL, BARRIER, SYNC = 0, 1, 2  # record kinds; only NORMAL records count as instructions
 
 _UNINITIALISED = 0xFF  # fresh local memory reads as NaN / -1, as garbage would, so missing writes show
 
@@ -99,8 +102,8 @@ class CoreState:
 
     def __init__(self, session, block_idx: int, block_num: int):
         self.session = session
-        self.costs = session.costs
         self.spec = session.spec
+        self.kernel_file = session.kernel_file
         self.block_idx, self.block_num = block_idx, block_num
         b = self.spec.buffers
         self.spaces = {name: MemSpace(name, cap) for name, cap in
@@ -111,22 +114,30 @@ class CoreState:
         self.pipe_recs: list[list[int]] = [[] for _ in range(7)]
         self.flags: dict[tuple[int, int, int], list[Gate]] = {}
         self.gm_regions: dict[int, GmRegion] = {}
-        self.bytes: dict[str, int] = {}
-        self.hbm_bytes = 0
-        self.macs = 0
-        self.vector_cycles = 0.0
         self.instructions = 0
         self.uses_cube = False
         self.atomic = None  # SetAtomicAdd/Max/Min: the ufunc GM stores combine with
         self._budget = session.instruction_budget - session.instructions  # what is left for this run
 
+    def kernel_line(self) -> int:
+        """The kernel file line that issued the instruction being recorded (0 if none)."""
+        f = sys._getframe(2)
+        kfile = self.kernel_file
+        while f is not None:
+            if f.f_code.co_filename == kfile:
+                return f.f_lineno
+            f = f.f_back
+        return 0
+
     # -- instructions -----------------------------------------------------------------------
-    def instr(self, pipe: int, name: str, head: float, body: float, gm: float = 0.0,
-              reads=(), writes=(), deps: tuple | None = None, kind: int = NORMAL) -> int:
+    def instr(self, pipe: int, name: str, op: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0,
+              gm: tuple | None = None, reads=(), writes=(), deps: tuple | None = None, kind: int = NORMAL) -> int:
         """Check sync and races for the byte ranges ``(slot, lo, hi)`` touched, then record.
 
-        The common case, one access covering a buffer's single tracked segment, is handled
-        inline; everything else goes through RangeTracker.
+        ``op, a..d`` describe the work (``opcodes.py``); ``gm`` is ``(allocation id, byte lo,
+        byte hi)`` of the GM bytes a transfer touches. The common case, one access covering a
+        buffer's single tracked segment, is handled inline; everything else goes through
+        RangeTracker.
         """
         vcp = self.vc[pipe]
         dep_list = None
@@ -173,7 +184,9 @@ class CoreState:
                     self._race(pipe, name, slot, lo, hi, hit, "writes")
         records = self.records
         idx = len(records)
-        records.append((pipe, head, body, gm, tuple(dep_list) if dep_list else (deps or None), name, kind))
+        gbuf, glo, ghi = gm if gm is not None else (-1, 0, 0)
+        records.append((pipe, kind, op, a, b, c, d, gbuf, glo, ghi,
+                        tuple(dep_list) if dep_list else (deps or None), name, self.kernel_line()))
         seq = vcp[pipe] + 1
         vcp[pipe] = seq
         self.pipe_recs[pipe].append(idx)
@@ -216,7 +229,7 @@ class CoreState:
 
     def _race(self, pipe, name, slot, lo, hi, hit, verb) -> None:
         other, seq = hit
-        other_name = self.records[self.pipe_recs[other][seq - 1]][5]
+        other_name = self.records[self.pipe_recs[other][seq - 1]][11]
         a, b = PIPES[other], PIPES[pipe]
         raise RaceError(
             f"{name} on pipe {b} {verb} bytes [{lo}, {hi}) of {slot.label} that {other_name} on "
@@ -243,7 +256,7 @@ class CoreState:
         slot.gate = Gate(gate.deps, gate.vc, (slot.gate.gen if slot.gate is not None else 0) + 1)
 
     def set_flag(self, src: int, dst: int, event_id: int, name: str) -> None:
-        idx = self.instr(src, name, 0.0, self.costs.flag, kind=SYNC)
+        idx = self.instr(src, name, FLAG, kind=SYNC)
         gate = Gate((idx,), list(self.vc[src]), 0)
         self.flags.setdefault((src, dst, event_id), []).append(gate)
 
@@ -258,20 +271,20 @@ class CoreState:
         for p, s in enumerate(gate.vc):
             if vcd[p] < s:
                 vcd[p] = s
-        self.instr(dst, name, 0.0, self.costs.flag, deps=gate.deps, kind=SYNC)
+        self.instr(dst, name, FLAG, deps=gate.deps, kind=SYNC)
 
     def barrier(self, pipe: int | None, name: str) -> None:
         """PipeBarrier: pipe X drains (its next instruction pays its head); PIPE_ALL syncs all pipes."""
         if pipe is not None:
-            self.instr(pipe, name, 0.0, 0.0, kind=BARRIER)
+            self.instr(pipe, name, MARK, kind=BARRIER)
             return
         deps = tuple(recs[-1] for recs in self.pipe_recs if recs)
         joined = [max(col) for col in zip(*self.vc)]
         for p in range(7):
             self.vc[p] = list(joined)
-        self.instr(S, name, 0.0, self.costs.flag, deps=deps, kind=SYNC)
+        self.instr(S, name, FLAG, deps=deps, kind=SYNC)
         for p in range(1, 7):
-            self.instr(p, name, 0.0, 0.0, deps=deps, kind=BARRIER)
+            self.instr(p, name, MARK, deps=deps, kind=BARRIER)
 
     def scalar_read_done(self) -> None:
         """The scalar unit waits for its load before it issues anything else: every later
@@ -288,9 +301,6 @@ class CoreState:
         return region
 
     # -- accounting -------------------------------------------------------------------------
-    def add_bytes(self, path: str, nbytes: int) -> None:
-        self.bytes[path] = self.bytes.get(path, 0) + nbytes
-
     def mark_cube(self, what: str) -> None:
         if not self.uses_cube:
             self.uses_cube = True

@@ -1,4 +1,8 @@
-"""One forward() run: GM allocations, the L2 state, and the launches made so far."""
+"""One forward() run: GM allocations and the launches made so far (their instruction records).
+
+The session only runs kernels functionally and records what they did; timing is the
+replay's job (``sage.npu.replay``), which may run in another process.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,8 @@ import numpy as np
 from sage.npu.errors import LaunchError
 from sage.npu.hardware import HardwareSpec
 from sage.npu.sim import core as core_mod
-from sage.npu.sim.costs import CostModel
-from sage.npu.sim.l2 import L2Cache
-from sage.npu.sim.multicore import BlockRun, LaunchTiming, time_launch
+from sage.npu.sim.opcodes import vector_keys
+from sage.npu.sim.runtrace import BlockTrace, LaunchTrace, RunTrace
 
 GM_ALIGN = 512  # allocations start on a 512 B GM line, as device allocators do
 
@@ -25,18 +28,25 @@ class GmBuffer:
         self.is_input = is_input
 
 
+def gm_addresses(sizes: list[int]) -> list[int]:
+    """Device addresses of allocations of these sizes made in this order (512 B lines)."""
+    out, nxt = [], 0
+    for n in sizes:
+        out.append(nxt)
+        nxt += -(-max(n, 1) // GM_ALIGN) * GM_ALIGN
+    return out
+
+
 class Session:
-    def __init__(self, spec: HardwareSpec, *, keep_trace: bool = False, instruction_budget: int = 20_000_000):
+    def __init__(self, spec: HardwareSpec, *, kernel_file: str = "kernel.py", instruction_budget: int = 20_000_000):
         self.spec = spec
-        self.costs = CostModel(spec)
-        self.l2 = L2Cache(spec.chip.l2_bytes)
-        self.keep_trace = keep_trace
+        self.kernel_file = kernel_file
+        self.repeat_bytes = spec.vector.repeat_bytes
+        self.vec_index = {k: i for i, k in enumerate(vector_keys(spec))}
         self.instruction_budget = instruction_budget
         self.buffers: list[GmBuffer] = []
         self._next_addr = 0
-        self.launches: list[LaunchTiming] = []
-        self.blocks_run: list[BlockRun] = []
-        self.launch_blocks: list[list[BlockRun]] = []  # kept only for traces
+        self.trace = RunTrace()
         self._launch_block_dim = 0
         self.instructions = 0  # simulated so far, against instruction_budget
 
@@ -45,9 +55,10 @@ class Session:
         buf = GmBuffer(len(self.buffers), flat, self._next_addr, is_input)
         self._next_addr += -(-max(flat.nbytes, 1) // GM_ALIGN) * GM_ALIGN
         self.buffers.append(buf)
+        self.trace.allocations.append((flat.nbytes, is_input))
         return buf
 
-    def launch(self, fn, name: str, block_dim, args: tuple, kwargs: dict) -> None:
+    def launch(self, fn, name: str, block_dim, args: tuple, kwargs: dict, on_block_end=None) -> None:
         limit = self.spec.launch.max_block_dim_vector
         if isinstance(block_dim, bool) or not isinstance(block_dim, (int, np.integer)):
             raise LaunchError(f"block_dim must be an int, got {type(block_dim).__name__}")
@@ -57,27 +68,21 @@ class Session:
                 f"block_dim={block_dim} is out of range for {self.spec.name}: a vector kernel may use 1..{limit} "
                 f"blocks (one per AIV core), a cube kernel 1..{self.spec.launch.max_block_dim_cube}")
         self._launch_block_dim = block_dim
-        blocks = []
+        launch = LaunchTrace(name, block_dim)
         try:
             for b in range(block_dim):
                 core = core_mod.CoreState(self, b, block_dim)
                 core_mod.set_current(core)
-                fn(*args, **kwargs)
+                try:
+                    fn(*args, **kwargs)
+                finally:
+                    if on_block_end is not None:
+                        on_block_end(core)
                 self.instructions += core.instructions
-                blocks.append(BlockRun(core.records, core.bytes, core.hbm_bytes, core.macs,
-                                       core.vector_cycles, core.instructions, core.uses_cube))
+                launch.blocks.append(BlockTrace(core.records, core.uses_cube))
         finally:
             core_mod.set_current(None)
-        chip = self.spec.chip
-        n_cores = chip.aic_cores if any(b.uses_cube for b in blocks) else chip.aiv_cores
-        timing = time_launch(name, blocks, n_cores, self.costs.issue, self.spec.hbm_bytes_per_cycle,
-                             self.spec.launch_overhead_cycles, keep=self.keep_trace)
-        if not self.keep_trace:
-            for b in blocks:
-                b.records = []  # timing is done; keep the counters only
-        self.launches.append(timing)
-        self.blocks_run.extend(blocks)
-        self.launch_blocks.append(blocks if self.keep_trace else [])
+        self.trace.launches.append(launch)
 
     def check_cube_launch(self, what: str) -> None:
         limit = self.spec.launch.max_block_dim_cube

@@ -1,0 +1,196 @@
+"""Capability handles: what a kernel holds instead of simulator objects.
+
+Every object a kernel can reach through the DSL (GM tensors on the host, GlobalTensor,
+LocalTensor, TQue, TBuf, TPipe, Matmul, a kernel and its launcher) is a `Handle`: a
+frozen object with one slot, an integer id, no ``__dict__``, that cannot be subclassed
+outside this package. The simulator object it stands for (with its numpy arrays, its
+core, its queues) lives in `_OBJECTS`, a table of this module that kernel code cannot
+name. Every DSL call translates handles to their objects on the way in and objects to new
+handles on the way out, so no reference to simulator state ever reaches the kernel's
+namespace, whatever attribute a kernel manages to read.
+
+The table is per run (`reset`); a handle made inside one block and used in another, or
+one kept from an earlier run, is refused: on the chip a block cannot touch another
+core's buffers.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import itertools
+from typing import Any, Callable
+
+import numpy as np
+
+from sage.npu.errors import LaunchError
+from sage.npu.sim import core as core_mod
+
+_OBJECTS: dict[int, Any] = {}     # handle id -> simulator object
+_OWNER: dict[int, Any] = {}       # handle id -> the core it belongs to (absent: valid anywhere in the run)
+_BY_CORE: dict[int, list[int]] = {}
+_IDS = itertools.count(1)
+_PUBLIC: dict[type, type] = {}    # simulator class -> its handle class
+_HANDLE_TYPES: set[type] = set()
+_SESSION_LEVEL: set[type] = set()  # classes whose objects live for the whole run (GM tensors, kernels)
+_PLAIN = {type(None), bool, int, float, complex, str}
+_PLAIN_BASES: tuple[type, ...] = (enum.Enum, np.dtype)
+
+
+class Handle:
+    """Base of every DSL handle: one integer slot, immutable, not subclassable by kernels."""
+
+    __slots__ = ("_hid",)
+
+    def __init_subclass__(cls, **kwargs):
+        if not cls.__module__.startswith(__name__.rsplit(".", 1)[0]):
+            raise TypeError(f"{cls.__bases__[0].__name__} cannot be subclassed outside the DSL")
+        super().__init_subclass__(**kwargs)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} handles are immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} handles are immutable")
+
+    def __repr__(self) -> str:
+        return repr(unwrap(self))
+
+    def __reduce__(self):
+        raise TypeError("DSL handles cannot be pickled")
+
+
+def reset() -> None:
+    """Forget every object: called at the start and end of each run."""
+    _OBJECTS.clear()
+    _OWNER.clear()
+    _BY_CORE.clear()
+
+
+def end_block(core: Any) -> None:
+    """The block on `core` is done: its handles die with it."""
+    for hid in _BY_CORE.pop(id(core), ()):
+        _OBJECTS.pop(hid, None)
+        _OWNER.pop(hid, None)
+
+
+def wrap(obj: Any) -> Any:
+    """A new handle for simulator object `obj`; plain values pass through, anything else is a
+    bug in the DSL (it would hand the kernel a reference to simulator state) and raises."""
+    cls = _PUBLIC.get(obj.__class__)
+    if cls is None:
+        if obj.__class__ in _PLAIN or isinstance(obj, _PLAIN_BASES):
+            return obj
+        if obj.__class__ is tuple or obj.__class__ is list:
+            return obj.__class__(wrap(o) for o in obj)
+        raise TypeError(f"internal: a DSL call returned a {type(obj).__name__} to kernel code")
+    hid = next(_IDS)
+    handle = object.__new__(cls)
+    object.__setattr__(handle, "_hid", hid)
+    _OBJECTS[hid] = obj
+    core = core_mod._current
+    if core is not None and obj.__class__ not in _SESSION_LEVEL:
+        _OWNER[hid] = core
+        _BY_CORE.setdefault(id(core), []).append(hid)
+    return handle
+
+
+def unwrap(handle: Any) -> Any:
+    """The simulator object behind `handle` (plain values pass through)."""
+    if handle.__class__ not in _HANDLE_TYPES:
+        if handle.__class__ is tuple or handle.__class__ is list:
+            return handle.__class__(unwrap(h) for h in handle)
+        return handle
+    hid = handle._hid
+    obj = _OBJECTS.get(hid)
+    if obj is None:
+        raise LaunchError(f"this {type(handle).__name__} belongs to another block or an earlier run: a block can "
+                          "only use the tensors and queues it created (and GM tensors passed to the kernel)")
+    owner = _OWNER.get(hid)
+    if owner is not None and owner is not core_mod._current:
+        raise LaunchError(f"this {type(handle).__name__} was created in another block: a block cannot touch "
+                          "another core's buffers")
+    return obj
+
+
+def api(fn: Callable) -> Callable:
+    """The kernel-facing form of DSL function `fn`: handles in, handles out."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if kwargs:
+            kwargs = {k: unwrap(v) for k, v in kwargs.items()}
+        return wrap(fn(*[unwrap(a) for a in args], **kwargs))
+    return call
+
+
+def public(impl: type, *, session_level: bool = False, passthrough: tuple[str, ...] = ()) -> type:
+    """The handle class of simulator class `impl`: the members it lists in its ``API`` tuple
+    (methods, properties, and ``__getitem__``/``__call__``/... where listed), forwarded.
+
+    `passthrough` methods receive their arguments untranslated (a kernel launch hands the
+    kernel function the very handles the host passed).
+    """
+    members: dict[str, Any] = {"__slots__": (), "__doc__": impl.__doc__, "__module__": impl.__module__}
+    for name in impl.API:
+        attr = getattr(impl, name)
+        if isinstance(attr, property):
+            members[name] = property(_forward_property(attr.fget), doc=attr.__doc__)
+        else:
+            members[name] = _forward_method(attr, name in passthrough)
+    members["__init__"] = _constructor(impl)
+    cls = type(impl.__name__, (Handle,), members)
+    _PUBLIC[impl] = cls
+    _HANDLE_TYPES.add(cls)
+    if session_level:
+        _SESSION_LEVEL.add(impl)
+    return cls
+
+
+def _constructor(impl: type) -> Callable:
+    def __init__(self, *args, **kwargs):
+        obj = impl(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
+        made = wrap(obj)
+        object.__setattr__(self, "_hid", made._hid)
+    __init__.__doc__ = impl.__init__.__doc__
+    __init__.__wrapped__ = impl.__init__  # for inspect.signature (the reference card)
+    return __init__
+
+
+def _forward_method(fn: Callable, passthrough: bool) -> Callable:
+    if passthrough:
+        @functools.wraps(fn)
+        def method(self, *args, **kwargs):
+            return wrap(fn(unwrap(self), *args, **kwargs))
+    else:
+        @functools.wraps(fn)
+        def method(self, *args, **kwargs):
+            if kwargs:
+                kwargs = {k: unwrap(v) for k, v in kwargs.items()}
+            return wrap(fn(unwrap(self), *[unwrap(a) for a in args], **kwargs))
+    return method
+
+
+def _forward_property(fget: Callable) -> Callable:
+    def get(self):
+        return wrap(fget(unwrap(self)))
+    return get
+
+
+def public_attributes() -> dict[type, frozenset[str]]:
+    """Per handle class, the attribute names a kernel may read (its public API)."""
+    return {cls: frozenset(n for n in dir(cls) if not n.startswith("_")) for cls in _HANDLE_TYPES}
+
+
+def writable_types() -> tuple[type, ...]:
+    """DSL types whose fields a kernel may set (the parameter structs, as in Ascend C)."""
+    from sage.npu.ascendc import params
+
+    return params.PARAM_TYPES
+
+
+def subscriptable_types() -> tuple[type, ...]:
+    return tuple(cls for cls in _HANDLE_TYPES if "__getitem__" in cls.__dict__)
+
+
+def is_handle(value: Any) -> bool:
+    return value.__class__ in _HANDLE_TYPES

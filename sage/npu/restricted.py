@@ -1,0 +1,334 @@
+"""Kernel files as restricted Python: what the language allows, and the guards of its namespace.
+
+Kernel text is hostile (LLMs reward-hack), so it is compiled with RestrictedPython's
+compiler, whose transformer rewrites every attribute read ``a.b`` into ``_getattr_(a, "b")``,
+every attribute or item write through ``_write_``, every subscript through ``_getitem_`` and
+every iteration through ``_getiter_``. `KernelPolicy` is stricter than RestrictedPython's
+default in the ways a kernel file needs:
+
+- no name, attribute, argument, keyword, class or def starting with ``_`` anywhere (class
+  bodies and methods included: RestrictedPython would allow ``__init__`` and friends);
+- imports: ``from sage.npu.ascendc import *`` (or named DSL names) and ``math`` only;
+- no ``try``/``with``/``yield``/``global``/``nonlocal``/``match``/async: Ascend C kernels
+  have none of them, and ``try`` would let a kernel swallow the simulator's errors;
+- the guards below decide, per type, which attributes exist. A DSL handle exposes its
+  public API, a plain value (int, str, list, ...) its methods except ``str.format`` and
+  ``format_map`` (their field syntax walks attributes), ``math`` its public functions, and
+  a class the kernel defined its own members. Everything else (functions, frames,
+  generators, modules, numpy objects) has no readable attribute at all: an allow-list, not
+  a deny-list, so an attribute Python adds in a later version is refused by default.
+- no ``id``, ``type``, ``vars``, ``dir``, ``getattr``, ``globals``, ``open``, ``eval``...: the
+  builtins are an allow-list too. A class statement may not derive from a DSL class (or
+  any class the kernel did not define, ``object`` aside).
+
+The DSL's own handles (`sage.npu.ascendc`) hold no reference to simulator state either:
+that is the second layer, in ``sage/npu/ascendc/handles.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import math
+import operator
+import re
+import sys
+import types
+from typing import Any
+
+import numpy as np
+from RestrictedPython import compile_restricted_exec
+from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+from RestrictedPython.transformer import RestrictingNodeTransformer
+
+from sage.npu.errors import KernelRuntimeError, SandboxError
+
+DSL_MODULE = "sage.npu.ascendc"
+MAX_SOURCE_BYTES = 256 * 1024        # a kernel file is a few KB; a larger one is refused unread
+MAX_PRINT_BYTES = 64 * 1024          # what a kernel's print()/printf() may leave, in all
+
+_NO_STATEMENT = {
+    "Try": "try/except is not allowed in a kernel (Ascend C kernels have no exceptions; "
+           "a simulator error ends the run)",
+    "TryStar": "try/except* is not allowed in a kernel",
+    "With": "`with` is not allowed in a kernel",
+    "Yield": "generators (yield) are not allowed in a kernel",
+    "YieldFrom": "generators (yield from) are not allowed in a kernel",
+    "Global": "`global` is not allowed in a kernel: keep state on `self`",
+    "Nonlocal": "`nonlocal` is not allowed in a kernel: keep state on `self`",
+}
+
+
+class KernelPolicy(RestrictingNodeTransformer):
+    """RestrictedPython's transformer with a kernel file's stricter rules (see the module doc)."""
+
+    def check_name(self, node, name, allow_magic_methods: bool = False) -> None:
+        # Never the magic-method exception: `def __init__` in a kernel class is refused too.
+        super().check_name(node, name, allow_magic_methods=False)
+
+    def visit_keyword(self, node: ast.keyword):
+        if node.arg is not None:
+            self.check_name(node, node.arg)
+        return super().visit_keyword(node)
+
+    def visit_Import(self, node: ast.Import):
+        for alias in node.names:
+            if alias.name != "math":
+                self.error(node, f"import of '{alias.name}' is not allowed: a kernel file may only use "
+                                 f"`from {DSL_MODULE} import *` and `import math`")
+            if alias.asname:
+                self.check_name(node, alias.asname)
+        return self.node_contents_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom):
+        if node.level != 0 or node.module not in (DSL_MODULE, "math"):
+            where = "." * node.level + (node.module or "")
+            self.error(node, f"import from '{where}' is not allowed: a kernel file may only use "
+                             f"`from {DSL_MODULE} import *` and `import math`")
+            return node
+        public = dsl_names() if node.module == DSL_MODULE else MATH_NAMES
+        for alias in node.names:
+            if alias.name == "*" and node.module == DSL_MODULE:
+                continue
+            if alias.name not in public:
+                self.error(node, f"'{alias.name}' is not part of {node.module} as a kernel sees it")
+            if alias.asname:
+                self.check_name(node, alias.asname)
+        return self.node_contents_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef):
+        for kw in node.keywords:
+            self.error(node, f"class keyword '{kw.arg}' is not allowed in a kernel")
+        new = super().visit_ClassDef(node)
+        # RestrictedPython rebuilds the class statement from a template: give it the original
+        # line, so an error raised while the class is created names the kernel's line.
+        for part in (new, *new.keywords, *(n for kw in new.keywords for n in ast.walk(kw.value))):
+            ast.copy_location(part, node)
+        return new
+
+
+for _name, _why in _NO_STATEMENT.items():
+    def _refuse(self, node, _why=_why):
+        self.error(node, _why)
+        return node
+    setattr(KernelPolicy, f"visit_{_name}", _refuse)
+
+
+def dsl_names() -> frozenset[str]:
+    import sage.npu.ascendc as dsl
+
+    return frozenset(dsl.__all__)
+
+
+MATH_NAMES = frozenset(n for n in dir(math) if not n.startswith("_"))
+
+
+def compile_kernel(source: str, filename: str = "kernel.py") -> types.CodeType:
+    """Restricted byte code of a kernel file: SandboxError (with the line) for anything the
+    language refuses, KernelRuntimeError for a syntax error (the same lesson as ever)."""
+    if not isinstance(source, str) or len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
+        raise SandboxError(f"the kernel file is larger than {MAX_SOURCE_BYTES // 1024} KB")
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise KernelRuntimeError(f"SyntaxError: {exc.msg}", line=exc.lineno) from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise SandboxError(f"the kernel file cannot be parsed: {type(exc).__name__}", line=None) from None
+    try:
+        result = compile_restricted_exec(tree, filename=filename, policy=KernelPolicy)
+    except (RecursionError, MemoryError) as exc:
+        raise SandboxError(f"the kernel file is nested too deeply to compile ({type(exc).__name__})") from None
+    except SyntaxError as exc:
+        raise KernelRuntimeError(f"SyntaxError: {exc.msg}", line=exc.lineno) from None
+    if result.errors or result.code is None:
+        first = result.errors[0] if result.errors else "the kernel file was refused"
+        match = _ERROR_LINE.match(first)
+        if match:
+            raise SandboxError(match.group(2), line=int(match.group(1)) if match.group(1) != "None" else None)
+        raise SandboxError(first)
+    return result.code
+
+
+_ERROR_LINE = re.compile(r"Line (\d+|None): (.*)", re.S)
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel's namespace: guards and builtins.
+
+_VALUE_TYPES = (int, float, bool, complex, str, bytes, tuple, list, dict, set, frozenset, range, slice,
+                type(None))
+_VALUE_DENY = frozenset({"format", "format_map"})
+_VALUE_ATTRS = {t: frozenset(n for n in dir(t) if not n.startswith("_")) - _VALUE_DENY for t in _VALUE_TYPES}
+_DTYPE_ATTRS = frozenset({"itemsize", "name"})
+_ITEM_TYPES = (list, tuple, dict, str, range, bytes)
+_WRITE_TYPES = (list, dict, set)
+
+
+class KernelNamespace:
+    """The guards and builtins of one kernel run; it remembers the classes the kernel defined."""
+
+    def __init__(self, printer: PrintSink):
+        self.classes: set[type] = set()
+        self.printer = printer
+        self.attrs: dict[type, frozenset[str]] = dict(_VALUE_ATTRS)
+        from sage.npu.ascendc import handles
+
+        self.attrs.update(handles.public_attributes())
+        self.writable = handles.writable_types()
+        self.item_types = handles.subscriptable_types() + _ITEM_TYPES
+
+    # -- guards -----------------------------------------------------------------------------
+    def getattr(self, obj: Any, name: str, default: Any = None) -> Any:
+        t = type(obj)
+        allowed = self.attrs.get(t)
+        if allowed is not None and name in allowed:
+            return getattr(obj, name)
+        if t in self.classes and not name.startswith("_"):
+            return getattr(obj, name)
+        return self._slow_getattr(obj, t, name)
+
+    def _slow_getattr(self, obj: Any, t: type, name: str) -> Any:
+        if name.startswith("_"):
+            raise SandboxError(f"the attribute '.{name}' is not allowed in a kernel")
+        if obj in self.classes:  # the kernel's own class: its own members only, not type's
+            for klass in obj.__mro__[:-1]:
+                if name in klass.__dict__:
+                    return getattr(obj, name)
+            raise KernelRuntimeError(f"AttributeError: class {obj.__name__} has no attribute '{name}'")
+        if isinstance(obj, np.dtype) and name in _DTYPE_ATTRS:
+            return getattr(obj, name)
+        if isinstance(obj, enum.Enum) and name in ("name", "value") and _is_dsl(t):
+            return getattr(obj, name)
+        if isinstance(obj, enum.EnumMeta) and _is_dsl(obj) and name in obj.__members__:
+            return obj[name]
+        if obj is math and name in MATH_NAMES:
+            return getattr(math, name)
+        what = getattr(t, "__name__", "object")
+        raise SandboxError(f"reading '.{name}' of a {what} is not allowed in a kernel "
+                           "(kernels reach DSL handles, plain values and their own classes only)")
+
+    def write(self, obj: Any) -> Any:
+        t = type(obj)
+        if t in self.classes or obj in self.classes or t in _WRITE_TYPES or t in self.writable:
+            return obj
+        raise SandboxError(f"a kernel may not change a {getattr(t, '__name__', 'object')} "
+                           "(DSL handles are immutable; keep state on your own objects)")
+
+    def getitem(self, obj: Any, key: Any) -> Any:
+        if isinstance(obj, self.item_types):
+            return obj[key]
+        raise SandboxError(f"indexing a {getattr(type(obj), '__name__', 'object')} is not allowed in a kernel")
+
+    def build_class(self, name: str, bases: tuple, ns: dict) -> type:
+        for base in bases:
+            if base is not object and base not in self.classes:
+                raise SandboxError(f"class {name} may not derive from {getattr(base, '__name__', base)!s}: "
+                                   "a kernel's classes derive only from its own classes")
+        for key in ns:
+            if key.startswith("_") and key not in ("__module__", "__qualname__", "__doc__"):
+                raise SandboxError(f"class {name} may not define '{key}'")
+        klass = type(name, bases or (object,), ns)
+        self.classes.add(klass)
+        return klass
+
+    def import_(self, name: str, globals=None, locals=None, fromlist=(), level: int = 0):
+        if level == 0 and name == "math":
+            return math
+        if level == 0 and name == DSL_MODULE and fromlist:
+            return sys.modules[DSL_MODULE]
+        raise SandboxError(f"import of '{name}' is not allowed in a kernel")
+
+    # -- the namespace ---------------------------------------------------------------------
+    def globals(self, filename: str) -> dict:
+        return {
+            "__name__": "sage_kernel",
+            "__file__": filename,
+            "__builtins__": self.builtins(),
+            "__metaclass__": self.build_class,
+            "_getattr_": self.getattr,
+            "_write_": self.write,
+            "_getitem_": self.getitem,
+            "_getiter_": iter,
+            "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+            "_unpack_sequence_": guarded_unpack_sequence,
+            "_apply_": _apply,
+            "_inplacevar_": _inplacevar,
+            "_print_": self.printer.collector,
+        }
+
+    def builtins(self) -> dict:
+        import builtins as b
+
+        safe = {n: getattr(b, n) for n in _BUILTINS}
+        safe["__build_class__"] = b.__build_class__
+        safe["__import__"] = self.import_
+        return safe
+
+
+_BUILTINS = (
+    "abs", "all", "any", "bool", "chr", "dict", "divmod", "enumerate", "filter", "float", "frozenset",
+    "hex", "int", "isinstance", "iter", "len", "list", "map", "max", "min", "next", "oct", "ord", "pow",
+    "range", "repr", "reversed", "round", "set", "slice", "sorted", "str", "sum", "tuple", "zip", "object",
+    "True", "False", "None",
+    "Exception", "ValueError", "TypeError", "RuntimeError", "ArithmeticError", "ZeroDivisionError",
+    "IndexError", "KeyError", "AssertionError", "NotImplementedError",
+)
+
+_INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+            "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "<<=": operator.ilshift,
+            ">>=": operator.irshift, "&=": operator.iand, "^=": operator.ixor, "|=": operator.ior,
+            "@=": operator.imatmul}
+
+
+def _inplacevar(op: str, x: Any, y: Any) -> Any:
+    fn = _INPLACE.get(op)
+    if fn is None:
+        raise SandboxError(f"operator {op} is not allowed in a kernel")
+    return fn(x, y)
+
+
+def _apply(f, *args, **kwargs):
+    return f(*args, **kwargs)
+
+
+def _is_dsl(obj: Any) -> bool:
+    return getattr(obj, "__module__", "").startswith(DSL_MODULE)
+
+
+class PrintSink:
+    """Where a kernel's print() goes: a bounded buffer returned with the result, never stdout."""
+
+    def __init__(self, limit: int = MAX_PRINT_BYTES):
+        self.limit = limit
+        self.parts: list[str] = []
+        self.size = 0
+        self.truncated = False
+
+    def write(self, text: str) -> None:
+        room = self.limit - self.size
+        if room <= 0:
+            self.truncated = True
+            return
+        if len(text) > room:
+            text, self.truncated = text[:room], True
+        self.parts.append(text)
+        self.size += len(text)
+
+    def text(self) -> str:
+        return "".join(self.parts) + ("\n[output truncated]" if self.truncated else "")
+
+    def collector(self, _getattr_=None) -> _Collector:
+        return _Collector(self)
+
+
+class _Collector:
+    """RestrictedPython's print protocol (`_print_(_getattr_)` then `_print._call_print(...)`)."""
+
+    def __init__(self, sink: PrintSink):
+        self.sink = sink
+
+    def _call_print(self, *objects, sep: str = " ", end: str = "\n", **_ignored) -> None:
+        self.sink.write(str(sep).join(str(o) for o in objects) + str(end))
+
+    def __call__(self) -> str:
+        return self.sink.text()
