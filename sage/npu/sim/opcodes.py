@@ -25,7 +25,15 @@ SCALAR_LOCAL = 5  # GetValue/SetValue on a local buffer
 SCALAR_GM = 6     # GetValue/SetValue on GM
 FLAG = 7          # SetFlag / WaitFlag / the scalar part of PipeBarrier(PIPE_ALL)
 MARK = 8          # a pipe barrier marker: no cost of its own
-OPS = (VEC, GM_COPY, LOCAL_COPY, MAD, SCALAR_LOCAL, SCALAR_GM, FLAG, MARK)
+# Synchronisation between cores (kind SYNC), resolved by the multi-core schedule of a launch:
+CROSS_SET = 9     # CrossCoreSetFlag<mode, pipe>(flag): a = flag id (0..10), b = mode (0, 1, 2)
+CROSS_WAIT = 10   # CrossCoreWaitFlag<mode, pipe>(flag): a = flag id, b = mode; blocks its pipe until a set arrives
+SYNC_ALL = 11     # SyncAll<isAIVOnly>(): a = 1 when only the AIV cores take part; every taking part waits for all
+OPS = (VEC, GM_COPY, LOCAL_COPY, MAD, SCALAR_LOCAL, SCALAR_GM, FLAG, MARK, CROSS_SET, CROSS_WAIT, SYNC_ALL)
+
+# core types of a block's stream, and kernel types of a launch (KERNEL_TASK_TYPE_DEFAULT)
+AIV, AIC = "AIV", "AIC"
+KERNEL_TYPES = ("AIV_ONLY", "AIC_ONLY", "MIX_AIC_1_2", "MIX_AIV_1_0", "MIX_AIC_1_0")
 
 # transfer paths, indexed by GM_COPY / LOCAL_COPY records
 PATHS = ("GM->UB", "UB->GM", "GM->L1", "L1->L0A", "L1->L0B", "L0C->GM", "UB->UB", "UB->L1")

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sage.npu.sim.opcodes import BARRIER, GM_COPY, GM_PATHS, LOCAL_COPY, MAD, NORMAL, OPS, PATHS, SCALAR_GM, SYNC, VEC
+from sage.npu.sim.opcodes import (AIC, AIV, BARRIER, GM_COPY, GM_PATHS, KERNEL_TYPES, LOCAL_COPY, MAD, NORMAL, OPS, PATHS,
+                                  SCALAR_GM, SYNC, VEC)
 
 RECORD = np.dtype([("pipe", "<i1"), ("kind", "<i1"), ("op", "<i1"), ("name", "<i4"), ("line", "<i4"),
                    ("a", "<i8"), ("b", "<i8"), ("c", "<i8"), ("d", "<i8"),
@@ -35,8 +36,14 @@ class TraceError(ValueError):
 
 @dataclass
 class BlockTrace:
+    """One core's instruction stream in a launch: logical block `block` (0..block_dim-1); in a
+    mix launch each block is one AIC and its AIVs (`sub` 0, 1), which sync through CROSS_* records."""
+
     records: list[tuple]
     uses_cube: bool = False
+    core_type: str = AIV
+    block: int = 0
+    sub: int = 0
 
 
 @dataclass
@@ -44,6 +51,7 @@ class LaunchTrace:
     name: str
     block_dim: int
     blocks: list[BlockTrace] = field(default_factory=list)
+    kernel_type: str = "AIV_ONLY"
 
 
 @dataclass
@@ -72,8 +80,9 @@ def encode(trace: RunTrace) -> bytes:
             arr = np.array(rows, dtype=RECORD) if rows else np.zeros(0, RECORD)
             dep_arr = np.asarray(deps, dtype="<i4")
             parts += [arr.tobytes(), dep_arr.tobytes()]
-            blocks.append({"records": len(rows), "deps": len(deps), "cube": block.uses_cube})
-        launches.append({"name": lt.name, "block_dim": lt.block_dim, "blocks": blocks})
+            blocks.append({"records": len(rows), "deps": len(deps), "cube": block.uses_cube,
+                           "core": block.core_type, "block": block.block, "sub": block.sub})
+        launches.append({"name": lt.name, "block_dim": lt.block_dim, "blocks": blocks, "type": lt.kernel_type})
     header = json.dumps({"names": list(names), "allocations": [[n, bool(i)] for n, i in trace.allocations],
                          "launches": launches}).encode()
     return len(header).to_bytes(8, "little") + header + b"".join(parts)
@@ -100,15 +109,21 @@ def decode(data: bytes | memoryview, max_records: int) -> RunTrace:
     launches = []
     for spec in launch_specs:
         try:
-            lt = LaunchTrace(str(spec["name"])[:200], _int(spec["block_dim"], "block_dim"))
+            lt = LaunchTrace(str(spec["name"])[:200], _int(spec["block_dim"], "block_dim"),
+                             kernel_type=str(spec["type"]))
             blocks = _list(spec["blocks"], 1 << 16)
         except (KeyError, TypeError, ValueError) as exc:
             raise TraceError(f"launch entry is malformed: {exc}") from None
+        if lt.kernel_type not in KERNEL_TYPES:
+            raise TraceError(f"unknown kernel type {lt.kernel_type[:40]!r}")
         for b in blocks:
             try:
                 n, ndeps, cube = _int(b["records"], "records"), _int(b["deps"], "deps"), bool(b["cube"])
+                core, block_idx, sub = str(b["core"]), _int(b["block"], "block"), _int(b["sub"], "sub")
             except (KeyError, TypeError, ValueError) as exc:
                 raise TraceError(f"block entry is malformed: {exc}") from None
+            if core not in (AIV, AIC) or block_idx >= max(lt.block_dim, 1) or sub > 1:
+                raise TraceError(f"block entry out of range: core {core[:10]!r}, block {block_idx}, sub {sub}")
             total += n
             if total > max_records:
                 raise TraceError(f"more than {max_records} records")
@@ -118,7 +133,7 @@ def decode(data: bytes | memoryview, max_records: int) -> RunTrace:
             arr = np.frombuffer(view[pos:pos + n * RECORD.itemsize], dtype=RECORD)
             deps = np.frombuffer(view[pos + n * RECORD.itemsize:end], dtype="<i4")
             pos = end
-            lt.blocks.append(BlockTrace(_records(arr, deps, names, sizes, len(allocations)), cube))
+            lt.blocks.append(BlockTrace(_records(arr, deps, names, sizes, len(allocations)), cube, core, block_idx, sub))
         launches.append(lt)
     if pos != len(view):
         raise TraceError(f"{len(view) - pos} bytes after the last block")

@@ -11,7 +11,7 @@ import numpy as np
 from sage.npu.errors import LaunchError
 from sage.npu.hardware import HardwareSpec
 from sage.npu.sim import core as core_mod
-from sage.npu.sim.opcodes import vector_keys
+from sage.npu.sim.opcodes import AIC, AIV, vector_keys
 from sage.npu.sim.runtrace import BlockTrace, LaunchTrace, RunTrace
 
 GM_ALIGN = 512  # allocations start on a 512 B GM line, as device allocators do
@@ -79,7 +79,9 @@ class Session:
                     if on_block_end is not None:
                         on_block_end(core)
                 self.instructions += core.instructions
-                launch.blocks.append(BlockTrace(core.records, core.uses_cube))
+                launch.blocks.append(BlockTrace(core.records, core.uses_cube, AIC if core.uses_cube else AIV, b))
+        if any(blk.uses_cube for blk in launch.blocks):
+            launch.kernel_type = "AIC_ONLY"
         finally:
             core_mod.set_current(None)
         self.trace.launches.append(launch)
