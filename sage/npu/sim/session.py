@@ -80,10 +80,10 @@ class Session:
                         on_block_end(core)
                 self.instructions += core.instructions
                 launch.blocks.append(BlockTrace(core.records, core.uses_cube, AIC if core.uses_cube else AIV, b))
-        if any(blk.uses_cube for blk in launch.blocks):
-            launch.kernel_type = "AIC_ONLY"
         finally:
             core_mod.set_current(None)
+        if any(blk.uses_cube for blk in launch.blocks):
+            launch.kernel_type = "AIC_ONLY"
         self.trace.launches.append(launch)
 
     def check_cube_launch(self, what: str) -> None:
