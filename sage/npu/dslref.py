@@ -88,13 +88,15 @@ SECTIONS = [
     ("Blocks and memory",
      "Kernel APIs work only inside a launch. `TPosition` (alias `QuePosition`): VECIN/VECOUT/VECCALC in UB, "
      "A1/B1 in L1, A2 in L0A, B2 in L0B, CO1 in L0C. `InitBuffer` carves consecutive 32 B-aligned buffers "
-     "whose total per memory must fit. `EnQue` = SetFlag on the pipe that last wrote the tensor, `DeQue` = "
-     "the matching WaitFlag for the next pipe touching it; a freed buffer is reused once its last reader is "
-     "done. Two buffers = double buffering. A `TBuf` has no sync: pipes sharing it need SetFlag/WaitFlag. "
+     "whose total per memory must fit. A queue syncs its producer and consumer pipes only (VECIN MTE2->V, "
+     "VECOUT V->MTE3, A1/B1 MTE2->MTE1, A2/B2 MTE1->M, CO1 M->FIX): `EnQue` = SetFlag on the producer, "
+     "`DeQue` = WaitFlag blocking the whole consumer pipe, `FreeTensor` = SetFlag on the consumer, the next "
+     "`AllocTensor` of that buffer = WaitFlag on the producer. Any other pipe touching the buffer needs its "
+     "own flags. Two buffers = double buffering. A `TBuf` has no sync: pipes sharing it need SetFlag/WaitFlag. "
      "`LocalTensor`: `t[offset]` view, `GetSize()`. `GlobalTensor`: `gt[i]` view, `GetSize()`, "
      "`GetValue`/`SetValue` (scalar GM access).",
      ["GetBlockIdx", "GetBlockNum", "TPipe.InitBuffer", "TQue", "TQue.AllocTensor", "TQue.EnQue", "TQue.DeQue",
-      "TQue.FreeTensor", "TBuf", "TBuf.Get", "GlobalTensor.SetGlobalBuffer", "LocalTensor.GetValue",
+      "TQue.FreeTensor", "TQueBind", "TBuf", "TBuf.Get", "GlobalTensor.SetGlobalBuffer", "LocalTensor.GetValue",
       "LocalTensor.SetValue", "LocalTensor.ReinterpretCast"]),
     ("Data movement",
      "GM->UB and GM->L1 run on MTE2, UB->GM and UB->L1 on MTE3, UB->UB on V. `DataCopy` needs the "

@@ -10,7 +10,7 @@ COPY = """
 @kernel
 def k(x, z, n, tile, nbuf):
     pipe = TPipe()
-    q = TQue(TPosition.VECIN, nbuf)
+    q = TQueBind(TPosition.VECIN, TPosition.VECOUT, nbuf)
     pipe.InitBuffer(q, nbuf, tile * sizeof(float16))  # @init
     xg = GlobalTensor(); xg.SetGlobalBuffer(x)
     zg = GlobalTensor(); zg.SetGlobalBuffer(z)

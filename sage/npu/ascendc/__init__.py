@@ -23,6 +23,7 @@ GlobalTensor = handles.public(tensors.GlobalTensor)
 LocalTensor = handles.public(tensors.LocalTensor)
 TPipe = handles.public(queues.TPipe)
 TQue = handles.public(queues.TQue)
+TQueBind = handles.public(queues.TQueBind)
 TBuf = handles.public(queues.TBuf)
 Matmul = handles.public(matmul.Matmul)
 
@@ -55,7 +56,7 @@ __all__ = [
     # host
     "kernel", "empty", "empty_like", "GmHandle",
     # blocks and memory
-    "GetBlockIdx", "GetBlockNum", "GlobalTensor", "LocalTensor", "TPipe", "TQue", "TBuf", "TPosition", "QuePosition",
+    "GetBlockIdx", "GetBlockNum", "GlobalTensor", "LocalTensor", "TPipe", "TQue", "TQueBind", "TBuf", "TPosition", "QuePosition",
     # data movement
     "DataCopy", "DataCopyPad", "DataCopyParams", "DataCopyExtParams", "DataCopyPadExtParams", "DataCopyPadParams",
     "Nd2NzParams", "SetAtomicAdd", "SetAtomicMax", "SetAtomicMin", "SetAtomicNone",

@@ -28,7 +28,7 @@ _UNINITIALISED = 0xFF  # fresh local memory reads as NaN / -1, as garbage would,
 
 
 class Gate:
-    """A happens-before edge into a buffer: whoever touches it next waits for ``deps``."""
+    """A raised flag: the record(s) a waiting pipe depends on and the vector clock they carry."""
 
     __slots__ = ("deps", "vc", "gen")
 
@@ -61,19 +61,18 @@ class MemSpace:
 
 
 class Slot:
-    """One buffer of a queue or TBuf: the unit of race tracking, queue state and gates."""
+    """One buffer of a queue or TBuf: the unit of race tracking and queue state."""
 
-    __slots__ = ("space", "addr", "nbytes", "label", "tracker", "gate", "joined", "last_access",
-                 "last_writer", "allocated", "alloc_gen", "enqueued", "views")
+    __slots__ = ("space", "addr", "nbytes", "label", "tracker", "last_access", "last_writer", "allocated",
+                 "alloc_gen", "enqueued", "views", "freed")
     track_reads = True
 
     def __init__(self, space: MemSpace, addr: int, nbytes: int, label: str):
         self.space, self.addr, self.nbytes, self.label = space, addr, nbytes, label
         self.tracker = RangeTracker()
-        self.gate: Gate | None = None
-        self.joined = [0] * 7
         self.last_access: dict[int, tuple[int, int]] = {}  # pipe -> (record index, seq)
         self.last_writer = -1
+        self.freed: Gate | None = None  # the consumer's FreeTensor flag the next AllocTensor waits for
         self.allocated = False
         self.alloc_gen = 0
         self.enqueued = False
@@ -85,14 +84,12 @@ class GmRegion:
     a workspace that MTE2 reads back). Only writes are recorded: reads are checked against
     them (read-after-write and write-after-write), which keeps streaming reads cheap."""
 
-    __slots__ = ("label", "tracker", "gate", "joined", "last_access", "last_writer")
+    __slots__ = ("label", "tracker", "last_access", "last_writer")
     track_reads = False
 
     def __init__(self, label: str):
         self.label = label
         self.tracker = RangeTracker()
-        self.gate = None
-        self.joined = [0] * 7
         self.last_access: dict[int, tuple[int, int]] = {}
         self.last_writer = -1
 
@@ -140,14 +137,8 @@ class CoreState:
         RangeTracker.
         """
         vcp = self.vc[pipe]
-        dep_list = None
         if reads:
             for slot, lo, hi in reads:
-                g = slot.gate
-                if g is not None and slot.joined[pipe] < g.gen:
-                    if dep_list is None:
-                        dep_list = list(deps) if deps else []
-                    self._join(pipe, slot, g, dep_list)
                 tr = slot.tracker
                 starts = tr.starts
                 if not starts:
@@ -162,11 +153,6 @@ class CoreState:
                     self._race(pipe, name, slot, lo, hi, hit, "reads")
         if writes:
             for slot, lo, hi in writes:
-                g = slot.gate
-                if g is not None and slot.joined[pipe] < g.gen:
-                    if dep_list is None:
-                        dep_list = list(deps) if deps else []
-                    self._join(pipe, slot, g, dep_list)
                 tr = slot.tracker
                 starts = tr.starts
                 if not starts:
@@ -185,8 +171,7 @@ class CoreState:
         records = self.records
         idx = len(records)
         gbuf, glo, ghi = gm if gm is not None else (-1, 0, 0)
-        records.append((pipe, kind, op, a, b, c, d, gbuf, glo, ghi,
-                        tuple(dep_list) if dep_list else (deps or None), name, self.kernel_line()))
+        records.append((pipe, kind, op, a, b, c, d, gbuf, glo, ghi, deps or None, name, self.kernel_line()))
         seq = vcp[pipe] + 1
         vcp[pipe] = seq
         self.pipe_recs[pipe].append(idx)
@@ -219,14 +204,6 @@ class CoreState:
                     "would run far too long (an unbounded loop, or tiles far too small?)")
         return idx
 
-    def _join(self, pipe: int, slot: Slot, gate: Gate, dep_list: list) -> None:
-        dep_list.extend(gate.deps)
-        vcp = self.vc[pipe]  # updated in place: instr() holds this list
-        for p, s in enumerate(gate.vc):
-            if vcp[p] < s:
-                vcp[p] = s
-        slot.joined[pipe] = gate.gen
-
     def _race(self, pipe, name, slot, lo, hi, hit, verb) -> None:
         other, seq = hit
         other_name = self.records[self.pipe_recs[other][seq - 1]][11]
@@ -234,31 +211,25 @@ class CoreState:
         raise RaceError(
             f"{name} on pipe {b} {verb} bytes [{lo}, {hi}) of {slot.label} that {other_name} on "
             f"pipe {a} also touches, with no sync between {a} and {b}: order them with "
-            f"SetFlag/WaitFlag(HardEvent.{a}_{b}, id) or pass the tensor through a TQue (EnQue/DeQue)")
+            f"SetFlag/WaitFlag(HardEvent.{a}_{b}, id) or pass the tensor through a queue between these two pipes (TQue, or TQueBind for a copy that never touches V)")
 
     # -- sync primitives --------------------------------------------------------------------
-    def pipe_event(self, pipe: int) -> Gate:
-        """An event raised when all work issued so far on ``pipe`` is done (SetFlag, EnQue)."""
-        recs = self.pipe_recs[pipe]
-        deps = (recs[-1],) if recs else ()
-        return Gate(deps, list(self.vc[pipe]), 0)
+    def signal(self, pipe: int, name: str) -> Gate:
+        """A flag raised on ``pipe`` once all its earlier work is done (SetFlag, EnQue, FreeTensor)."""
+        idx = self.instr(pipe, name, FLAG, kind=SYNC)
+        return Gate((idx,), list(self.vc[pipe]), 0)
 
-    def gate_on_accesses(self, slot: Slot) -> None:
-        """The slot's next users wait until the last access of every pipe to it is done (reuse after FreeTensor)."""
-        vc = [0] * 7
-        deps = []
-        for p, (idx, seq) in slot.last_access.items():
-            vc[p] = seq
-            deps.append(idx)
-        slot.gate = Gate(tuple(deps), vc, (slot.gate.gen if slot.gate is not None else 0) + 1)
-
-    def set_gate(self, slot: Slot, gate: Gate) -> None:
-        slot.gate = Gate(gate.deps, gate.vc, (slot.gate.gen if slot.gate is not None else 0) + 1)
+    def wait(self, pipe: int, gate: Gate, name: str) -> None:
+        """``pipe`` blocks until ``gate``'s flag is up (WaitFlag, DeQue, AllocTensor of a freed buffer):
+        every later instruction of ``pipe`` is ordered after the work the flag covers."""
+        vcd = self.vc[pipe]
+        for p, s in enumerate(gate.vc):
+            if vcd[p] < s:
+                vcd[p] = s
+        self.instr(pipe, name, FLAG, deps=gate.deps, kind=SYNC)
 
     def set_flag(self, src: int, dst: int, event_id: int, name: str) -> None:
-        idx = self.instr(src, name, FLAG, kind=SYNC)
-        gate = Gate((idx,), list(self.vc[src]), 0)
-        self.flags.setdefault((src, dst, event_id), []).append(gate)
+        self.flags.setdefault((src, dst, event_id), []).append(self.signal(src, name))
 
     def wait_flag(self, src: int, dst: int, event_id: int, name: str) -> None:
         pending = self.flags.get((src, dst, event_id))
@@ -266,12 +237,7 @@ class CoreState:
             raise KernelTimeout(
                 f"{name}: no SetFlag(HardEvent.{PIPES[src]}_{PIPES[dst]}, {event_id}) is pending, "
                 f"so pipe {PIPES[dst]} would wait forever (deadlock); every WaitFlag needs an earlier SetFlag")
-        gate = pending.pop(0)
-        vcd = self.vc[dst]
-        for p, s in enumerate(gate.vc):
-            if vcd[p] < s:
-                vcd[p] = s
-        self.instr(dst, name, FLAG, deps=gate.deps, kind=SYNC)
+        self.wait(dst, pending.pop(0), name)
 
     def barrier(self, pipe: int | None, name: str) -> None:
         """PipeBarrier: pipe X drains (its next instruction pays its head); PIPE_ALL syncs all pipes."""
