@@ -150,7 +150,7 @@ class TQue:
     def _init(self, core, num: int, nbytes: int) -> None:
         if self._slots:
             raise QueueError(f"InitBuffer called twice for the same {self._name}")
-        space = core.spaces[_space_of(self.position)]
+        space = core.space(_space_of(self.position), f"InitBuffer({self._name})")
         for i in range(num):
             addr = space.allocate(nbytes, f"InitBuffer({self._name}, {num}, {nbytes})")
             self._slots.append(Slot(space, addr, nbytes, f"{self._name} buffer {i} ({space.name} @{addr})"))
@@ -197,7 +197,7 @@ class TBuf:
     def _init(self, core, nbytes: int) -> None:
         if self._slot is not None:
             raise QueueError("InitBuffer called twice for the same TBuf")
-        space = core.spaces[_space_of(self.position)]
+        space = core.space(_space_of(self.position), f"InitBuffer(TBuf({self.position.name}))")
         addr = space.allocate(nbytes, f"InitBuffer(TBuf({self.position.name}), {nbytes})")
         self._slot = Slot(space, addr, nbytes, f"TBuf({self.position.name}) ({space.name} @{addr})")
         self._slot.allocated = True

@@ -16,13 +16,18 @@ import sys
 
 import numpy as np
 
-from sage.npu.errors import CapacityError, KernelTimeout, LaunchError, RaceError
+from sage.npu.errors import CapacityError, CoreTypeError, KernelTimeout, LaunchError, RaceError
 from sage.npu.results import PIPES
-from sage.npu.sim.opcodes import BARRIER, FLAG, MARK, NORMAL, SYNC
+from sage.npu.sim.opcodes import AIC, AIV, BARRIER, FLAG, MARK, NORMAL, SYNC
 from sage.npu.sim.races import RangeTracker
 
 S, V, M, MTE1, MTE2, MTE3, FIX = range(7)
 PIPE_INDEX = {name: i for i, name in enumerate(PIPES)}
+# The core type each pipe exists on (None: both). Atlas A2 splits the AI Core: an AIV has the
+# vector unit and UB (GM <-> UB on MTE2/MTE3), an AIC the cube, L1, L0A/B/C (GM -> L1 on MTE2,
+# L1 -> L0 on MTE1, L0C -> GM on FIX); they exchange data through GM.
+PIPE_CORE = (None, AIV, AIC, AIC, None, AIV, AIC)
+SPACE_CORE = {"UB": AIV, "L1": AIC, "L0A": AIC, "L0B": AIC, "L0C": AIC}
 
 _UNINITIALISED = 0xFF  # fresh local memory reads as NaN / -1, as garbage would, so missing writes show
 
@@ -97,11 +102,14 @@ class GmRegion:
 class CoreState:
     """The state of one block while its kernel code runs."""
 
-    def __init__(self, session, block_idx: int, block_num: int):
+    def __init__(self, session, block_idx: int, block_num: int, *, core_type: str | None = None, sub: int = 0,
+                 launch=None):
         self.session = session
         self.spec = session.spec
         self.kernel_file = session.kernel_file
         self.block_idx, self.block_num = block_idx, block_num
+        self.core_type, self.sub, self.launch = core_type, sub, launch
+        self.last_line = 0
         b = self.spec.buffers
         self.spaces = {name: MemSpace(name, cap) for name, cap in
                        (("UB", b.ub_bytes), ("L1", b.l1_bytes), ("L0A", b.l0a_bytes),
@@ -112,9 +120,7 @@ class CoreState:
         self.flags: dict[tuple[int, int, int], list[Gate]] = {}
         self.gm_regions: dict[int, GmRegion] = {}
         self.instructions = 0
-        self.uses_cube = False
         self.atomic = None  # SetAtomicAdd/Max/Min: the ufunc GM stores combine with
-        self._budget = session.instruction_budget - session.instructions  # what is left for this run
 
     def kernel_line(self) -> int:
         """The kernel file line that issued the instruction being recorded (0 if none)."""
@@ -122,6 +128,7 @@ class CoreState:
         kfile = self.kernel_file
         while f is not None:
             if f.f_code.co_filename == kfile:
+                self.last_line = f.f_lineno
                 return f.f_lineno
             f = f.f_back
         return 0
@@ -136,6 +143,9 @@ class CoreState:
         buffer's single tracked segment, is handled inline; everything else goes through
         RangeTracker.
         """
+        need = PIPE_CORE[pipe]
+        if need is not None and need is not self.core_type and kind == NORMAL:
+            self.claim(need, name)
         vcp = self.vc[pipe]
         if reads:
             for slot, lo, hi in reads:
@@ -198,7 +208,9 @@ class CoreState:
                 slot.last_writer = pipe
         if kind == NORMAL:
             self.instructions += 1
-            if self.instructions > self._budget:
+            session = self.session
+            session.instructions += 1
+            if session.instructions > session.instruction_budget:
                 raise KernelTimeout(
                     f"more than {self.session.instruction_budget} simulated instructions: the kernel "
                     "would run far too long (an unbounded loop, or tiles far too small?)")
@@ -250,7 +262,8 @@ class CoreState:
             self.vc[p] = list(joined)
         self.instr(S, name, FLAG, deps=deps, kind=SYNC)
         for p in range(1, 7):
-            self.instr(p, name, MARK, deps=deps, kind=BARRIER)
+            if PIPE_CORE[p] is None or self.core_type in (None, PIPE_CORE[p]):  # only the pipes this core has
+                self.instr(p, name, MARK, deps=deps, kind=BARRIER)
 
     def scalar_read_done(self) -> None:
         """The scalar unit waits for its load before it issues anything else: every later
@@ -267,10 +280,32 @@ class CoreState:
         return region
 
     # -- accounting -------------------------------------------------------------------------
-    def mark_cube(self, what: str) -> None:
-        if not self.uses_cube:
-            self.uses_cube = True
-            self.session.check_cube_launch(what)
+    def claim(self, core_type: str, what: str) -> None:
+        """`what` needs a `core_type` core: the core is that type from now on, or this is a CoreTypeError."""
+        if self.core_type == core_type:
+            return
+        if self.core_type is None:
+            self.core_type = core_type
+            if self.launch is not None:
+                self.launch.claimed(self)
+            return
+        kind = "cube (L1/L0, LoadData, Mmad, Fixpipe)" if core_type == AIC else "vector unit and UB"
+        declared = self.launch is not None and self.launch.declared is not None
+        hint = ("guard it with `if ASCEND_IS_AIC:` / `if ASCEND_IS_AIV:` so each core type runs its own part"
+                if declared else
+                "a kernel using both declares KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2), splits the work "
+                "with ASCEND_IS_AIC / ASCEND_IS_AIV and passes data through GM with CrossCoreSetFlag/WaitFlag")
+        raise CoreTypeError(f"{what} needs the {kind}, which an {self.core_type} core does not have: on a 910B "
+                            f"the cube (AIC) and vector (AIV) units are separate cores; {hint}")
+
+    @property
+    def uses_cube(self) -> bool:
+        return self.core_type == AIC
+
+    def space(self, name: str, what: str) -> MemSpace:
+        """A local memory of this core (claiming the core type that has it)."""
+        self.claim(SPACE_CORE[name], what)
+        return self.spaces[name]
 
 
 _current: CoreState | None = None
