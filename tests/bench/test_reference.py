@@ -20,16 +20,9 @@ from sage.kernels import CostClass, ElementwiseSpec, elementwise_source, inp, op
 from sage.npu.execute import run_kernel_source
 from sage.npu.hardware import load_preset
 
+from tests.kernels.conftest import Fn
+
 HW = load_preset("ascend910b2")
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def task_of(fn, fused_op=None, name="t"):

@@ -19,14 +19,7 @@ from sage.kernels import (
 )
 from sage.npu.execute import run_kernel_source
 
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
+from tests.kernels.conftest import Fn
 
 
 def _x(*shape, lo=-3.0, hi=3.0):

@@ -14,14 +14,7 @@ from sage.kernels import (
 )
 from sage.kernels.vector_ops import ByParam, ByParamsPresent
 
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
+from tests.kernels.conftest import Fn
 
 
 def launched(fn, *args):
