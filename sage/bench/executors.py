@@ -77,7 +77,7 @@ class LocalExecutor:
         try:
             while waiting or self._busy:
                 while waiting and len(self._busy) < self.workers:
-                    worker = self._idle.pop() if self._idle else Worker(fork_server_context(), torch_threads=1)
+                    worker = self._idle_worker() or Worker(fork_server_context(), torch_threads=1)
                     worker.submit(fn, waiting.popleft(), timeout_s)
                     self._busy.append(worker)
                 for worker, outcome in wait_for_outcomes(self._busy):
@@ -92,6 +92,14 @@ class LocalExecutor:
             for worker in self._busy:
                 worker.kill()
             self._busy.clear()
+
+    def _idle_worker(self) -> Worker | None:
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.process.is_alive():
+                return worker
+            worker.kill()            # died between jobs (the OOM killer): reaped, not reused
+        return None
 
     def close(self) -> None:
         for worker in self._idle + self._busy:

@@ -202,7 +202,10 @@ class Worker:
     def submit(self, fn: Callable[[Any], Any], item: Any, timeout_s: float | None) -> None:
         self.item, self.timeout_s = item, timeout_s
         self.deadline = time.monotonic() + timeout_s if timeout_s else None
-        self.conn.send((fn, item))
+        try:
+            self.conn.send((fn, item))
+        except OSError:
+            pass                     # the worker is dead: collect() reports how it ended
 
     def collect(self) -> Any:
         """The job's result or TaskCrash, once the pipe or the process says something."""
