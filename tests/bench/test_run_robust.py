@@ -29,6 +29,7 @@ HANG_LIMIT_S = 8.0
 # What each fixture file must become in a reference-only run: (row status, words of the reason).
 EXPECTED_REFERENCE = {
     "good_relu": ("reference_ok", None),
+    "prints_to_stdout": ("reference_ok", None),
     "syntax_error": ("reference_error", "syntax error at line 7"),
     "inputs_raise": ("reference_error", "ValueError: this fixture has no inputs"),
     "model_raises": ("reference_error", "RuntimeError: this fixture's model cannot be built"),
@@ -84,6 +85,17 @@ def test_kernel_run_over_broken_tasks_counts_them_as_failures(tmp_path):
         "good_relu": ("correct", "correct"), "model_raises": ("reference_error", "reference_error"),
         "exits_in_forward": ("crashed", "error"), "segfaults": ("crashed", "error")}
     assert "SIGSEGV" in rows["segfaults"].evaluation.reason
+
+
+def test_a_task_that_prints_leaves_json_stdout_clean(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SAGE_")}
+    env.update(HOME=str(tmp_path / "home"), SAGE_CACHE_DIR=str(tmp_path / "cache"))
+    result = subprocess.run([str(Path(sys.executable).with_name("sage")), "bench", str(ROBUST), "--reference-only",
+                             "--ops", "prints_to_stdout,good_relu", "--json", "--out", str(tmp_path / "run")],
+                            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["ran"] == 2                 # exactly one JSON document
+    assert "debug output from the reference forward" in result.stderr
 
 
 def _processes() -> dict[int, int]:
