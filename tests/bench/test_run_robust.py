@@ -225,6 +225,8 @@ def _job(item: tuple[int, str]) -> int:
         ctypes.string_at(0)
     if kind == "exit":
         os._exit(3)
+    if kind == "oom-killed":
+        os.kill(os.getpid(), signal.SIGKILL)             # what the kernel's OOM killer sends
     if kind == "hang":
         time.sleep(3600)
     if kind == "raise":
@@ -233,7 +235,7 @@ def _job(item: tuple[int, str]) -> int:
 
 
 def test_a_dead_worker_is_replaced_and_the_other_jobs_go_on():
-    kinds = ["ok", "segfault", "ok", "exit", "raise", "hang", "ok", "ok"]
+    kinds = ["ok", "segfault", "ok", "exit", "raise", "hang", "oom-killed", "ok", "ok"]
     pool = LocalExecutor(2)
     try:
         began = time.monotonic()
@@ -247,6 +249,7 @@ def test_a_dead_worker_is_replaced_and_the_other_jobs_go_on():
     assert crashes == {
         "segfault": ("crashed", "the worker process died from SIGSEGV (segmentation fault)"),
         "exit": ("crashed", "the worker process exited with code 3 in the middle of the job"),
+        "oom-killed": ("crashed", "the worker process died from SIGKILL (killed from outside, e.g. out of memory)"),
         "raise": ("raised", "KeyError: 'no such thing'"),
         "hang": ("timeout", "no result within the 3 s limit per task: the worker was stopped")}
     ok_pids = [o for item, o in outcomes.items() if item[1] == "ok"]
