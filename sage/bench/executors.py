@@ -16,8 +16,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
-from sage.bench.workers import TaskCrash, Worker, fork_server_context, one_line, pdeathsig_supported, \
+from sage.bench.workers import TaskCrash, Worker, fork_server_context, in_worker, one_line, pdeathsig_supported, \
     wait_for_outcomes
+
+__all__ = ["Executor", "ExecutorUnavailable", "InlineExecutor", "LocalExecutor", "RayExecutor", "TaskCrash",
+           "in_worker", "isolation_notes", "make_executor", "run_in_subprocess"]
 
 
 class ExecutorUnavailable(RuntimeError):
@@ -35,8 +38,12 @@ def run_in_subprocess(fn: Callable[[Any], Any], arg: Any, *, timeout_s: float | 
                       torch_threads: int | None = None) -> Any:
     """`fn(arg)` in a worker process: its result, or a TaskCrash if it raised, died (segfault,
     os._exit, out of memory) or ran past `timeout_s` (None: no limit). `fn` and `arg` must
-    pickle (`fn` a module-level function). The worker is forked from the fork server (started on first use: about the
-    time of importing torch once) and never outlives this process."""
+    pickle (`fn` a module-level function, `arg` and the result plain data). The worker is
+    forked from this process's fork server, started on first use (the time of importing
+    torch once; later calls cost milliseconds), and never outlives this process.
+
+    Inside a bench worker (`in_worker()`), the code is isolated already: a second level
+    costs a fork server per worker and buys nothing."""
     worker = Worker(torch_threads=torch_threads)
     try:
         worker.submit(fn, arg, timeout_s)

@@ -106,6 +106,12 @@ def die_with_parent(owner: int) -> None:
 
 
 _forking_pid = 0
+_in_worker = False
+
+
+def in_worker() -> bool:
+    """True inside a worker process: the code running here is isolated already."""
+    return _in_worker
 
 
 def _note_forking_pid() -> None:
@@ -150,6 +156,8 @@ def _release_fork_server() -> None:
 
 def serve(conn: connection.Connection, owner: int, torch_threads: int | None) -> None:
     """A worker's main loop: (fn, item) in, ("ok", result) or ("raised", reason) out; None stops it."""
+    global _in_worker
+    _in_worker = True
     die_with_parent(owner)
     _exit_with_owner()
     _release_fork_server()

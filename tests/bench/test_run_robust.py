@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sage.bench.executors import LocalExecutor, TaskCrash, isolation_notes, run_in_subprocess
+from sage.bench.executors import LocalExecutor, TaskCrash, in_worker, isolation_notes, run_in_subprocess
 from sage.bench.runner import BenchConfig, KernelDirSolver, read_rows, run_bench
 from sage.bench.tasks import level_of
 from sage.bench.workers import die_with_parent
@@ -333,6 +333,15 @@ def test_run_in_subprocess_returns_the_result_or_the_crash():
     per_call = (time.perf_counter() - began) / calls
     print(f"\nrun_in_subprocess, warm fork server: {1000 * per_call:.1f} ms per call")
     assert per_call < 1.0
+
+
+def _nested(_: object) -> tuple[bool, int]:
+    return in_worker(), run_in_subprocess(level_of, Path("suite/level2/x.py"), timeout_s=120)
+
+
+def test_a_worker_knows_it_is_one_and_can_still_isolate_a_call():
+    assert not in_worker()
+    assert run_in_subprocess(_nested, None, timeout_s=180) == (True, 2)
 
 
 def test_pool_overhead_per_job_is_small():
