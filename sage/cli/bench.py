@@ -8,15 +8,15 @@ run without --memory-url learns into its own OUT/memory.db.
 own, so `_BenchGroup` sends any first word that is not a subcommand (and any option
 given before the target) to the `run` command, the word kept as its TARGET.
 
-Exit codes: 0 the run finished (whatever the kernels did), 1 a worker died, 2 bad input,
-130 interrupted (finished tasks are kept; `--resume --out DIR` continues).
+Exit codes: 0 the run finished (whatever the kernels and task files did: a job that raised,
+crashed its worker or timed out is its task's row), 2 bad input, 130 interrupted
+(finished tasks are kept; `--resume --out DIR` continues).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -121,6 +121,9 @@ def run(
     reference_only: bool = typer.Option(False, "--reference-only",
                                         help="measure only the reference model (no kernels)"),
     epochs: int = typer.Option(1, "--epochs", min=1, help="passes over the suite (the agent learns across them)"),
+    task_timeout: float = typer.Option(None, "--task-timeout", min=1, metavar="SECONDS",
+                                       help="stop a task's job after this long and record it as `timeout` "
+                                            "(default: 300 s + 60 s per case and attempt)"),
     seed: int = typer.Option(None, "--seed", help="seed of the task order and of the solver"),
     model: str = typer.Option(None, "--model", help="agent: LLM model (default: settings; none = offline)"),
     base_url: str = typer.Option(None, "--base-url", help="agent: OpenAI-compatible endpoint"),
@@ -134,7 +137,8 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
 ) -> None:
     from sage.bench.report import write_report
-    from sage.bench.runner import BenchConfig, KernelDirSolver, collect_tasks, default_out_dir, run_bench
+    from sage.bench.executors import isolation_notes
+    from sage.bench.runner import BenchConfig, KernelDirSolver, default_out_dir, run_bench, select_task_files
     from sage.bench.tasks import TaskLoadError
     from sage.config import load_settings
 
@@ -166,15 +170,18 @@ def run(
     config = BenchConfig(
         target=target, levels=level or None, ops=[o.strip() for o in ops.split(",") if o.strip()] if ops else None,
         cases=cases, workers=workers, executor=executor, ray_address=ray_address, preset=settings.preset,
-        out=out_dir or default_out_dir(settings.runs_dir), resume=resume, epochs=epochs, seed=settings.seed)
+        out=out_dir or default_out_dir(settings.runs_dir), resume=resume, epochs=epochs, seed=settings.seed,
+        task_timeout_s=task_timeout)
     try:
-        tasks, skipped = collect_tasks(config.target, config.levels, config.ops)
+        selected = select_task_files(config.target, config.levels, config.ops)
     except TaskLoadError as exc:
         fail(str(exc))
-    if not tasks and not skipped:
+    if not selected:
         fail(f"no tasks selected in {target}" + (f" (ops: {ops})" if ops else "")
              + (f" (levels: {level})" if level else ""))
 
+    for note in isolation_notes(config.executor):
+        err.print(f"note: {note}", highlight=False, soft_wrap=True)
     agent = dict(model=model, base_url=base_url, iterations=iterations)
     if modes is not None:
         _run_compare(config, modes, agent, as_json)
@@ -300,9 +307,6 @@ def _run_failures(run_out: Path) -> Iterator[None]:
     except KeyboardInterrupt:
         fail(f"interrupted; finished tasks are kept in {run_out} (continue with --resume --out {run_out})",
              code=130)
-    except BrokenProcessPool:
-        fail(f"a worker process died (out of memory?); finished tasks are kept in {run_out} "
-             f"(continue with --resume --out {run_out}, perhaps with fewer --workers)", code=1)
 
 
 def _check_preset(preset: str) -> None:

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(help="The experience memory: what the agent has learned.", no_args_is_help=True)
@@ -25,7 +26,9 @@ URL_OPTION = typer.Option(None, "--memory-url", help="SQLAlchemy URL (default: S
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    _console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    # One line whatever the width, and a file name with brackets is not read as markup.
+    _console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, markup=True,
+                                soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -150,13 +153,14 @@ def import_(
     memory_url: str = URL_OPTION,
 ) -> None:
     from sage.memory import MemoryStoreError
+    from sage.memory.transfer import read_export
 
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = read_export(file)
     except OSError as exc:
         fail(f"cannot read {file}: {exc.strerror}")
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"{file} is not JSON: {exc}")
+    except MemoryStoreError as exc:
+        fail(f"{file}: {exc}")
     with _open(memory_url) as memory:
         try:
             counts = memory.import_data(data, replace=replace)

@@ -7,6 +7,8 @@ order, in one transaction, so an upgrade is all-or-nothing.
 History:
   1  initial schema
   2  attempt.roofline_fraction (the agent's profile feedback per attempt) and lookup indexes
+  3  episode.episode_key, unique: an episode finished twice under one key is stored once
+     (a resumed bench run never learns a task twice)
 """
 
 from __future__ import annotations
@@ -21,15 +23,30 @@ from sage.memory.errors import SchemaVersionError
 from sage.memory.schema import SCHEMA_VERSION, Base, SchemaVersion, utcnow
 
 
-def _v2(conn: Connection) -> None:
-    conn.execute(text("ALTER TABLE attempt ADD COLUMN roofline_fraction FLOAT"))
+def _create_indexes(conn: Connection) -> None:
+    """The declared indexes the database lacks, of the columns it already has (a later
+    version's index waits for the migration that adds its column)."""
+    shape = inspect(conn)
     for table in Base.metadata.sorted_tables:
+        present = {c["name"] for c in shape.get_columns(table.name)}
         index: Index
         for index in table.indexes:
-            index.create(conn, checkfirst=True)
+            if {c.name for c in index.columns} <= present:
+                index.create(conn, checkfirst=True)
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2}
+def _v2(conn: Connection) -> None:
+    conn.execute(text("ALTER TABLE attempt ADD COLUMN roofline_fraction FLOAT"))
+    _create_indexes(conn)
+
+
+def _v3(conn: Connection) -> None:
+    # The column alone: SQLite cannot add a UNIQUE column, so uniqueness comes from the index.
+    conn.execute(text("ALTER TABLE episode ADD COLUMN episode_key VARCHAR(300)"))
+    _create_indexes(conn)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2, 3: _v3}
 assert sorted(MIGRATIONS) == list(range(2, SCHEMA_VERSION + 1)), "one migration per version above 1"
 
 

@@ -87,6 +87,42 @@ class EpisodeReport(BaseModel):
     retired: list[str] = []  # experience ids
     new_experiences: list[str] = []
     merged_experiences: list[str] = []  # existing ids a new experience was merged into
+    # True when an episode with this key was finished before: nothing was written, and the
+    # report is the stored episode's (id, mode, reward; what it credited is not kept).
+    already_finished: bool = False
+
+
+class AttemptRecord(BaseModel):
+    number: int
+    source: str
+    status: str
+    error_type: str | None = None
+    error_message: str | None = None
+    cycles: int | None = None
+    speedup: float | None = None
+    roofline_fraction: float | None = None
+
+
+class EpisodeRecord(BaseModel):
+    """A finished episode as stored: what `Memory.finished_episode(key)` returns."""
+
+    episode_id: int
+    key: str | None
+    task: str
+    model: str
+    mode: Mode
+    seed: int
+    executed: bool
+    correct: bool
+    speedup: float | None
+    cycles: int | None
+    roofline_fraction: float | None
+    reward: float
+    iterations: int
+    tokens: int
+    time_s: float
+    adopted: list[str]  # ids declared adopted, in order
+    attempts: list[AttemptRecord]
 
 
 class AdoptionRecord(BaseModel):

@@ -13,7 +13,8 @@ from typing import Any
 from sqlalchemy import JSON, CheckConstraint, DateTime, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+EPISODE_KEY_CHARS = 300
 
 
 def utcnow() -> datetime:
@@ -86,6 +87,9 @@ class Episode(Base):
     time_s: Mapped[float] = mapped_column(Float, default=0.0)
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # The caller's name for this episode (the bench: its run, epoch and task), unique: an
+    # episode finished twice under one key is stored once. Added in schema version 3.
+    episode_key: Mapped[str | None] = mapped_column(String(EPISODE_KEY_CHARS), unique=True, index=True)
 
 
 class Retrieval(Base):

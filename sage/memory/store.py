@@ -18,6 +18,7 @@ from sage.memory.migrations import upgrade
 from sage.memory.models import (
     MODES,
     AdoptionRecord,
+    EpisodeRecord,
     ExperienceView,
     ItemDetail,
     MemoryConfig,
@@ -27,17 +28,20 @@ from sage.memory.models import (
 )
 from sage.memory.schema import TABLES_IN_ORDER, Adoption, Experience, Retrieval, Rule
 from sage.memory.schema import Episode as EpisodeRow
-from sage.memory.views import experience_view, rule_view
+from sage.memory.views import episode_by_key, episode_record, experience_view, rule_view
 
 
 class Memory:
     """The experience memory at a SQLAlchemy URL (default: settings.memory_url); opening upgrades the schema."""
 
     def __init__(self, url: str | None = None, *, config: MemoryConfig | None = None,
-                 abstractor: Abstractor | None = None) -> None:
+                 abstractor: Abstractor | None = None, episode_key: str | None = None) -> None:
+        """`episode_key`: the key of the episodes started through this handle (see
+        start_episode), for a caller that opens the memory for one job (the bench solver)."""
         if url is None:
             url = load_settings().memory_url
         self.config = config or MemoryConfig()
+        self.episode_key = episode_key
         self.abstractor: Abstractor = abstractor or TemplateAbstractor()
         self.engine = open_engine(url)
         try:
@@ -66,11 +70,21 @@ class Memory:
         with read_session(self.engine) as session:
             return [rule_view(r) for r in session.scalars(select(Rule).where(Rule.status == "resident").order_by(Rule.id))]
 
-    def start_episode(self, *, task: str, op_tags: list[str], model: str, mode: Mode, seed: int) -> Episode:
+    def start_episode(self, *, task: str, op_tags: list[str], model: str, mode: Mode, seed: int,
+                      key: str | None = None) -> Episode:
+        """`key` (default: this handle's episode_key) names the episode: finishing a second
+        episode under a key already finished writes nothing and returns the first's report."""
         if mode not in MODES:
             raise ValueError(f"unknown memory mode {mode!r}; choose one of {', '.join(MODES)}")
         rules = self.resident_rules() if mode == "sage" else []
-        return Episode(self, task=task, op_tags=op_tags, model=model, mode=mode, seed=seed, rules=rules)
+        return Episode(self, task=task, op_tags=op_tags, model=model, mode=mode, seed=seed, rules=rules,
+                       key=key if key is not None else self.episode_key)
+
+    def finished_episode(self, key: str) -> EpisodeRecord | None:
+        """The episode finished under `key`, with its attempts, or None."""
+        with read_session(self.engine) as session:
+            row = episode_by_key(session, key)
+            return episode_record(session, row) if row is not None else None
 
     # -- the CLI's side ---------------------------------------------------------------
     def experiences(self, *, top: int | None = None, operator: str | None = None,

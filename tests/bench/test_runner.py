@@ -71,8 +71,9 @@ class _TwoAttempts:
     """A picklable solver with two attempts, the second correct."""
 
     name = "two-attempts"
+    max_attempts = 2
 
-    def solve(self, task, *, epoch, seed):
+    def solve(self, task, *, epoch, seed, job_key=None):
         def ev(status, speedup):
             return TaskEvaluation(task=task.key, status=status, executed=True, correct=status == "correct",
                                   speedup=speedup)
@@ -105,10 +106,10 @@ def test_local_pool_runs_the_same_jobs(tmp_path):
              "multikernelbench/npu_fused/rotary_mul.py")]
     pool = LocalExecutor(2)
     try:
-        pooled = sorted((r[0].task, r[0].status) for r in pool.map(run_job, jobs))
+        pooled = sorted((r[0].task, r[0].status) for _, r in pool.map(run_job, jobs))
     finally:
         pool.close()
-    inline = sorted((r[0].task, r[0].status) for r in InlineExecutor().map(run_job, jobs))
+    inline = sorted((r[0].task, r[0].status) for _, r in InlineExecutor().map(run_job, jobs))
     assert pooled == inline == [("level1/19_ReLU", "no_kernel"), ("rotary_mul", "reference_unavailable"),
                                 ("sigmoid", "no_kernel")]
 

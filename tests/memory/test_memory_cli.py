@@ -75,7 +75,7 @@ def test_export_reset_import_and_errors(tmp_path) -> None:
     assert again.exit_code == 2 and "not empty" in again.output
     bad = tmp_path / "bad.json"
     bad.write_text("{ not json")
-    assert "is not JSON" in runner.invoke(app, ["import", str(bad), "--memory-url", url]).output
+    assert "bad.json: not JSON (Expecting property name" in runner.invoke(app, ["import", str(bad), "--memory-url", url]).output
     bad.write_text(json.dumps({"format": "sage-memory", "schema_version": 2, "tables": {"experience": [{"id": "x"}]}}))
     result = runner.invoke(app, ["import", str(bad), "--replace", "--memory-url", url])
     assert result.exit_code == 2 and "tables.experience[0]" in result.output
