@@ -77,6 +77,8 @@ def end_block(core: Any) -> None:
 def wrap(obj: Any) -> Any:
     """A new handle for simulator object `obj`; plain values pass through, anything else is a
     bug in the DSL (it would hand the kernel a reference to simulator state) and raises."""
+    if obj is None:
+        return None
     cls = _PUBLIC.get(obj.__class__)
     if cls is None:
         if obj.__class__ in _PLAIN or isinstance(obj, _PLAIN_BASES):
@@ -115,11 +117,27 @@ def unwrap(handle: Any) -> Any:
 
 def api(fn: Callable) -> Callable:
     """The kernel-facing form of DSL function `fn`: handles in, handles out."""
+    handle_types, objects, cores = _HANDLE_TYPES, _OBJECTS, core_mod
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
         if kwargs:
             kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-        return wrap(fn(*[unwrap(a) for a in args], **kwargs))
+        plain = []
+        for a in args:
+            if a.__class__ in handle_types:
+                # the common case inline: a live handle of this core (unwrap() explains the others)
+                hid = a._hid
+                obj = objects.get(hid)
+                owner = _OWNER.get(hid)
+                if obj is None or (owner is not None and owner is not cores._current):
+                    obj = unwrap(a)
+                a = obj
+            elif a.__class__ is list or a.__class__ is tuple:
+                a = unwrap(a)
+            plain.append(a)
+        result = fn(*plain, **kwargs)
+        return None if result is None else wrap(result)
     return call
 
 
