@@ -186,9 +186,7 @@ class CoreState:
         records = self.records
         idx = len(records)
         gbuf, glo, ghi = gm if gm is not None else (-1, 0, 0)
-        # flags and barriers come in groups from one DSL call: they share the line last found
-        line = self.kernel_line() if kind == NORMAL else self.last_line
-        records.append((pipe, kind, op, a, b, c, d, gbuf, glo, ghi, deps or None, name, line))
+        records.append((pipe, kind, op, a, b, c, d, gbuf, glo, ghi, deps or None, name, self.kernel_line()))
         seq = vcp[pipe] + 1
         vcp[pipe] = seq
         self.pipe_recs[pipe].append(idx)
