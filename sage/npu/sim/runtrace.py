@@ -107,6 +107,7 @@ def decode(data: bytes | memoryview, max_records: int) -> RunTrace:
     pos = 8 + hlen
     total = 0
     launches = []
+    blocks_read: list[tuple[BlockTrace, np.ndarray, np.ndarray]] = []
     for spec in launch_specs:
         try:
             lt = LaunchTrace(str(spec["name"])[:200], _int(spec["block_dim"], "block_dim"),
@@ -133,30 +134,41 @@ def decode(data: bytes | memoryview, max_records: int) -> RunTrace:
             arr = np.frombuffer(view[pos:pos + n * RECORD.itemsize], dtype=RECORD)
             deps = np.frombuffer(view[pos + n * RECORD.itemsize:end], dtype="<i4")
             pos = end
-            lt.blocks.append(BlockTrace(_records(arr, deps, names, sizes, len(allocations)), cube, core, block_idx, sub))
+            block = BlockTrace([], cube, core, block_idx, sub)
+            lt.blocks.append(block)
+            blocks_read.append((block, arr, deps))
         launches.append(lt)
     if pos != len(view):
         raise TraceError(f"{len(view) - pos} bytes after the last block")
+    _validate(blocks_read, len(names), sizes, len(allocations))
+    for block, arr, deps in blocks_read:
+        block.records = _records(arr, deps, names)
     return RunTrace(allocations, launches)
 
 
-def _records(arr: np.ndarray, deps: np.ndarray, names: list[str], sizes: np.ndarray, n_alloc: int) -> list[tuple]:
-    n = len(arr)
-    if n == 0:
-        if len(deps):
+_VALID_GM_PATH = np.array([i in GM_PATHS for i in range(len(PATHS))])
+
+
+def _validate(blocks: list[tuple[BlockTrace, np.ndarray, np.ndarray]], n_names: int, sizes: np.ndarray,
+              n_alloc: int) -> None:
+    """Every record of every block at once: fields in range, deps only on earlier records of its block."""
+    if not blocks:
+        return
+    arr = np.concatenate([a for _, a, _ in blocks])
+    if len(arr) == 0:
+        if any(len(d) for _, _, d in blocks):
             raise TraceError("dependencies without records")
-        return []
-    bad = ((arr["pipe"] < 0) | (arr["pipe"] > 6) | ~np.isin(arr["kind"], (NORMAL, BARRIER, SYNC))
-           | ~np.isin(arr["op"], OPS) | (arr["name"] < 0) | (arr["name"] >= len(names)) | (arr["line"] < 0)
-           | (arr["ndeps"] < 0))
+        return
+    kind, op, a, b, d = arr["kind"], arr["op"], arr["a"], arr["b"], arr["d"]
+    bad = ((arr["pipe"] < 0) | (arr["pipe"] > 6) | (kind < NORMAL) | (kind > SYNC) | (op < min(OPS)) | (op > max(OPS))
+           | (arr["name"] < 0) | (arr["name"] >= n_names) | (arr["line"] < 0) | (arr["ndeps"] < 0))
     for f in ("a", "b", "c", "d"):
         bad |= (arr[f] < 0) | (arr[f] > _SIZE_LIMIT)
-    op = arr["op"]
     copies = (op == GM_COPY) | (op == LOCAL_COPY)
-    bad |= copies & (arr["a"] >= len(PATHS))
-    bad |= (op == GM_COPY) & ~np.isin(arr["a"], sorted(GM_PATHS))
-    bad |= (op == VEC) & ((arr["c"] > _SIZE_LIMIT) | ~np.isin(arr["b"], (1, 2, 4, 8)))
-    bad |= (op == MAD) & ~np.isin(arr["d"], (1, 2, 4))
+    bad |= copies & (a >= len(PATHS))
+    bad |= (op == GM_COPY) & ~_VALID_GM_PATH[np.clip(a, 0, len(PATHS) - 1)]
+    bad |= (op == VEC) & ~((b > 0) & (b <= 8) & ((b & (b - 1)) == 0))
+    bad |= (op == MAD) & ~((d > 0) & (d <= 4) & ((d & (d - 1)) == 0))
     touches = (op == GM_COPY) | (op == SCALAR_GM)
     g = arr["gbuf"]
     bad |= touches & ((g < 0) | (g >= n_alloc))
@@ -165,15 +177,24 @@ def _records(arr: np.ndarray, deps: np.ndarray, names: list[str], sizes: np.ndar
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise TraceError(f"record {i} has fields out of range: {arr[i]}")
-    ptr = np.concatenate([[0], np.cumsum(arr["ndeps"], dtype=np.int64)])
-    if ptr[-1] != len(deps):
+    counts = np.array([len(x) for _, x, _ in blocks])
+    ndeps = arr["ndeps"].astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    per_block = np.add.reduceat(ndeps, starts) if len(ndeps) else np.zeros(len(counts), np.int64)
+    per_block[counts == 0] = 0  # reduceat gives a neighbour's value for an empty block
+    if not np.array_equal(per_block, [len(x) for _, _, x in blocks]):
         raise TraceError("dependency count does not match the records")
+    deps = np.concatenate([x for _, _, x in blocks]).astype(np.int64)
     if len(deps):
-        owner = np.repeat(np.arange(n), arr["ndeps"])
-        if ((deps < 0) | (deps >= owner)).any():
+        local = np.arange(len(arr)) - np.repeat(starts, counts)
+        if ((deps < 0) | (deps >= np.repeat(local, ndeps))).any():
             raise TraceError("a record waits for itself or for a later record")
+
+
+def _records(arr: np.ndarray, deps: np.ndarray, names: list[str]) -> list[tuple]:
+    """A validated block's records as tuples (the layout of opcodes.py)."""
+    ptr = np.concatenate([[0], np.cumsum(arr["ndeps"], dtype=np.int64)]).tolist()
     dep_list = deps.tolist()
-    ptr = ptr.tolist()
     out = []
     for i, row in enumerate(arr.tolist()):
         pipe, kind, op_, name, line, a, b, c, d, gbuf, glo, ghi, nd = row
