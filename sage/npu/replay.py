@@ -62,17 +62,15 @@ class _Coster:
         self.streams: dict[tuple, CostedStream] = {}
 
     def stream(self, records: list[tuple]) -> CostedStream:
-        local, gm_copy = self.local, self._gm_copy
-        out = []
-        append = out.append
-        for r in records:
+        local = self.local
+        out = list(map(local.get, records))              # the bulk: records seen before, at C speed
+        for i in [i for i, c in enumerate(out) if c is None]:
+            r = records[i]                               # GM copies, and records not seen before
             if r[2] == GM_COPY:
-                append(gm_copy(r))
-            else:
+                out[i] = self._gm_copy(r)
+            else:   # the same record may come twice in a block not seen before
                 c = local.get(r)
-                if c is None:
-                    c = local[r] = self._local(r)
-                append(c)
+                out[i] = c if c is not None else local.setdefault(r, self._local(r))
         key = tuple(map(id, out))   # costed tuples are interned: equal streams have equal ids
         stream = self.streams.get(key)
         if stream is None:

@@ -1,5 +1,7 @@
 """Blocks on cores in waves, HBM bandwidth shared by the running cores, the L2 model."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -30,26 +32,7 @@ def forward(x, blocks=48, tile=8192, launches=1):
 """
 
 
-LOAD_COMPUTE_STORE = """
-@kernel
-def lcs(x, z, n, muls):
-    pipe = TPipe(); q = TQue(TPosition.VECIN, 1); pipe.InitBuffer(q, 1, n * 4)
-    xg = GlobalTensor(); xg.SetGlobalBuffer(x, n * GetBlockIdx(), n)
-    zg = GlobalTensor(); zg.SetGlobalBuffer(z, n * GetBlockIdx(), n)
-    t = q.AllocTensor(float32)
-    DataCopy(t, xg, n)                                   # load
-    q.EnQue(t); t = q.DeQue(float32)
-    for _ in range(muls):
-        Muls(t, t, 1.0, n)                               # compute
-    SetFlag(HardEvent.V_MTE3, 0); WaitFlag(HardEvent.V_MTE3, 0)
-    DataCopy(zg, t, n)                                   # store
-    q.FreeTensor(t)
-
-def forward(x, blocks=48, muls=4):
-    z = empty_like(x)
-    lcs[blocks](x, z, x.numel() // blocks, muls)
-    return z
-"""
+LOAD_COMPUTE_STORE = (Path(__file__).resolve().parents[2] / "examples" / "microbench" / "load_compute_store.py").read_text()
 TILE_BYTES = 128 * 1024
 MULS = 4
 
@@ -81,22 +64,22 @@ def lcs_cycles(spec, cores: int) -> float:
     return issue + load + compute + 2 * flag + store   # the load is issued first; SetFlag/WaitFlag V->MTE3
 
 
-def run_lcs(run, blocks: int, preset=None, trace=False):
+def run_lcs(blocks: int, preset=None, trace=False):
     x = np.arange(blocks * TILE_BYTES // 4, dtype=np.float32)
-    kw = {"preset": preset} if preset is not None else {}
-    _, result = run(LOAD_COMPUTE_STORE, [x], kwargs={"blocks": blocks, "muls": MULS}, trace=trace, **kw)
+    result = run_kernel_source(LOAD_COMPUTE_STORE, [x, blocks, MULS], preset=preset or load_preset(),
+                               filename="lcs.py", trace=trace)
     assert result.error is None, result.error
     np.testing.assert_array_equal(result.outputs[0], x)
     return result
 
 
-def test_48_load_compute_store_blocks_are_hbm_capped_in_their_load_and_store_phases(run):
+def test_48_load_compute_store_blocks_are_hbm_capped_in_their_load_and_store_phases():
     """The issue's probe: 48 blocks of (load 128 KB, compute, store). Averaged over the wave the
     demand fitted the HBM bandwidth, so 48 blocks took as long as 1; moment by moment the 48
     loads (and the 48 stores) ask 48 x 78 GB/s of a 1.6 TB/s HBM and are capped."""
     spec = load_preset()
-    one = run_lcs(run, 1)
-    many = run_lcs(run, 48, trace=True)
+    one = run_lcs(1)
+    many = run_lcs(48, trace=True)
     assert kernel_cycles(one, spec) == pytest.approx(lcs_cycles(spec, 1), abs=1)
     assert kernel_cycles(many, spec) == pytest.approx(lcs_cycles(spec, 48), abs=1)
     assert kernel_cycles(many, spec) > 2 * kernel_cycles(one, spec)
@@ -110,12 +93,12 @@ def test_48_load_compute_store_blocks_are_hbm_capped_in_their_load_and_store_pha
     assert load_gbps == pytest.approx(spec.chip.hbm_gbps, rel=1e-3)      # the load phase runs at the HBM cap
 
 
-def test_more_blocks_than_cores_run_in_waves_on_the_earliest_free_core(run):
+def test_more_blocks_than_cores_run_in_waves_on_the_earliest_free_core():
     """96 blocks: two full waves; 49: the 49th block runs alone in a second wave (uncapped)."""
     spec = load_preset()
     wide = spec.model_copy(update={"launch": spec.launch.model_copy(update={"max_block_dim_vector": 96})})
-    two = run_lcs(run, 96, wide)
-    partial = run_lcs(run, 49, wide, trace=True)
+    two = run_lcs(96, wide)
+    partial = run_lcs(49, wide, trace=True)
     assert two.profile.cores_used == 48 and two.profile.blocks == 96
     assert kernel_cycles(two, wide) == pytest.approx(2 * lcs_cycles(spec, 48), abs=2)
     assert kernel_cycles(partial, wide) == pytest.approx(lcs_cycles(spec, 48) + lcs_cycles(spec, 1), abs=2)

@@ -106,6 +106,7 @@ class Engine:
         self.work: list[StreamRunner] = []
         self.instances: list[Instance] = []
         self.now = 0.0
+        self.place_due = False
         self._seq = 0
         self._check_waves()
 
@@ -180,6 +181,9 @@ class Engine:
                 while events and events[0][0] <= self.now:
                     _, _, fn, args = heapq.heappop(events)
                     fn(*args)
+                if self.place_due:
+                    self.place_due = False
+                    self._place()
             self._drain()
 
     def _drain(self) -> None:
@@ -216,7 +220,7 @@ class Engine:
     def _release(self, inst: Instance) -> None:
         for unit in inst.units:
             heapq.heappush(self.pool, unit)
-        self._place()
+        self.place_due = True   # placed once every release of this moment is in: lowest core id first
 
     # -- results -------------------------------------------------------------------------------------
     def _core(self, unit: int, role: tuple[str, int]) -> int:

@@ -101,20 +101,22 @@ class StreamRunner:
     # -- the engine calls these ----------------------------------------------------------------
     def advance(self) -> None:
         """Place every record whose inputs are known; report to the engine when all are placed."""
-        queued, inflight = self.queued, self.inflight
+        queued, inflight, recs, issued_at = self.queued, self.inflight, self.recs, self.issued_at
         moved = True
         while moved:
             moved = self._issue()
+            if not issued_at:
+                break
             for p in range(N_PIPES):
                 q = queued[p]
                 while q and not inflight[p]:
                     i = q[0]
-                    if not self._place(i, self.recs[i], self.issued_at[i]):
+                    if not self._place(i, recs[i], issued_at[i]):
                         break
                     q.popleft()
-                    del self.issued_at[i]
+                    del issued_at[i]
                     moved = True
-        if self.finish < 0 and self.i == len(self.recs) and not self.flows and not any(queued):
+        if self.finish < 0 and self.i == len(recs) and not self.flows and not issued_at:
             self.finish = max(self.t, max(self.free))
             self.engine.stream_done(self)
 
