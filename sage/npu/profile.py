@@ -26,18 +26,15 @@ from sage.npu.results import PIPES, PipeStat, Profile
 
 def _pipe_stats(run: Replay) -> dict[str, PipeStat]:
     busy = [0.0] * len(PIPES)
-    core_cycles = [0.0] * len(PIPES)     # core-cycles of the cores that run each pipe
-    running = [0.0] * len(PIPES)         # ... and those cores, weighted by device time
+    core_cycles = [0.0] * len(PIPES)     # device cycles x the cores that run each pipe
     for lt in run.launches:
         for kind, per_pipe in lt.busy_by_type.items():
             for p, b in enumerate(per_pipe):
                 busy[p] += b
                 if b > 0:
                     core_cycles[p] += lt.kernel_cycles * lt.cores_by_type[kind]
-                    running[p] += lt.cores_by_type[kind]
     return {name: PipeStat(busy_cycles=int(round(busy[p])),
-                           utilisation=round(busy[p] / core_cycles[p], 4) if core_cycles[p] else 0.0,
-                           busy_cycles_per_core=round(busy[p] / running[p], 2) if running[p] else 0.0)
+                           utilisation=round(busy[p] / core_cycles[p], 4) if core_cycles[p] else 0.0)
             for p, name in enumerate(PIPES)}
 
 

@@ -22,7 +22,6 @@ class PipeStat(BaseModel):
     busy_cycles: int = Field(description="busy cycles of this pipe summed over all cores of every launch")
     utilisation: float = Field(description="per core: busy cycles / (device cycles x the cores that run this pipe), "
                                            "the average core's busy fraction (msprof PipeUtilization)")
-    busy_cycles_per_core: float = Field(0.0, description="busy cycles of the average core that runs this pipe")
 
 
 class Profile(BaseModel):
