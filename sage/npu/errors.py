@@ -69,11 +69,16 @@ class KernelRuntimeError(NpuError):
     """Any other exception inside kernel code, with its line."""
 
 
+class CoreTypeError(NpuError):
+    """Cube work on an AIV core or vector work on an AIC core (the 910B's cores are split), or a path
+    that core type does not have."""
+
+
 class ImpossibleResultError(NpuError):
     """The run claims a time no 910B could reach (below the physical floor): not scored."""
 
 
 ERROR_CLASSES = (
     AlignmentError, CapacityError, BoundsError, QueueError, RaceError, LaunchError,
-    OutputSpecError, SandboxError, KernelTimeout, MemoryLimitError, KernelRuntimeError, ImpossibleResultError,
+    OutputSpecError, SandboxError, KernelTimeout, MemoryLimitError, KernelRuntimeError, CoreTypeError, ImpossibleResultError,
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sage.npu.replay import Replay
 from sage.npu.results import PIPES
-from sage.npu.sim.opcodes import AIC
+from sage.npu.sim.opcodes import AIC, NORMAL
 
 LAUNCH_PID = 0
 
@@ -37,7 +37,7 @@ def build_trace(run: Replay) -> list[dict]:
             starts, ends = lt.timings[pl.stream]
             args = {"kernel": lt.name, "block": pl.block}
             for rec, st, en in zip(launch.blocks[pl.stream].records, starts, ends):
-                if en > st:
+                if en > st and rec[1] == NORMAL:  # flags and barriers show as the gaps they cause
                     pipe = PIPES[rec[0]]
                     events.append(span(rec[11], pipe, base + st, en - st, pid, pipe, args))
         offset += lt.cycles

@@ -5,7 +5,7 @@ the fixed cost), never read back from the engine."""
 
 import pytest
 
-from sage.npu.errors import KernelTimeout, LaunchError
+from sage.npu.errors import LaunchError
 from sage.npu.execute import FunctionalRun, time_run
 from sage.npu.hardware import load_preset
 from sage.npu.replay import replay
@@ -140,25 +140,28 @@ def test_two_cores_loading_at_once_share_hbm_and_the_shortcut_is_exact():
 
 
 # -- cross-core flags --------------------------------------------------------------------------
+# As the DSL records them: a set on its pipe (after that pipe's earlier work), a wait on the
+# scalar pipe (nothing after it is issued before it). A flag drains its pipe: the next
+# instruction there pays its head.
 
 def test_mode_2_flags_pass_work_from_the_aic_to_both_aivs_and_back():
-    aic = [mad(),                                    # 2 -> 2 + mad
-           cross_set(FIX, 3, 2, deps=(0,)),          # issued 4, after the Mmad: ends at 2 + mad + 1
-           cross_wait(FIX, 5, 2),                    # waits for both AIVs' sets
-           mad(deps=(2,))]
+    aic = [mad(),                                    # issued at 2: 2 -> 2 + mad
+           cross_set(FIX, 3, 2, deps=(0,)),          # issued at 4, after the Mmad: ends at 2 + mad + 1
+           cross_wait(S, 5, 2),                      # waits for both AIVs' sets
+           mad()]                                    # issued after the wait
     set_end = 2 + MAD_CYCLES + FLAG
-    aiv = [[cross_wait(V, 3, 2), vadds(r), cross_set(V, 5, 2)] for r in (10, 30)]
+    aiv = [[cross_wait(S, 3, 2), vadds(r), cross_set(V, 5, 2)] for r in (10, 30)]
     lt = timed(launch("MIX_AIC_1_2", (AIC, 0, 0, aic), (AIV, 0, 0, aiv[0]), (AIV, 0, 1, aiv[1])))
-    # each AIV waits for the AIC's set, then its Adds queues behind the wait (head hidden)
+    add_start = set_end + FLAG + ISSUE               # each AIV's Adds is issued once its wait is over
     for stream, r in ((1, 10), (2, 30)):
         wait, add, done = times(lt, stream)
         assert wait == pytest.approx((set_end, set_end + FLAG))
-        assert add == pytest.approx((set_end + FLAG, set_end + FLAG + r))
-        assert done[1] == pytest.approx(set_end + FLAG + r + FLAG)
-    both = set_end + FLAG + 30 + FLAG                # the AIC waits for the slower AIV
+        assert add == pytest.approx((add_start, add_start + HEAD + r))
+        assert done == pytest.approx((add_start + HEAD + r, add_start + HEAD + r + FLAG))
+    both = add_start + HEAD + 30 + FLAG              # the AIC waits for the slower AIV
     assert times(lt, 0)[2] == pytest.approx((both, both + FLAG))
-    assert times(lt, 0)[3] == pytest.approx((both + FLAG, both + FLAG + MAD_CYCLES))
-    assert lt.kernel_cycles == pytest.approx(both + FLAG + MAD_CYCLES)
+    assert times(lt, 0)[3] == pytest.approx((both + FLAG + ISSUE, both + FLAG + ISSUE + MAD_CYCLES))
+    assert lt.kernel_cycles == pytest.approx(both + FLAG + ISSUE + MAD_CYCLES)
     assert lt.cores_by_type == {AIC: 1, AIV: 2}
     assert [(p.core_type, p.core) for p in lt.placements] == [(AIC, 0), (AIV, 0), (AIV, 1)]
 
@@ -167,23 +170,23 @@ def test_each_wait_takes_one_set():
     aic = [mad(), cross_set(FIX, 4, 2, deps=(0,)), mad(), cross_set(FIX, 4, 2, deps=(2,))]
     first = 2 + MAD_CYCLES + FLAG                    # the second Mmad queues behind the first
     second = 2 + 2 * MAD_CYCLES + FLAG
-    aiv = [cross_wait(V, 4, 2), cross_wait(V, 4, 2), vadds(10)]
+    aiv = [cross_wait(S, 4, 2), cross_wait(S, 4, 2), vadds(10)]
     lt = timed(launch("MIX_AIC_1_2", (AIC, 0, 0, aic), (AIV, 0, 0, aiv), (AIV, 0, 1, aiv)))
-    assert [x for pair in times(lt, 1) for x in pair] == flat([(first, first + FLAG), (second, second + FLAG),
-                                                               (second + FLAG, second + FLAG + 10)])
+    assert [x for pair in times(lt, 1) for x in pair] == flat(
+        [(first, first + FLAG), (second, second + FLAG), (second + FLAG + ISSUE, second + FLAG + ISSUE + HEAD + 10)])
 
 
 def test_mode_1_syncs_the_two_aivs_of_a_group():
-    aiv = [[vadds(r), cross_set(V, 1, 1), cross_wait(V, 1, 1), vadds(5)] for r in (10, 40)]
+    aiv = [[vadds(r), cross_set(V, 1, 1), cross_wait(S, 1, 1), vadds(5)] for r in (10, 40)]
     lt = timed(launch("MIX_AIC_1_2", (AIC, 0, 0, [mad()]), (AIV, 0, 0, aiv[0]), (AIV, 0, 1, aiv[1])))
     later = 2 + HEAD + 40 + FLAG                     # the slower AIV's set
     for stream in (1, 2):
         assert times(lt, stream)[2] == pytest.approx((later, later + FLAG))
-        assert times(lt, stream)[3][1] == pytest.approx(later + FLAG + 5)
+        assert times(lt, stream)[3][1] == pytest.approx(later + FLAG + ISSUE + HEAD + 5)
 
 
 def test_mode_0_is_a_barrier_among_the_cores_of_one_type():
-    blocks = [(AIV, b, 0, [vadds(r), cross_set(V, 2, 0), cross_wait(V, 2, 0), vadds(5)])
+    blocks = [(AIV, b, 0, [vadds(r), cross_set(V, 2, 0), cross_wait(S, 2, 0), vadds(5)])
               for b, r in enumerate((10, 20, 40))]
     lt = timed(launch("AIV_ONLY", *blocks))
     last = 2 + HEAD + 40 + FLAG
@@ -209,8 +212,8 @@ def error_of(trace):
 
 
 def test_a_wait_no_set_can_satisfy_is_a_deadlock_with_its_line():
-    trace = launch("AIV_ONLY", (AIV, 0, 0, [vadds(10), cross_wait(V, 2, 0, line=77)]),
-                   (AIV, 1, 0, [cross_wait(V, 2, 0, line=78), cross_set(V, 2, 0)]))
+    trace = launch("AIV_ONLY", (AIV, 0, 0, [vadds(10), cross_wait(S, 2, 0, line=77)]),
+                   (AIV, 1, 0, [cross_wait(S, 2, 0, line=78), cross_set(V, 2, 0)]))
     err = error_of(trace)
     assert err.type == "KernelTimeout" and err.line == 77
     assert "CrossCoreWaitFlag(flag 2, mode 0)" in err.message and "deadlock" in err.message
@@ -219,14 +222,14 @@ def test_a_wait_no_set_can_satisfy_is_a_deadlock_with_its_line():
 def test_sync_all_with_more_blocks_than_cores_is_refused():
     blocks = [(AIV, b, 0, [sync_all(line=33)]) for b in range(SPEC.chip.aiv_cores + 1)]
     err = error_of(launch("MIX_AIV_1_0", *blocks))
-    assert err.type == "KernelTimeout" and err.line == 33
+    assert err.type == "LaunchError" and err.line == 33
     assert f"{SPEC.chip.aiv_cores + 1} blocks on {SPEC.chip.aiv_cores} cores" in err.message
-    with pytest.raises(KernelTimeout, match="SyncAll"):
+    with pytest.raises(LaunchError, match="SyncAll"):
         replay(launch("MIX_AIV_1_0", *blocks), SPEC)
 
 
 def test_a_mode_0_barrier_across_waves_deadlocks():
-    blocks = [(AIV, b, 0, [cross_set(V, 1, 0), cross_wait(V, 1, 0, line=55)]) for b in range(SPEC.chip.aiv_cores + 1)]
+    blocks = [(AIV, b, 0, [cross_set(V, 1, 0), cross_wait(S, 1, 0, line=55)]) for b in range(SPEC.chip.aiv_cores + 1)]
     err = error_of(launch("AIV_ONLY", *blocks))
     assert err.type == "KernelTimeout" and err.line == 55 and "later wave" in err.message
 

@@ -120,7 +120,7 @@ class Engine:
             return
         for s, stream in enumerate(self.streams):
             if stream.sync_all >= 0:
-                raise KernelTimeout(
+                raise LaunchError(
                     f"SyncAll in a launch of {blocks} blocks on {self.capacity} cores: the blocks of a later wave "
                     "cannot start until the first wave ends, and the first wave waits for them in SyncAll, so the "
                     "chip hangs (CANN SyncAll: blockDim must not exceed the cores running the kernel)",

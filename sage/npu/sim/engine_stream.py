@@ -187,7 +187,9 @@ class StreamRunner:
             st, dur = f, body              # queued behind a busy pipe: its head is hidden
         else:
             st, dur = (f if f > ready else ready), body + head
-        self.drained[pipe] = kind == BARRIER
+        # A barrier or a flag waits for the pipe's earlier work: the next instruction finds the
+        # pipe empty and pays its head. Busy cycles count instructions only, as msprof's ratios do.
+        self.drained[pipe] = kind != NORMAL
         if self.start is not None:
             self.start[i] = st
         if hbm:
@@ -199,7 +201,8 @@ class StreamRunner:
         e = st + dur
         self.end[i] = e
         self.free[pipe] = e
-        self.busy[pipe] += dur
+        if kind == NORMAL:
+            self.busy[pipe] += dur
         if op == CROSS_SET:
             self.engine.sync.on_set(self, a, b, e)
         return True
@@ -222,7 +225,8 @@ class StreamRunner:
         dur = body + head
         e = self.t = ready + dur
         self.end[i] = e
-        self.busy[S] += dur
+        if rec[1] == NORMAL:
+            self.busy[S] += dur
         if op == CROSS_SET:
             self.engine.sync.on_set(self, a, b, e)
         return True
