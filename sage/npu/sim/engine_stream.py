@@ -157,32 +157,28 @@ class StreamRunner:
         self.i = i
         return i != i0
 
-    def _ready(self, deps) -> float:
-        """When the dependencies have all ended; -1 if one has not been placed yet."""
-        ready = 0.0
-        end = self.end
-        for d in deps:
-            e = end[d]
-            if e < 0:
-                return -1.0
-            if e > ready:
-                ready = e
+    def _ready(self, i: int, rec: tuple, ready: float, arrival: float) -> float:
+        """When record i, issued at `ready`, may start: after its dependencies and, for a cross-core
+        wait or SyncAll arriving at `arrival`, the other cores; -1 while one of those is not known."""
+        deps = rec[7]
+        if deps is not None:
+            end = self.end
+            for d in deps:
+                e = end[d]
+                if e < 0:
+                    return -1.0
+                if e > ready:
+                    ready = e
+        if rec[2] > CROSS_SET:  # a wait or SyncAll: other cores decide when it may start
+            return self.engine.sync.gate(self, i, rec, max(ready, arrival))
         return ready
 
     def _place(self, i: int, rec: tuple, issued: float) -> bool:
-        pipe, kind, op, head, body, hbm, rate, deps, a, b, _ = rec
-        ready = issued
-        if deps is not None:
-            r = self._ready(deps)
-            if r < 0:
-                return False
-            if r > ready:
-                ready = r
-        if op > CROSS_SET:  # a wait or SyncAll: other cores decide when it may start
-            ready = self.engine.sync.gate(self, i, rec, max(ready, self.free[pipe]))
-            if ready < 0:
-                return False
+        pipe, kind, op, head, body, hbm, rate, _, a, b, _ = rec
         f = self.free[pipe]
+        ready = self._ready(i, rec, issued, f)
+        if ready < 0:
+            return False
         if f > ready and not self.drained[pipe]:
             st, dur = f, body              # queued behind a busy pipe: its head is hidden
         else:
@@ -208,24 +204,16 @@ class StreamRunner:
         return True
 
     def _place_scalar(self, i: int, rec: tuple) -> bool:
-        _, _, op, head, body, _, _, deps, a, b, _ = rec
-        ready = self.t
-        if deps is not None:
-            r = self._ready(deps)
-            if r < 0:
-                return False
-            if r > ready:
-                ready = r
-        if op > CROSS_SET:
-            ready = self.engine.sync.gate(self, i, rec, ready)
-            if ready < 0:
-                return False
+        _, kind, op, head, body, _, _, _, a, b, _ = rec
+        ready = self._ready(i, rec, self.t, self.t)
+        if ready < 0:
+            return False
         if self.start is not None:
             self.start[i] = ready
         dur = body + head
         e = self.t = ready + dur
         self.end[i] = e
-        if rec[1] == NORMAL:
+        if kind == NORMAL:
             self.busy[S] += dur
         if op == CROSS_SET:
             self.engine.sync.on_set(self, a, b, e)
