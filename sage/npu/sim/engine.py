@@ -1,11 +1,13 @@
 """The event-driven schedule of one launch: blocks on cores in waves, HBM shared moment by moment.
 
-Placement (CANN: blockDim is a count of logical blocks, 1..65535; more blocks than cores run
-in waves): a block of an AIV-only or AIC-only launch needs one core of its type, a block of a
-MIX_AIC_1_2 launch one AI Core group (its AIC and its two AIVs, which run the block's three
-streams). Blocks start in order, each on the earliest-free core (lowest id on a tie). Every
-stream is run by a `StreamRunner` (``engine_stream``); GM streams share HBM through
-``engine_hbm``; cross-core flags and SyncAll go through ``engine_sync``.
+Placement: blockDim counts logical blocks, 1..65535, and more blocks than cores run in waves
+(CANN SetBlockDim, https://www.hiascend.com/document/detail/en/canncommercial/850/API/basicdataapi/atlasopapi_07_00236.html).
+A block of an AIV-only or AIC-only launch needs one core of its type; a block of a MIX_AIC_1_2
+launch one AI Core group (its AIC and its two AIVs, which run the block's three streams), and
+such a launch may not have more blocks than groups (same page). Blocks start in order, each
+on the earliest-free core (lowest id on a tie). Every stream is run by a `StreamRunner`
+(``engine_stream``); GM streams share HBM through ``engine_hbm``; cross-core flags and
+SyncAll go through ``engine_sync``.
 
 Identical blocks are timed once only where that is exact: blocks whose costed streams are
 the same objects and that start at the same moment on the same kind of core behave the same
