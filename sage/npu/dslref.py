@@ -206,9 +206,10 @@ def _costs(spec: HardwareSpec) -> str:
         "paid only when the V pipe was idle (back-to-back instructions hide it; PipeBarrier(PIPE_V) exposes "
         "it). 16-bit column for 8/16-bit types, 32-bit column for 32/64-bit; Cast counts repeats of the wider type; "
         "Reduce* run one instruction per tree level (repeats summed, one head each).",
-        "- Transfers: cycles = latency + (K + bytes) / peak: "
+        "- Transfers: cycles = latency + max((K + bytes) / peak, bytes / plateau) (no plateau: peak): "
         + "; ".join(f"{name} {p.peak_gbps:g} GB/s ({bpc(p.peak_gbps):.1f} B/cycle)"
                     + (f", K {p.k_bytes:g} B" if p.k_bytes else "")
+                    + (f", plateau {p.plateau_gbps:g} GB/s" if p.plateau_gbps else "")
                     + (f", +{p.latency_cycles:g} cycles" if p.latency_cycles else "")
                     for name, p in (("GM->UB", t.gm_to_ub), ("UB->GM", t.ub_to_gm), ("GM->L1", t.gm_to_l1),
                                     ("L1->L0A/B", t.l1_to_l0), ("L0C->GM", t.l0c_to_gm), ("UB->UB", t.ub_to_ub),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX")
 
@@ -17,8 +17,11 @@ class ErrorInfo(BaseModel):
 
 
 class PipeStat(BaseModel):
-    busy_cycles: int
-    utilisation: float
+    """One pipe over the whole forward(). Busy cycles are summed over cores; utilisation is per core."""
+
+    busy_cycles: int = Field(description="busy cycles of this pipe summed over all cores of every launch")
+    utilisation: float = Field(description="per core: busy cycles / (device cycles x the cores that run this pipe), "
+                                           "the average core's busy fraction (msprof PipeUtilization)")
 
 
 class Profile(BaseModel):
@@ -29,13 +32,18 @@ class Profile(BaseModel):
     launches: int
     device_us: float = 0.0      # the kernels alone: time_us without the launch overheads
     blocks: int
-    cores_used: int
+    cores_used: int = Field(description="physical cores (AIV + AIC) of the widest launch")
     pipes: dict[str, PipeStat]
     bytes: dict[str, int]
     bottleneck: str
     roofline_bound_us: float
     roofline_fraction: float
     instructions: int
+    cores_by_type: dict[str, int] = Field(default_factory=dict,
+                                          description="physical cores of each type used by the widest launch")
+    hbm_bytes: int = Field(0, description="bytes read from or written to HBM (L2 misses and all writes), all cores")
+    hbm_utilisation: float = Field(0.0, description="hbm_bytes / (HBM bandwidth x device time): the chip-wide "
+                                                    "fraction of HBM bandwidth used")
 
 
 @dataclass
