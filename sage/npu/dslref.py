@@ -222,6 +222,7 @@ def _errors() -> str:
         "MemoryLimitError": "the kernel file used too much host memory",
         "KernelRuntimeError": "any other exception in kernel code (wrong dtype, bad argument, Python error)",
         "ImpossibleResultError": "a time below the physical floor (forged, or a simulator bug): not scored",
+        "UnsupportedError": "an instruction/dtype/parameter combination Atlas A2 lacks (see Legality)",
     }
     return "\n".join(f"- `{c.__name__}`: {when[c.__name__]}." for c in errors.ERROR_CLASSES)
 

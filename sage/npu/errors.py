@@ -69,6 +69,11 @@ class KernelRuntimeError(NpuError):
     """Any other exception inside kernel code, with its line."""
 
 
+class UnsupportedError(NpuError):
+    """An instruction, dtype or parameter combination the target chip does not have (CANN's
+    Ascend C API reference for Atlas A2 lists what each instruction takes)."""
+
+
 class ImpossibleResultError(NpuError):
     """The run claims a time no 910B could reach (below the physical floor): not scored."""
 
@@ -76,4 +81,5 @@ class ImpossibleResultError(NpuError):
 ERROR_CLASSES = (
     AlignmentError, CapacityError, BoundsError, QueueError, RaceError, LaunchError,
     OutputSpecError, SandboxError, KernelTimeout, MemoryLimitError, KernelRuntimeError, ImpossibleResultError,
+    UnsupportedError,
 )
