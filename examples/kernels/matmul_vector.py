@@ -74,6 +74,9 @@ class KernelVectorMatmul:
         panel16 = self.in_b.DeQue(float16)              # row kk of the B panel starts at kk * nt_pad
         panel = self.panel_buf.Get(float32)
         Cast(panel, panel16, RoundMode.CAST_NONE, kt * nt_pad)
+        # A's values are read by the scalar unit: the VECIN queue only synced MTE2 -> V
+        SetFlag(HardEvent.MTE2_S, 0)
+        WaitFlag(HardEvent.MTE2_S, 0)
         for i in range(self.rows):
             row = acc[i * nt_pad]
             for kk in range(kt):

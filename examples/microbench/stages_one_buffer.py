@@ -2,6 +2,10 @@
 three stages (the tile is computed in place). With BUFFER_NUM = 1 the stages cannot overlap
 at all: the case of the Ascend C documentation's "vector utilisation only 1/3".
 
+A VECIN queue syncs MTE2 -> V only, so the V -> MTE3 hand-over and the MTE3 -> MTE2 one
+(the next tile's copy-in overwrites the buffer the copy-out reads) are explicit flags, as
+they would be in Ascend C.
+
 forward(x, muls): x is fp32, a multiple of TILE elements; runs on one block.
 """
 
@@ -27,9 +31,11 @@ def stages(x, y, tiles, muls):
         t = que.DeQue(float32)
         for _ in range(muls):
             Muls(t, t, 0.5, TILE)
-        que.EnQue(t)
-        t = que.DeQue(float32)
+        SetFlag(HardEvent.V_MTE3, 0)
+        WaitFlag(HardEvent.V_MTE3, 0)
         DataCopy(y_gm[i * TILE], t, TILE)
+        SetFlag(HardEvent.MTE3_MTE2, 0)
+        WaitFlag(HardEvent.MTE3_MTE2, 0)
         que.FreeTensor(t)
 
 

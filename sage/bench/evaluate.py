@@ -146,12 +146,14 @@ def physical_check(profile: Profile | None, expected: list[np.ndarray], model: t
 
 def essential_cube_flops(model: torch.nn.Module, case: list) -> float:
     """2 x the MACs of the reference's matmuls and convolutions (its recorded aten trace)."""
-    from sage.bench.reference.aten import record_forward
     from sage.bench.reference.work import work_of
+    from sage.kernels import record_forward
+    from sage.npu.hardware import load_preset
 
     args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
     calls, _ = record_forward(model, args)
-    return sum(work_of(c).cube_flops for c in calls if not c.free)
+    hw = load_preset()
+    return sum(work_of(c, hw).cube_flops for c in calls if not c.free)
 
 
 class ReferenceCase(BaseModel):

@@ -1,16 +1,25 @@
 """Task files: loading KernelBench / MultiKernelBench-format operators and resolving names.
 
-A task file defines `Model`, `get_inputs()`, `get_init_inputs()` and optionally
-`get_input_groups()`, `DESCRIPTION`, `TAGS` and `FUSED_OP` (see NPUKERNELBENCH.md).
-Task files are trusted code (they ship with the suite or the user points at them), so
-they are imported in-process; kernels are the untrusted part and never come through here.
+A task file defines `Model`, `get_init_inputs()` and its cases, any of (NPUKERNELBENCH.md):
+- `get_input_groups()`: a list of cases, each a list of forward arguments (MultiKernelBench,
+  NPUKernelBench; the public files read the JSON-lines `NAME.json` beside them themselves);
+- `get_inputs()`: one case (KernelBench);
+- neither, with `NAME.json` beside it: the cases are read from it (`sage.bench.case_file`).
+Optionally `DESCRIPTION`, `TAGS` and `FUSED_OP`. Task files are trusted code (they ship with
+the suite or the user points at them), so they are imported in-process, with their own
+folder importable for helper modules beside them; kernels are the untrusted part and never
+come through here.
 
-Two things can go wrong when loading, and they must not be confused with a bad kernel:
-- `TaskLoadError`: the file itself is broken (syntax error, no `Model`, `get_inputs`
-  raising). The message names the file and the problem.
+Three things can go wrong when loading, and they must not be confused with a bad kernel:
+- `TaskLoadError`: the file itself is broken (syntax error, no `Model`, making inputs
+  raising, a bad line in its case file). The message names the file, and the case and its
+  shapes when one case is the problem.
+- `NotATask`: a Python file in a task folder that defines none of the task names (a helper).
 - `ReferenceUnavailable`: the file is fine but its reference cannot run on a CPU
-  (it imports `torch_npu`, calls `.cuda()`, allocates on `device="cuda"`). Such tasks
-  are skipped with their reason and never counted as kernel failures.
+  (it imports `torch_npu`, calls `.cuda()`, calls an aten operator this torch lacks).
+  Such tasks are skipped with their reason and never counted as kernel failures.
+A case that loads but has an element type no 910B kernel can use (fp64, complex) is not an
+error: `Task.case_support(case)` says why, for the evaluator to report per case.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import hashlib
 import importlib.util
 import re
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -30,14 +40,18 @@ import numpy as np
 import torch
 from pydantic import BaseModel
 
+from sage.bench.accelerator import accelerator_reason, runtime_accelerator_reason
+from sage.bench.case_file import CaseFileError, case_specs, read_case_file
+from sage.bench.case_support import case_support, describe_case
+
 SUITE_DIR = Path(__file__).parent / "npukernelbench"
 PLAIN_OPS_DIR = SUITE_DIR / "ops"
 
 _LEVEL_DIR = re.compile(r"level[_-]?(\d+)$", re.IGNORECASE)
-# Modules and attributes whose presence means the reference needs an accelerator.
-_ACCELERATOR_MODULES = {"torch_npu", "apex", "triton", "cupy", "pycuda"}
-_ACCELERATOR_METHODS = {"cuda", "npu"}
-_ACCELERATOR_DEVICES = re.compile(r"^(cuda|npu)(:\d+)?$")
+# Names a task file defines; a .py file with none of them is a helper, not a task.
+_TASK_NAMES = frozenset({"Model", "get_inputs", "get_input_groups"})
+# Folders a task search never enters (virtual environments, VCS data, caches).
+_SKIP_DIR = re.compile(r"^(\.|__|site-packages$|node_modules$)")
 
 
 class TaskLoadError(Exception):
@@ -47,6 +61,11 @@ class TaskLoadError(Exception):
         self.path = Path(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
+
+
+class NotATask(TaskLoadError):
+    """A Python file in a task folder that defines none of `Model`, `get_inputs`,
+    `get_input_groups`: a helper module, skipped with that reason."""
 
 
 class ReferenceUnavailable(Exception):
@@ -68,7 +87,7 @@ class Skipped(BaseModel):
     path: str
     name: str
     level: int | None
-    kind: Literal["reference_unavailable", "load_error"]
+    kind: Literal["reference_unavailable", "load_error", "not_a_task"]
     reason: str
 
 
@@ -87,6 +106,11 @@ class Task:
         """Stable identifier used in results and kernel folders: "level1/10_layer_norm"."""
         return f"level{self.level}/{self.name}" if self.level is not None else self.name
 
+    @property
+    def case_file(self) -> Path:
+        """Where a MultiKernelBench task keeps its cases: NAME.json beside NAME.py."""
+        return self.path.with_suffix(".json")
+
     def make_model(self) -> torch.nn.Module:
         init = list(self.module.get_init_inputs()) if hasattr(self.module, "get_init_inputs") else []
         model = self.module.Model(*init)
@@ -94,24 +118,64 @@ class Task:
         return model
 
     def cases(self) -> list[list]:
-        """Fresh inputs for every case: each call regenerates them (nothing is cached)."""
+        """Fresh inputs for every case: each call regenerates them (nothing is cached).
+        From `get_input_groups()`, else `get_inputs()` as the one case, else the case file."""
+        m = self.module
+        if hasattr(m, "get_input_groups"):
+            return self._checked_cases("get_input_groups()", m.get_input_groups)
+        if hasattr(m, "get_inputs"):
+            return self._checked_cases("get_inputs()", lambda: [m.get_inputs()])
+        return self._checked_cases(self.case_file.name, lambda: read_case_file(self.case_file))
+
+    def first_case(self) -> list:
+        """What KernelBench's `get_inputs()` gives: that function when the file has it, else
+        the first of the cases."""
+        if hasattr(self.module, "get_inputs"):
+            return self._checked_cases("get_inputs()", lambda: [self.module.get_inputs()])[0]
+        return self.cases()[0]
+
+    def case_support(self, case: Sequence[Any]) -> str | None:
+        """None when a 910B kernel can take the case; else why not (an fp64 or complex
+        argument, named with its shape). The case still loads and its reference still runs."""
+        return case_support(case)
+
+    def _checked_cases(self, source: str, make: Callable[[], Any]) -> list[list]:
         try:
-            if hasattr(self.module, "get_input_groups"):
-                groups = [list(g) for g in self.module.get_input_groups()]
-            else:
-                groups = [list(self.module.get_inputs())]
+            groups = make()
+        except CaseFileError as exc:
+            raise TaskLoadError(self.path, str(exc)) from exc
         except Exception as exc:  # a task bug: re-raised with the file named
             _raise_if_accelerator(self.path, exc)
-            raise TaskLoadError(self.path, f"making inputs raised {type(exc).__name__}: {exc}") from exc
-        if not groups:
-            raise TaskLoadError(self.path, "get_input_groups() returned no cases")
-        return groups
+            raise TaskLoadError(self.path, f"{source} raised {_one_line(exc)}{self._case_file_hint()}") from exc
+        if isinstance(groups, (torch.Tensor, str, bytes, dict)) or not hasattr(groups, "__iter__"):
+            raise TaskLoadError(self.path, f"{source} returned a {type(groups).__name__}, not a list of cases")
+        cases = []
+        for i, group in enumerate(groups):
+            if not isinstance(group, (list, tuple)):
+                raise TaskLoadError(self.path, f"case {i} from {source} is a {type(group).__name__} "
+                                               f"({describe_case([group])}), not a list of forward arguments")
+            cases.append(list(group))
+        if not cases:
+            raise TaskLoadError(self.path, f"{source} returned no cases")
+        return cases
+
+    def _case_file_hint(self) -> str:
+        """When the file's own input code fails, the line of its case file that breaks the format, if any."""
+        if not self.case_file.is_file():
+            return ""
+        try:
+            case_specs(self.case_file)
+        except CaseFileError as exc:
+            return f" ({exc})"
+        return ""
 
 
 def load_task(path: Path | str, *, check_inputs: bool = True) -> Task:
-    """Imports one task file. `check_inputs` also builds the model and the first inputs,
-    so that a file whose `get_inputs` raises is reported at load time."""
+    """Imports one task file (or the .py beside a given case file). `check_inputs` also builds
+    the model and every case, so that a file whose inputs cannot be made is reported at load time."""
     path = Path(path).resolve()
+    if path.suffix == ".json" and path.with_suffix(".py").is_file():
+        path = path.with_suffix(".py")
     if not path.is_file():
         raise TaskLoadError(path, "no such file")
     if path.suffix != ".py":
@@ -121,15 +185,21 @@ def load_task(path: Path | str, *, check_inputs: bool = True) -> Task:
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise TaskLoadError(path, f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+    if not _TASK_NAMES & _defined_names(tree):
+        raise NotATask(path, "not a task file: defines none of `Model`, `get_inputs`, `get_input_groups` "
+                             "(a helper module?)")
     reason = accelerator_reason(tree)
     if reason:
         raise ReferenceUnavailable(path, reason)
     module = _import_file(path)
-    for required in ("Model", "get_inputs"):
-        if not hasattr(module, required):
-            raise TaskLoadError(path, f"missing `{required}`")
+    if not hasattr(module, "Model"):
+        raise TaskLoadError(path, "missing `Model`")
     if not isinstance(module.Model, type) or not issubclass(module.Model, torch.nn.Module):
         raise TaskLoadError(path, "`Model` must be a torch.nn.Module subclass")
+    if not (hasattr(module, "get_input_groups") or hasattr(module, "get_inputs")
+            or path.with_suffix(".json").is_file()):
+        raise TaskLoadError(path, f"missing `get_inputs` or `get_input_groups` (and no case file "
+                                  f"{path.with_suffix('.json').name} beside it)")
     tags = getattr(module, "TAGS", [])
     task = Task(
         name=path.stem,
@@ -145,18 +215,14 @@ def load_task(path: Path | str, *, check_inputs: bool = True) -> Task:
             task.make_model()
         except Exception as exc:
             _raise_if_accelerator(path, exc)
-            raise TaskLoadError(path, f"building Model raised {type(exc).__name__}: {exc}") from exc
-        try:
-            task.module.get_inputs()
-        except Exception as exc:
-            _raise_if_accelerator(path, exc)
-            raise TaskLoadError(path, f"get_inputs() raised {type(exc).__name__}: {exc}") from exc
+            raise TaskLoadError(path, f"building Model raised {_one_line(exc)}") from exc
+        task.cases()
     return task
 
 
 def load_tasks(path: Path | str, *, check_inputs: bool = True) -> tuple[list[Task], list[Skipped]]:
-    """One file or a folder (recursively, sorted by level then name). Broken files and
-    references that need an accelerator become `Skipped` entries instead of errors."""
+    """One file or a folder (recursively, sorted by level then name). Broken files, helper
+    modules and references that need an accelerator become `Skipped` entries instead of errors."""
     path = Path(path)
     if path.is_file():
         files = [path]
@@ -174,14 +240,19 @@ def load_tasks(path: Path | str, *, check_inputs: bool = True) -> tuple[list[Tas
                                    kind="reference_unavailable", reason=exc.reason))
         except TaskLoadError as exc:
             skipped.append(Skipped(path=str(f), name=f.stem, level=level_of(f),
-                                   kind="load_error", reason=exc.problem))
+                                   kind="not_a_task" if isinstance(exc, NotATask) else "load_error",
+                                   reason=exc.problem))
     return tasks, skipped
 
 
 def task_files(folder: Path) -> list[Path]:
-    """Python files under `folder` that look like tasks (private/helper files excluded)."""
+    """Python files under `folder` that may be tasks: private files (`_x.py`) and folders
+    such as `.venv`, `__pycache__` or `site-packages` are not searched. Case files (`.json`)
+    are found through their task file."""
+    folder = Path(folder)
     return [p for p in folder.rglob("*.py")
-            if not p.name.startswith("_") and "__pycache__" not in p.parts]
+            if not p.name.startswith("_")
+            and not any(_SKIP_DIR.match(part) for part in p.relative_to(folder).parts[:-1])]
 
 
 def level_of(path: Path) -> int | None:
@@ -231,27 +302,6 @@ def resolve_op(name: str) -> Path:
     raise UnknownOpError(f"unknown operator '{name}'.{hint}")
 
 
-def accelerator_reason(tree: ast.AST) -> str | None:
-    """Why a task's code cannot run on a CPU, found by reading it (None if nothing found)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] in _ACCELERATOR_MODULES:
-                    return f"imports {alias.name} (line {node.lineno})"
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.module.split(".")[0] in _ACCELERATOR_MODULES:
-                return f"imports {node.module} (line {node.lineno})"
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in _ACCELERATOR_METHODS:
-                return f"calls .{node.func.attr}() (line {node.lineno})"
-            for kw in node.keywords:
-                if kw.arg == "device" and _is_accelerator_device(kw.value):
-                    return f"allocates on device {kw.value.value!r} (line {node.lineno})"
-            if node.func.attr == "to" and node.args and _is_accelerator_device(node.args[0]):
-                return f"moves tensors to {node.args[0].value!r} (line {node.lineno})"
-    return None
-
-
 def parameter_kwargs(model: torch.nn.Module) -> dict[str, np.ndarray]:
     """The Model's parameters and buffers as kernel keyword arguments (dots → underscores)."""
     named = list(model.named_parameters()) + list(model.named_buffers())
@@ -287,18 +337,6 @@ def _raise_if_accelerator(path: Path, exc: BaseException) -> None:
         raise ReferenceUnavailable(path, reason) from exc
 
 
-def runtime_accelerator_reason(exc: BaseException) -> str | None:
-    """Recognises the errors torch raises when code asks for a device a CPU build lacks."""
-    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] in _ACCELERATOR_MODULES:
-        return f"needs the {exc.name} module"
-    text = str(exc)
-    for marker in ("Torch not compiled with CUDA", "No CUDA GPUs", "Found no NVIDIA driver",
-                   "CUDA driver", "torch.npu", "torch_npu", "Expected one of cpu"):
-        if marker in text:
-            return f"needs an accelerator ({type(exc).__name__}: {text.splitlines()[0][:160]})"
-    return None
-
-
 def _import_file(path: Path) -> ModuleType:
     # A unique module name per file path: two suites can both have "10_layer_norm".
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
@@ -309,24 +347,53 @@ def _import_file(path: Path) -> ModuleType:
         raise TaskLoadError(path, "cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module  # dataclasses and pickling look modules up here
+    before = set(sys.modules)
+    # The task's folder is importable while it loads, so `import common` finds a helper beside it.
+    sys.path.insert(0, str(path.parent))
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
         sys.modules.pop(mod_name, None)
         _raise_if_accelerator(path, exc)
-        raise TaskLoadError(path, f"importing raised {type(exc).__name__}: {exc}") from exc
+        raise TaskLoadError(path, f"importing raised {_one_line(exc)}") from exc
+    finally:
+        sys.path.remove(str(path.parent))
+        _forget_helpers(path.parent, set(sys.modules) - before)
     return module
+
+
+def _forget_helpers(folder: Path, names: set[str]) -> None:
+    """Drops single-file helper modules the task imported from its own folder from the module
+    cache: another task folder's `common.py` must not be served this one's. The task keeps its
+    reference. Packages are left alone (a task at a project root may import the project's own)."""
+    for name in names:
+        origin = getattr(sys.modules.get(name), "__file__", None)
+        if "." not in name and origin and Path(origin).resolve() == folder / f"{name}.py":
+            del sys.modules[name]
+
+
+def _defined_names(tree: ast.AST) -> set[str]:
+    """Names a module binds anywhere (classes, functions, assignments, imports), found by reading."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
 def _description(module: ModuleType) -> str:
     """DESCRIPTION, else the module's docstring, else Model's (KernelBench files have only that)."""
     text = getattr(module, "DESCRIPTION", None) or module.__doc__ or module.Model.__doc__ or ""
     return " ".join(str(text).split())
-
-
-def _is_accelerator_device(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) \
-        and bool(_ACCELERATOR_DEVICES.match(node.value))
 
 
 def _strip_number(stem: str) -> str:

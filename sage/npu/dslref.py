@@ -88,14 +88,27 @@ SECTIONS = [
     ("Blocks and memory",
      "Kernel APIs work only inside a launch. `TPosition` (alias `QuePosition`): VECIN/VECOUT/VECCALC in UB, "
      "A1/B1 in L1, A2 in L0A, B2 in L0B, CO1 in L0C. `InitBuffer` carves consecutive 32 B-aligned buffers "
-     "whose total per memory must fit. `EnQue` = SetFlag on the pipe that last wrote the tensor, `DeQue` = "
-     "the matching WaitFlag for the next pipe touching it; a freed buffer is reused once its last reader is "
-     "done. Two buffers = double buffering. A `TBuf` has no sync: pipes sharing it need SetFlag/WaitFlag. "
+     "whose total per memory must fit. A queue syncs its producer and consumer pipes only (VECIN MTE2->V, "
+     "VECOUT V->MTE3, A1/B1 MTE2->MTE1, A2/B2 MTE1->M, CO1 M->FIX): `EnQue` = SetFlag on the producer, "
+     "`DeQue` = WaitFlag blocking the whole consumer pipe, `FreeTensor` = SetFlag on the consumer, the next "
+     "`AllocTensor` of that buffer = WaitFlag on the producer. Any other pipe touching the buffer needs its "
+     "own flags. Two buffers = double buffering. A `TBuf` has no sync: pipes sharing it need SetFlag/WaitFlag. "
      "`LocalTensor`: `t[offset]` view, `GetSize()`. `GlobalTensor`: `gt[i]` view, `GetSize()`, "
      "`GetValue`/`SetValue` (scalar GM access).",
      ["GetBlockIdx", "GetBlockNum", "TPipe.InitBuffer", "TQue", "TQue.AllocTensor", "TQue.EnQue", "TQue.DeQue",
-      "TQue.FreeTensor", "TBuf", "TBuf.Get", "GlobalTensor.SetGlobalBuffer", "LocalTensor.GetValue",
+      "TQue.FreeTensor", "TQueBind", "TBuf", "TBuf.Get", "GlobalTensor.SetGlobalBuffer", "LocalTensor.GetValue",
       "LocalTensor.SetValue", "LocalTensor.ReinterpretCast"]),
+    ("Cores: AIV (vector) and AIC (cube)",
+     "A 910B splits each AI Core into AIC (cube, L1, L0A/B/C, MTE1/M/FIX) and AIV (vector, UB, MTE2/MTE3) cores; "
+     "they share only GM. A kernel that uses one side is vector-only (block_dim AIV cores) or cube-only (AIC "
+     "cores); more blocks than cores run in waves (block_dim <= 65535). A kernel using both declares "
+     "`KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2)` first: each block is one AIC and two AIVs running the "
+     "same kernel function; `if ASCEND_IS_AIC:` / `if ASCEND_IS_AIV:` pick each side's code (on an AIV "
+     "GetBlockIdx() is block*2+GetSubBlockIdx()). Hand data over through a GM workspace with "
+     "CrossCoreSetFlag/CrossCoreWaitFlag. Blocks touching the same GM bytes need SyncAll or cross-core flags "
+     "between them (else RaceError), atomics aside.",
+     ["KERNEL_TASK_TYPE_DEFAULT", "KernelType", "ASCEND_IS_AIC", "GetSubBlockIdx", "GetTaskRation",
+      "CrossCoreSetFlag", "CrossCoreWaitFlag", "SyncAll"]),
     ("Data movement",
      "GM->UB and GM->L1 run on MTE2, UB->GM and UB->L1 on MTE3, UB->UB on V. `DataCopy` needs the "
      "byte length and the local address 32 B aligned; use `DataCopyPad` for rows of any length "
@@ -164,6 +177,8 @@ def _params(obj) -> str:
 
 
 def _signature(name: str, obj) -> str:
+    if not callable(obj):  # a value kernels test, such as ASCEND_IS_AIC
+        return name
     if inspect.isclass(obj) and issubclass(obj, enum.Enum):
         return f"{name}: " + " ".join(obj.__members__)
     if dataclasses.is_dataclass(obj):
@@ -221,6 +236,7 @@ def _errors() -> str:
         "KernelTimeout": "too long, or WaitFlag with no pending SetFlag (deadlock)",
         "MemoryLimitError": "the kernel file used too much host memory",
         "KernelRuntimeError": "any other exception in kernel code (wrong dtype, bad argument, Python error)",
+        "CoreTypeError": "vector work or UB on an AIC core, cube work or L1/L0 on an AIV core",
         "ImpossibleResultError": "a time below the physical floor (forged, or a simulator bug): not scored",
         "UnsupportedError": "an instruction/dtype/parameter combination Atlas A2 lacks (see Legality)",
     }

@@ -69,6 +69,11 @@ class KernelRuntimeError(NpuError):
     """Any other exception inside kernel code, with its line."""
 
 
+class CoreTypeError(NpuError):
+    """Cube work on an AIV core or vector work on an AIC core (the 910B's cores are split), or a path
+    that core type does not have."""
+
+
 class UnsupportedError(NpuError):
     """An instruction, dtype or parameter combination the target chip does not have (CANN's
     Ascend C API reference for Atlas A2 lists what each instruction takes)."""
@@ -80,6 +85,6 @@ class ImpossibleResultError(NpuError):
 
 ERROR_CLASSES = (
     AlignmentError, CapacityError, BoundsError, QueueError, RaceError, LaunchError,
-    OutputSpecError, SandboxError, KernelTimeout, MemoryLimitError, KernelRuntimeError, ImpossibleResultError,
+    OutputSpecError, SandboxError, KernelTimeout, MemoryLimitError, KernelRuntimeError, CoreTypeError, ImpossibleResultError,
     UnsupportedError,
 )

@@ -16,8 +16,10 @@ from sage.npu.hardware import HardwareSpec
 from sage.npu.sim.costs import CostModel
 from sage.npu.sim.l2 import L2Cache
 from sage.npu.sim.multicore import BlockRun, LaunchTiming, time_launch
-from sage.npu.sim.opcodes import (FLAG, GM_COPY, GM_READ_PATHS, LOCAL_COPY, MAD, MARK, NORMAL, PATHS, SCALAR_GM,
-                                  SCALAR_LOCAL, VEC, vector_keys)
+from sage.npu.sim.opcodes import (CROSS_SET, CROSS_WAIT, FLAG, GM_COPY, GM_READ_PATHS, LOCAL_COPY, MAD, MARK, NORMAL,
+                                  PATHS, SCALAR_GM, SCALAR_LOCAL, SYNC_ALL, VEC, vector_keys)
+
+_SYNC_OPS = frozenset({FLAG, CROSS_SET, CROSS_WAIT, SYNC_ALL})
 from sage.npu.sim.runtrace import RunTrace
 from sage.npu.sim.session import gm_addresses
 
@@ -87,7 +89,7 @@ class _Coster:
                 body = costs.local_access
             elif op == SCALAR_GM:
                 body = costs.gm_access
-            elif op == FLAG:
+            elif op in _SYNC_OPS:
                 body = costs.flag
             else:
                 assert op == MARK
@@ -105,9 +107,9 @@ def replay(trace: RunTrace, spec: HardwareSpec, *, keep: bool = False) -> Replay
     chip = spec.chip
     for launch in trace.launches:
         blocks = [coster.block(b.records, b.uses_cube) for b in launch.blocks]
-        n_cores = chip.aic_cores if any(b.uses_cube for b in blocks) else chip.aiv_cores
-        timing = time_launch(launch.name, blocks, n_cores, coster.costs.issue, spec.hbm_bytes_per_cycle,
-                             spec.launch_overhead_cycles, keep=keep)
+        # AIC and AIV streams run on their own cores, side by side (cross-core waits are not timed here)
+        timing = time_launch(launch.name, blocks, (chip.aiv_cores, chip.aic_cores), coster.costs.issue,
+                             spec.hbm_bytes_per_cycle, spec.launch_overhead_cycles, keep=keep)
         if not keep:
             for b in blocks:
                 b.records = []  # timed: keep the counters only

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sage.npu.replay import Replay
 from sage.npu.results import PIPES
+from sage.npu.sim.opcodes import NORMAL
 
 
 def build_trace(run: Replay) -> list[dict]:
@@ -18,7 +19,7 @@ def build_trace(run: Replay) -> list[dict]:
             timing = lt.timings[block]
             base = offset + start
             for rec, st, en in zip(blocks[block].records, timing.starts, timing.ends):
-                if en <= st:
+                if en <= st or rec[6] != NORMAL:  # flags and barriers show as the gaps they cause
                     continue
                 pipe = PIPES[rec[0]]
                 events.append({"name": rec[5], "cat": pipe, "ph": "X", "ts": round((base + st) / clock, 4),

@@ -86,6 +86,7 @@ def test_operator_without_template_fails_honestly(tmp_path: Path, memory):
 def test_the_winning_schedule_is_stored_whole_and_adopted_whole(tiny_task, memory):
     from sage.agent.offline import schedule
     from sage.agent.offline.synthesizer import Synthesizer, analyse
+    from sage.kernels import target_for
 
     result = synthesize(tiny_task, OfflineBackend(tiny_task, seed=0), memory,
                         AgentConfig(iterations=3, memory_mode="sage", seed=0))
@@ -101,7 +102,7 @@ def test_the_winning_schedule_is_stored_whole_and_adopted_whole(tiny_task, memor
     partial = {"id": "E_other", "hints": {"tile_len": 8192}, "utility": 0.0}
     adopted_runs = 0
     for seed in range(6):
-        synth = Synthesizer(analysis=analyse(tiny_task), vector_cores=48, cube_cores=24, seed=seed, task_key="t")
+        synth = Synthesizer(analysis=analyse(tiny_task), target=target_for(), seed=seed, task_key="t")
         source, adopted, _ = synth.first([item], [partial])
         if whole[0].id in adopted:
             adopted_runs += 1

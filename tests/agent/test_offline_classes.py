@@ -72,9 +72,10 @@ def test_new_classes_are_correct_against_torch(tmp_path: Path, name: str):
 
 def test_comparison_kernels_use_compare_and_select(tmp_path: Path):
     from sage.agent.offline.synthesizer import Synthesizer, analyse
+    from sage.kernels import target_for
 
     task = _task(tmp_path, "where")
-    synth = Synthesizer(analysis=analyse(task), vector_cores=48, cube_cores=24, seed=0, task_key=task.key)
+    synth = Synthesizer(analysis=analyse(task), target=target_for(), seed=0, task_key=task.key)
     source, _, _ = synth.first([], [])
     assert "CompareScalar(mk" in source and "SELMODE.VSEL_TENSOR_SCALAR_MODE" in source
     assert "torch" not in source

@@ -10,26 +10,19 @@ import torch
 import typer
 from typer.testing import CliRunner
 
-from sage.bench.library import ElementwiseSpec, elementwise_source, inp, op
-from sage.bench.reference import ReferenceCache, calibrate, record_aten, reference_time
+from sage.bench.reference import ReferenceCache, calibrate, reference_time
 from sage.bench.reference import model as model_mod
 from sage.bench.reference.calibration import Calibration
 from sage.bench.reference.library_run import model_fingerprint, random_array, simulate
 from sage.bench.reference.plan import plan_call
 from sage.bench.reference.work import roofline_us
+from sage.kernels import CostClass, ElementwiseSpec, elementwise_source, inp, op, record_aten
 from sage.npu.execute import run_kernel_source
 from sage.npu.hardware import load_preset
 
+from tests.kernels.conftest import Fn
+
 HW = load_preset("ascend910b2")
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
 
 
 def task_of(fn, fused_op=None, name="t"):
@@ -178,14 +171,14 @@ def test_each_call_gets_the_expected_source_and_class():
     cases = [
         (lambda t: t.sum(-1), "simulated", "reduction"),
         (lambda t: t.sum(0), "roofline", "reduction"),           # not the last axis
-        (lambda t: torch.log_softmax(t, -1), "simulated", "softmax"),
+        (lambda t: torch.log_softmax(t, -1), "simulated", "softmax_norm"),
         (lambda t: torch.add(t, t, alpha=2), "simulated", "elementwise"),
         (lambda t: 1 - t, "simulated", "elementwise"),
         (lambda t: t.t().contiguous(), "roofline", "copy"),       # a transposing copy
         (lambda t: torch.cumsum(t, -1), "roofline", "scan"),
         (lambda t: t > 0, "roofline", "elementwise"),             # comparisons: no library form yet
         (lambda t: t @ t.t(), "simulated", "matmul"),
-        (lambda t: t.view(8, 8, 96) * t.view(8, 8, 96)[:, :1], "roofline", "elementwise"),  # [8,1,96] over [8,8,96]
+        (lambda t: t.view(8, 8, 96) * t.view(8, 8, 96)[:, :1], "roofline", "broadcast"),  # [8,1,96] over [8,8,96]
     ]
     for fn, source, klass in cases:
         (call,) = [c for c in record_aten(Fn(fn), [x]) if not c.free]
@@ -195,3 +188,10 @@ def test_each_call_gets_the_expected_source_and_class():
     (call,) = [c for c in record_aten(lin, [x]) if not c.free]
     plan = plan_call(call, HW)
     assert plan.source == "simulated" and plan.epilogue_bytes == 32 * 4
+
+
+def test_every_cost_class_has_an_efficiency_group():
+    from sage.bench.reference.calibration import CLASS_EFFICIENCY
+
+    assert set(CLASS_EFFICIENCY) == set(CostClass)
+    assert set(CLASS_EFFICIENCY.values()) == {"memory", "elementwise", "vector", "reduction", "cube"}

@@ -10,7 +10,7 @@ SPEC = load_preset()
 ONE_COPY = """
 @kernel
 def k(x, z, off, n, blocks, gap):
-    pipe = TPipe(); q = TQue(TPosition.VECIN, 1); pipe.InitBuffer(q, 1, n * 4)
+    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 1); pipe.InitBuffer(q, 1, n * 4)
     xg = GlobalTensor(); xg.SetGlobalBuffer(x); zg = GlobalTensor(); zg.SetGlobalBuffer(z)
     t = q.AllocTensor(float32)
     if blocks == 1:

@@ -70,10 +70,14 @@ def test_mad_cycles_follow_the_cube_formula(run):
     assert result.profile.pipes["M"].busy_cycles == 3 * per_mmad
 
 
-def test_cube_kernels_are_limited_to_the_aic_cores(run, check_error):
+def test_a_cube_kernel_with_more_blocks_than_aic_cores_runs_in_waves(run):
     a = np.ones((32, 32), np.float16)
-    src, result = run(MATMUL, [a, a], kwargs={"blocks": 25})
-    check_error(result, src, "LaunchError", "DataCopy(a1, ag[kt * KT]", "at most 24")
+    _, one_wave = run(MATMUL, [a, a], kwargs={"blocks": 24})
+    _, two_waves = run(MATMUL, [a, a], kwargs={"blocks": 25})
+    assert two_waves.error is None, two_waves.error
+    np.testing.assert_array_equal(two_waves.outputs[0], np.full((32, 32), 32, np.float16))
+    assert two_waves.profile.cores_used == 24  # the cube kernel runs on the 24 AIC cores, the 25th block after
+    assert two_waves.profile.device_us > one_wave.profile.device_us
 
 
 def test_l0_capacity_is_checked(run, check_error):

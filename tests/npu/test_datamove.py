@@ -5,7 +5,7 @@ import numpy as np
 PAD = """
 @kernel
 def k(x, z, rows, cols):
-    pipe = TPipe(); q = TQue(TPosition.VECIN, 1)
+    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 1)
     width = (cols * 4 + 31) // 32 * 8            # row pitch in UB, in fp32 elements
     pipe.InitBuffer(q, 1, rows * width * 4)
     xg = GlobalTensor(); xg.SetGlobalBuffer(x); zg = GlobalTensor(); zg.SetGlobalBuffer(z)
@@ -38,7 +38,7 @@ def test_data_copy_pad_places_rows_32_byte_aligned_with_padding(run):
 STRIDED = """
 @kernel
 def k(x, z):
-    pipe = TPipe(); q = TQue(TPosition.VECIN, 1); pipe.InitBuffer(q, 1, 4 * 64)
+    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 1); pipe.InitBuffer(q, 1, 4 * 64)
     xg = GlobalTensor(); xg.SetGlobalBuffer(x); zg = GlobalTensor(); zg.SetGlobalBuffer(z)
     t = q.AllocTensor(float32)
     DataCopy(t, xg, DataCopyParams(4, 1, 1, 0))   # 4 blocks of 32 B, skipping 32 B between them in GM
@@ -72,7 +72,7 @@ def zero(z, n):
 
 @kernel
 def colsum(x, z, n):
-    pipe = TPipe(); q = TQue(TPosition.VECIN, 1); pipe.InitBuffer(q, 1, n * 4)
+    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 1); pipe.InitBuffer(q, 1, n * 4)
     xg = GlobalTensor(); xg.SetGlobalBuffer(x, GetBlockIdx() * n, n)
     zg = GlobalTensor(); zg.SetGlobalBuffer(z)
     t = q.AllocTensor(float32); DataCopy(t, xg, n); q.EnQue(t); t = q.DeQue(float32)

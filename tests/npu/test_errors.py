@@ -10,7 +10,7 @@ COPY = """
 @kernel
 def k(x, z, n, tile, nbuf):
     pipe = TPipe()
-    q = TQue(TPosition.VECIN, nbuf)
+    q = TQueBind(TPosition.VECIN, TPosition.VECOUT, nbuf)
     pipe.InitBuffer(q, nbuf, tile * sizeof(float16))  # @init
     xg = GlobalTensor(); xg.SetGlobalBuffer(x)
     zg = GlobalTensor(); zg.SetGlobalBuffer(z)
@@ -78,9 +78,9 @@ def test_queue_error_deque_of_empty_queue(run, check_error):
     check_error(result, src, "QueueError", "t = q.DeQue(float16)", "empty")
 
 
-def test_launch_error_block_dim_over_the_limit(run, check_error):
-    src, result = run(COPY, [x16()], kwargs={"blocks": 49})
-    check_error(result, src, "LaunchError", "@launch", "1..48")
+def test_launch_error_block_dim_over_the_api_maximum(run, check_error):
+    src, result = run(COPY, [x16()], kwargs={"blocks": 65536})
+    check_error(result, src, "LaunchError", "@launch", "1..65535")
 
 
 def test_output_spec_error_returning_an_input(run, check_error):
@@ -139,7 +139,7 @@ def test_error_classes_have_stable_names_and_info():
     names = [c.__name__ for c in ERROR_CLASSES]
     assert names == ["AlignmentError", "CapacityError", "BoundsError", "QueueError", "RaceError", "LaunchError",
                      "OutputSpecError", "SandboxError", "KernelTimeout", "MemoryLimitError", "KernelRuntimeError",
-                     "ImpossibleResultError", "UnsupportedError"]
+                     "CoreTypeError", "ImpossibleResultError", "UnsupportedError"]
     err = SandboxError("import os is not allowed", line=3)
     assert isinstance(err, NpuError)
     assert err.info().model_dump() == {"type": "SandboxError", "message": "import os is not allowed", "line": 3}

@@ -21,6 +21,7 @@ EXAMPLES = {
     "layernorm.py": "layernorm_task.py",
     "matmul.py": "matmul_task.py",
     "matmul_vector.py": "matmul_task.py",
+    "matmul_bias_gelu_mix.py": "matmul_bias_gelu_task.py",
 }
 
 

@@ -8,7 +8,7 @@ from sage.npu.hardware import load_preset
 COPY = """
 @kernel
 def copy(x, z, per_block, tile):
-    pipe = TPipe(); q = TQue(TPosition.VECIN, 2); pipe.InitBuffer(q, 2, tile * 4)
+    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 2); pipe.InitBuffer(q, 2, tile * 4)
     xg = GlobalTensor(); xg.SetGlobalBuffer(x, per_block * GetBlockIdx(), per_block)
     zg = GlobalTensor(); zg.SetGlobalBuffer(z, per_block * GetBlockIdx(), per_block)
     for i in range(per_block // tile):

@@ -163,7 +163,7 @@ def test_queue_sync_is_race_free_and_reuse_waits_for_readers(run):
 WORKSPACE = """
 @kernel
 def k(x, z, n):
-    pipe = TPipe(); q = TQue(TPosition.VECIN, 2); pipe.InitBuffer(q, 2, n * 4)
+    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 2); pipe.InitBuffer(q, 2, n * 4)
     xg = GlobalTensor(); xg.SetGlobalBuffer(x); zg = GlobalTensor(); zg.SetGlobalBuffer(z)
     t = q.AllocTensor(float32); DataCopy(t, xg, n); q.EnQue(t); t = q.DeQue(float32)
     DataCopy(zg, t, n)

@@ -41,15 +41,14 @@ class OfflineBackend:
     def _start(self):
         from sage.agent.offline.analysis import NoTemplate
         from sage.agent.offline.synthesizer import Synthesizer, analyse
-        from sage.npu.hardware import load_preset
+        from sage.kernels import target_for
 
         try:
             analysis = analyse(self.task)
         except NoTemplate as exc:
             raise NoKernel(f"no template: {exc}") from exc
-        hw = load_preset(self.preset)
-        self._synth = Synthesizer(analysis=analysis, vector_cores=hw.chip.aiv_cores, cube_cores=hw.chip.aic_cores,
-                                  seed=self.seed, task_key=self.task.key)
+        self._synth = Synthesizer(analysis=analysis, target=target_for(self.preset), seed=self.seed,
+                                  task_key=self.task.key)
         return self._synth
 
     def _reflect(self) -> list[dict[str, Any]]:

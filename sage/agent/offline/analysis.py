@@ -1,9 +1,10 @@
 """From a traced forward to what a library kernel computes.
 
 The forward is rebuilt as one expression over its inputs: elementwise aten calls become
-library chain ops (through the reference model's own aten → chain table), views pass
-their operand through, and the row operators (softmax, norms, last-axis reductions) and
-the matrix product become nodes of their own. The synthesizer then recognises the shapes
+library chain ops (by the op registry's chain forms, `sage.kernels.call_chain`), views
+that keep the element order pass their operand through, and the row operators (softmax,
+norms, last-axis reductions) and the matrix products (the registry's cube forms) become
+nodes of their own. The synthesizer then recognises the shapes
 it has templates for:
 
 - a pure elementwise chain (any broadcast the library's [R, C] layout can express);
@@ -19,25 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sage.agent.offline.graph import Graph
-from sage.bench.library.chain import Const, Inp, Op
-from sage.agent.offline.predicates import predicate_chain
-from sage.bench.reference.aten import AtenCall
-from sage.bench.reference.ew_map import LIB_DTYPES, base_name, broadcast_layout, chain_for
-
-# What elementwise kernels read and write: the reference's dtypes, and bool as 0/1 bytes.
-KERNEL_DTYPES = LIB_DTYPES | {"bool"}
+from sage.kernels import (
+    KERNEL_DTYPES, Const, CubeForm, Graph, Inp, Op, base_name, broadcast_layout, call_chain, grouped_layout, op_def,
+)
 
 
 class NoTemplate(Exception):
     """The operator is outside the classes the offline synthesizer has templates for."""
-
-
-# Views that keep the element order, so an elementwise kernel can read the original buffer.
-ORDER_PRESERVING = {"view", "_unsafe_view", "reshape", "_reshape_alias", "unsqueeze", "squeeze", "expand",
-                    "alias", "detach", "lift_fresh", "flatten", "unflatten", "view_as", "expand_as"}
-ROW_REDUCTIONS = {"sum": "sum", "mean": "mean", "amax": "max", "amin": "min"}
-MATMULS = {"mm", "matmul", "bmm", "addmm"}
 
 
 @dataclass(frozen=True)
@@ -93,19 +82,21 @@ class ExprBuilder:
         node = g.producer.get(vid)
         if node is None:
             raise NoTemplate("the forward uses a tensor it did not receive as an input (a captured constant)")
-        call, name = node.call, base_name(node.call)
+        call = node.call
+        entry = op_def(call.name)
         if call.free:
             if self._is_matrix_transpose(node):
                 return Transposed(self.build(node.args[0]))
-            if name not in ORDER_PRESERVING:
+            if entry is None or not entry.keeps_order:
                 raise NoTemplate(f"aten.{call.qualname} reorders or slices data; no template moves data that way")
             return self.build(node.args[0])
-        if name in ROW_REDUCTIONS:
-            return self._reduction(node, ROW_REDUCTIONS[name])
-        if name in ("_softmax", "_log_softmax"):
+        row = entry.row if entry is not None else None
+        if row is not None and row.op in ("sum", "mean", "max", "min") and not row.indices:
+            return self._reduction(node, row.op)
+        if row is not None and row.op in ("softmax", "log_softmax"):
             self._check_last_axis(node, call.scalars[0])
-            return RowOp(name.lstrip("_"), (self.build(node.args[0]),))
-        if name == "native_layer_norm":
+            return RowOp(row.op, (self.build(node.args[0]),))
+        if row is not None and row.op == "layer_norm":
             shape = call.scalars[0]
             if len(shape) != 1:
                 raise NoTemplate("layer norm over more than the last axis has no template")
@@ -113,8 +104,8 @@ class ExprBuilder:
                 raise NoTemplate("the forward uses layer norm's saved mean/rstd")
             eps = float(call.scalars[-1])
             return RowOp("layer_norm", tuple(self.build(a) for a in node.args), eps)
-        if name in MATMULS:
-            return self._matmul(node, name)
+        if entry is not None and entry.cube is not None:
+            return self._matmul(node, entry.cube)
         return self._elementwise(node, vid)
 
     @staticmethod
@@ -123,7 +114,7 @@ class ExprBuilder:
         call = node.call
         if len(call.inputs) != 1 or len(call.inputs[0].shape) != 2:
             return False
-        name = base_name(call)
+        name = base_name(call.name)
         if name in ("t", "numpy_T", "mT"):
             return True
         if name == "permute":
@@ -148,25 +139,24 @@ class ExprBuilder:
             raise NoTemplate(f"aten.{call.qualname} with an output dtype has no template")
         return Reduce(kind, self.build(node.args[0]), keepdim)
 
-    def _matmul(self, node, name: str) -> MatMul:
+    def _matmul(self, node, form: CubeForm) -> MatMul:
         call = node.call
-        if name == "addmm":
+        if form.bias is not None:
             if call.scalars and any(float(s) != 1.0 for s in call.scalars if isinstance(s, (int, float))):
-                raise NoTemplate("addmm with beta/alpha other than 1 has no template")
-            bias, a, b = (self.build(v) for v in node.args)
+                raise NoTemplate(f"{base_name(call.name)} with beta/alpha other than 1 has no template")
+            bias, a, b = (self.build(node.args[i]) for i in (form.bias, form.a, form.b))
             return MatMul(a, b, bias)
         shapes = [t.shape for t in call.inputs]
         batched = all(len(sh) == 3 for sh in shapes) and shapes[0][0] == shapes[1][0]
         if not batched and any(len(sh) != 2 for sh in shapes):
             raise NoTemplate("a matrix product over broadcast batches has no template (2-D, or 3-D with one batch)")
-        return MatMul(self.build(node.args[0]), self.build(node.args[1]))
+        return MatMul(self.build(node.args[form.a]), self.build(node.args[form.b]))
 
     def _elementwise(self, node, vid: int) -> Any:
         call = node.call
-        if base_name(call) == "copy_" or len(node.outs) != 1:
+        if len(node.outs) != 1:
             raise NoTemplate(f"aten.{call.qualname} has no elementwise template")
-        plan = chain_for(call) or chain_for(_unbroadcast(call))
-        expr = plan.expr if plan is not None else predicate_chain(call)
+        expr = call_chain(call)
         if expr is None:
             raise NoTemplate(f"aten.{call.qualname} has no template (inputs {call.describe()})")
         out = call.outputs[0]
@@ -179,17 +169,6 @@ class ExprBuilder:
             if not folded:
                 operands.append(arg)
         return _substitute(expr, [self.build(a) for a in operands])
-
-
-def _unbroadcast(call: AtenCall) -> AtenCall:
-    """The call with every non-scalar operand at the output's shape: the reference's table
-    then gives the op's expression even for broadcasts its [R, C] layout cannot express;
-    the synthesizer lays the operands out itself (`layout`)."""
-    out = call.outputs[0] if call.outputs else None
-    if out is None:
-        return call
-    inputs = [t if t.numel == 1 else t.model_copy(update={"shape": out.shape}) for t in call.inputs]
-    return call.model_copy(update={"inputs": inputs})
 
 
 def _substitute(expr: Any, operands: list[Any]) -> Any:
@@ -258,36 +237,8 @@ def layout(out_shape: tuple[int, ...], shapes: list[tuple[int, ...]]) -> tuple[l
     found = broadcast_layout(out_shape, shapes)
     if found is not None:
         return found[0], None
-    grouped = _grouped_layout(tuple(out_shape), shapes)
+    grouped = grouped_layout(tuple(out_shape), shapes)
     if grouped is None:
         raise NoTemplate(f"broadcast of {[list(s) for s in shapes]} to {list(out_shape)} does not fit a "
                          "row/column or grouped layout")
     return grouped
-
-
-def _grouped_layout(out: tuple[int, ...], shapes: list[tuple[int, ...]]):
-    """Output axes split as [B | G | C]: each operand is full, a scalar, a row (C only), a
-    column (B and G only), one row per group (B and C: `grp`) or one slab for all groups
-    (G and C: `mod`)."""
-    n = len(out)
-    padded = [(1,) * (n - len(sh)) + tuple(sh) for sh in shapes]
-    for c in range(n - 1, 0, -1):          # C = out[c:]
-        for g in range(c - 1, -1, -1):     # G = out[g:c], B = out[:g]
-            kinds = [_group_kind(sh, out, g, c) for sh in padded]
-            if None not in kinds and ("grp" in kinds or "mod" in kinds):
-                return kinds, (n - c, c - g)
-    return None
-
-
-def _group_kind(sh: tuple[int, ...], out: tuple[int, ...], g: int, c: int) -> str | None:
-    def part(lo: int, hi: int) -> str | None:
-        if sh[lo:hi] == out[lo:hi]:
-            return "all"
-        if all(d == 1 for d in sh[lo:hi]):
-            return "one"
-        return None
-
-    b_, g_, c_ = part(0, g), part(g, c), part(c, len(out))
-    table = {("all", "all", "all"): "full", ("one", "one", "one"): "scalar", ("one", "one", "all"): "row",
-             ("all", "one", "all"): "grp", ("one", "all", "all"): "mod", ("all", "all", "one"): "col"}
-    return table.get((b_, g_, c_))

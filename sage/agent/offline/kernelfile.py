@@ -15,7 +15,7 @@ import tokenize
 from typing import Any
 
 from sage.agent.offline.templates import CasePlan
-from sage.bench.library.source import HEADER
+from sage.kernels import HEADER, dsl_dtype
 
 
 def kernel_file(plans: list[CasePlan], sources: dict[int, str], n_args: int, params: list[str], title: str) -> str:
@@ -74,5 +74,5 @@ def _call(plan: CasePlan, variant_of: dict[Any, int]) -> str:
 
 def _test(name: str, what: str, value: Any) -> str:
     if what == "dtype":
-        return f"{name}.dtype == {'bool_' if value == 'bool' else value}"
+        return f"{name}.dtype == {dsl_dtype(value)}"
     return f"{name} == {value!r}"

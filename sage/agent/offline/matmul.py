@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from sage.agent.offline.analysis import Leaf, MatMul, NoTemplate, Transposed, check_dtypes, strip
-from sage.agent.offline.graph import Graph
 from sage.agent.offline.templates import CasePlan
-from sage.bench.library.chain import Op
-from sage.bench.library.matmul import MatmulSpec
+from sage.kernels import Graph, MatmulSpec, Op
 
 
 def plan_matmul(graph: Graph, expr: Any, names: dict[int, str], signature: tuple, out: int) -> CasePlan:

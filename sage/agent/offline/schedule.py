@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sage.bench.library.knobs import CubeKnobs, Knobs
+from sage.kernels import CubeKnobs, Knobs
 
 PLAIN_TILE = 1024
 PLAIN_BLOCKS = 8
@@ -20,13 +20,12 @@ ROW_ONLY_HINTS = {"fold_reduce"}
 CUBE_HINTS = {"base_m", "base_n", "base_k", "l1_k", "cube_buffer_num", "cube_block_dim"}
 
 
-def plain_knobs(vector_cores: int) -> Knobs:
-    return Knobs(tile_len=PLAIN_TILE, buffer_num=1, block_dim=PLAIN_BLOCKS, copy_mode="pad",
-                 fp32_compute=False, cores=vector_cores)
+def plain_knobs() -> Knobs:
+    return Knobs(tile_len=PLAIN_TILE, buffer_num=1, block_dim=PLAIN_BLOCKS, copy_mode="pad", fp32_compute=False)
 
 
-def plain_cube_knobs(cube_cores: int) -> CubeKnobs:
-    return CubeKnobs(base_m=64, base_n=64, base_k=32, l1_k=64, buffer_num=1, block_dim=PLAIN_BLOCKS, cores=cube_cores)
+def plain_cube_knobs() -> CubeKnobs:
+    return CubeKnobs(base_m=64, base_n=64, base_k=32, l1_k=64, buffer_num=1, block_dim=PLAIN_BLOCKS)
 
 
 def hint_value(key: str, value: Any) -> Any:
@@ -85,12 +84,13 @@ def describe(knobs: Knobs | CubeKnobs) -> str:
             + (", folded reductions" if knobs.fold_reduce else ""))
 
 
-def next_moves(knobs: Knobs | CubeKnobs, feedback: dict[str, Any], half_inputs: bool,
+def next_moves(knobs: Knobs | CubeKnobs, feedback: dict[str, Any], half_inputs: bool, *, cores: int,
                row: bool = False) -> list[tuple[str, Any]]:
-    """Single-knob changes worth trying after this feedback, best first."""
+    """Single-knob changes worth trying after this feedback, best first (`cores`: the
+    target's cores for this kind of kernel)."""
     kind = feedback.get("kind")
     if isinstance(knobs, CubeKnobs):
-        return _cube_moves(knobs, feedback)
+        return _cube_moves(knobs, feedback, cores)
     moves: list[tuple[str, Any]] = []
     if kind == "error":
         err = feedback.get("error_type")
@@ -108,7 +108,7 @@ def next_moves(knobs: Knobs | CubeKnobs, feedback: dict[str, Any], half_inputs: 
     if kind != "correct":
         return moves
     bottleneck = feedback.get("bottleneck", "")
-    cores_idle = knobs.block_dim is not None and knobs.block_dim < knobs.cores
+    cores_idle = knobs.block_dim is not None and knobs.block_dim < cores
     copy_bound = bottleneck in ("MTE2", "MTE3")
     if cores_idle:
         moves.append(("block_dim", None))
@@ -127,7 +127,7 @@ def next_moves(knobs: Knobs | CubeKnobs, feedback: dict[str, Any], half_inputs: 
     return moves
 
 
-def _cube_moves(knobs: CubeKnobs, feedback: dict[str, Any]) -> list[tuple[str, Any]]:
+def _cube_moves(knobs: CubeKnobs, feedback: dict[str, Any], cores: int) -> list[tuple[str, Any]]:
     if feedback.get("kind") == "error":
         if feedback.get("error_type") == "CapacityError":
             return [("k_steps", (knobs.base_k, max(knobs.base_k, knobs.l1_k // 2))), ("buffer_num", 1)]
@@ -135,7 +135,7 @@ def _cube_moves(knobs: CubeKnobs, feedback: dict[str, Any]) -> list[tuple[str, A
     if feedback.get("kind") != "correct":
         return []
     moves: list[tuple[str, Any]] = []
-    if knobs.block_dim is not None and knobs.block_dim < knobs.cores:
+    if knobs.block_dim is not None and knobs.block_dim < cores:
         moves.append(("block_dim", None))
     if knobs.buffer_num < 2:
         moves.append(("buffer_num", 2))

@@ -21,10 +21,9 @@ from pydantic import BaseModel
 
 from sage.agent.offline import schedule
 from sage.agent.offline.analysis import NoTemplate
-from sage.agent.offline.graph import trace_graph
 from sage.agent.offline.kernelfile import kernel_file
 from sage.agent.offline.templates import CasePlan, plan_case
-from sage.bench.library.knobs import CubeKnobs, Knobs
+from sage.kernels import CubeKnobs, Knobs, Target, elementwise_source, matmul_source, row_source, trace_graph
 
 HALF = {"float16", "bfloat16"}
 # Adoption probability by what is known of an item: resident rules proved themselves on
@@ -74,8 +73,7 @@ class Step:
 @dataclass
 class Synthesizer:
     analysis: TaskAnalysis
-    vector_cores: int
-    cube_cores: int
+    target: Target            # the preset the kernels are written for
     seed: int
     task_key: str
     steps: list[Step] = field(default_factory=list)
@@ -87,8 +85,7 @@ class Synthesizer:
 
     # -- the first answer -------------------------------------------------------------
     def first(self, rules: list[dict], experiences: list[dict]) -> tuple[str, list[str], str]:
-        knobs: Knobs | CubeKnobs = (schedule.plain_cube_knobs(self.cube_cores) if self.cube
-                                    else schedule.plain_knobs(self.vector_cores))
+        knobs: Knobs | CubeKnobs = schedule.plain_cube_knobs() if self.cube else schedule.plain_knobs()
         rng = random.Random(zlib.crc32(f"{self.seed}:{self.task_key}".encode()))
         taken: dict[str, Any] = {}
         items = [(r, P_RULE) for r in rules] + [(e, _p_adopt(e.get("utility", 0.0))) for e in experiences]
@@ -131,6 +128,7 @@ class Synthesizer:
             moves: list[tuple[str, Any]] = []  # at the roofline: no schedule change can pay off
         else:
             moves = schedule.next_moves(base.knobs, base.feedback or {}, self.analysis.half_inputs,
+                                        cores=self.target.cube_cores if self.cube else self.target.vector_cores,
                                         row=self.analysis.op_class == "row")
         for knob, value in moves:
             try:
@@ -173,17 +171,13 @@ class Synthesizer:
         return [i for i, h in self.hints_of.items() if all(getattr(knobs, f) == v for f, v in h.items())]
 
     def _write(self, step: Step) -> tuple[str, list[str], str]:
-        from sage.bench.library.elementwise import elementwise_source
-        from sage.bench.library.matmul import matmul_source
-        from sage.bench.library.rowwise import row_source
-
         generate = {"elementwise": elementwise_source, "row": row_source,
                     "matmul": matmul_source}[self.analysis.op_class]
         specs: list[Any] = []
         for plan in self.analysis.plans:
             if plan.spec not in specs:
                 specs.append(plan.spec)
-        sources = {v: generate(spec, step.knobs) for v, spec in enumerate(specs)}
+        sources = {v: generate(spec, step.knobs, target=self.target) for v, spec in enumerate(specs)}
         title = f"{self.analysis.describe}; schedule: {schedule.describe(step.knobs)}"
         source = kernel_file(self.analysis.plans, sources, self.analysis.n_args, self.analysis.params, title)
         change = ""

@@ -16,10 +16,7 @@ from sage.agent.offline.analysis import (
     ExprBuilder, Leaf, MatMul, NoTemplate, Reduce, RowOp, check_dtypes, is_pure_chain, layout,
     leaves_in_order, strip, to_chain, walk,
 )
-from sage.agent.offline.graph import Graph
-from sage.bench.library.chain import Const, Op
-from sage.bench.library.elementwise import ElementwiseSpec, elementwise_source
-from sage.bench.library.rowwise import RowSpec
+from sage.kernels import Const, ElementwiseSpec, Graph, Op, RowSpec, elementwise_source
 
 OpClass = Literal["elementwise", "row", "matmul"]
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import torch
 
-from sage.bench.library.source import HEADER
-from sage.bench.reference.aten import record_forward
 from sage.bench.reference.plan import plan_call
+from sage.kernels import HEADER, dsl_dtype, record_forward
 from sage.npu.hardware import load_preset
+
 
 def _namespaced(source: str, suffix: str) -> str:
     """The source with every top-level name suffixed, so variants can share one file."""
@@ -40,10 +40,6 @@ def _namespaced(source: str, suffix: str) -> str:
     for name in sorted(set(names), key=len, reverse=True):
         body = re.sub(rf"\b{re.escape(name)}\b", f"{name}_{suffix}", body)
     return body
-
-
-def _dsl_dtype(name: str) -> str:
-    return {"bool": "bool_"}.get(name, name)
 
 
 def library_kernel_file(task, preset: str = "ascend910b2") -> str | None:
@@ -76,7 +72,7 @@ def library_kernel_file(task, preset: str = "ascend910b2") -> str | None:
     lines += [_namespaced(src, f"v{i}") for i, src in enumerate(sources)]
     fwd = ["def forward(*args, **params):"]
     for origins, dtypes, shapes, variant, out_shape in routes:
-        cond = " and ".join(f"{_arg(o)}.dtype == {_dsl_dtype(d)} and {_arg(o)}.shape == {sh!r}"
+        cond = " and ".join(f"{_arg(o)}.dtype == {dsl_dtype(d)} and {_arg(o)}.shape == {sh!r}"
                             for o, d, sh in zip(origins, dtypes, shapes))
         fwd += [f"    if {cond}:",
                 f"        return forward_v{variant}({', '.join(_arg(o) for o in origins)}).view({out_shape!r})"]

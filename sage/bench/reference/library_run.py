@@ -96,7 +96,7 @@ def model_fingerprint(preset_source: str) -> str:
     change, so that cached timings never outlive the model that produced them."""
     root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256()
-    for folder in ("npu/sim", "npu/ascendc", "bench/library", "bench/reference"):
+    for folder in ("npu/sim", "npu/ascendc", "kernels", "kernels/library", "bench/reference"):
         for f in sorted((root / folder).glob("*.py")):
             h.update(f.read_bytes())
     for f in sorted((root / "npu").glob("*.py")):

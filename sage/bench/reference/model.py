@@ -16,17 +16,17 @@ Timings are cached by (kernel or operator, shapes, dtypes, preset, model fingerp
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel
 
-from sage.bench.reference.aten import AtenCall, TensorMeta, record_forward
 from sage.bench.reference.cache import ReferenceCache, default_cache
 from sage.bench.reference.calibration import CLASS_EFFICIENCY, Calibration, calibrate
 from sage.bench.reference.library_run import model_fingerprint, simulate
 from sage.bench.reference.plan import Plan, plan_call
 from sage.bench.reference.work import Work, dominant, roofline_us, tensor_bytes
+from sage.kernels import AtenCall, CostClass, TensorMeta, record_forward
 from sage.npu.hardware import HardwareSpec, load_preset
 
 
@@ -34,7 +34,7 @@ class OpTime(BaseModel):
     op: str                          # aten name with overload, e.g. "add.Tensor"
     shapes: list[list[int]]
     dtypes: list[str]
-    op_class: str
+    op_class: CostClass | Literal["fused"]
     source: str                      # simulated | roofline | fused
     time_us: float
     kernel: str = ""                 # the library kernel or formula used
@@ -107,7 +107,7 @@ def _time_call(call: AtenCall, plan: Plan, hw: HardwareSpec, cache: ReferenceCac
     eff = cal.for_class(plan.op_class)
     t = cal.time_us(plan.op_class, roofline_us(plan.work, hw), hw.launch.overhead_us)
     return _call_row(call, op_class=plan.op_class, source="roofline", time_us=t,
-                     kernel=f"roofline({CLASS_EFFICIENCY.get(plan.op_class, 'memory')})", efficiency=eff)
+                     kernel=f"roofline({CLASS_EFFICIENCY[plan.op_class]})", efficiency=eff)
 
 
 def fused_work(model: torch.nn.Module, args: list, calls: list[AtenCall], outputs: list[TensorMeta],
@@ -127,7 +127,7 @@ def fused_work(model: torch.nn.Module, args: list, calls: list[AtenCall], output
         vec += w.vector_cycles
         cube += w.cube_flops
         fp32_cube = fp32_cube or (w.fp32_cube and w.cube_flops > 0)
-    return Work(op_class="fused", bytes=tensor_bytes(ins) + tensor_bytes(outputs), vector_cycles=vec,
+    return Work(bytes=tensor_bytes(ins) + tensor_bytes(outputs), vector_cycles=vec,
                 cube_flops=cube, fp32_cube=fp32_cube)
 
 

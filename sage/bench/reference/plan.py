@@ -1,9 +1,10 @@
 """How one aten call is timed: a simulated library kernel, the roofline formula, or free.
 
-`plan_call` maps a recorded call to a `Plan`. Calls with a library form (elementwise
-chains with row/column/scalar broadcast, last-axis reductions, softmax, layer norm,
-matmul) get the generated kernel with the vendor's generic schedule; everything else
-gets its roofline `Work` and is timed by the calibrated formula.
+`plan_call` maps a recorded call to a `Plan`. Calls whose registry entry has a library
+form (an elementwise vendor chain with row/column/scalar broadcast, a last-axis row
+kernel: reductions, softmax, layer norm; a matmul on the cube) get the generated kernel
+with the vendor's generic schedule; everything else gets its roofline `Work` and is timed
+by the calibrated formula of its cost class.
 """
 
 from __future__ import annotations
@@ -14,25 +15,25 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from sage.bench.library.chain import render
-from sage.bench.library.elementwise import ElementwiseSpec, elementwise_source, elementwise_tiling
-from sage.bench.library.knobs import VENDOR_CUBE_KNOBS, VENDOR_KNOBS
-from sage.bench.library.lowering import Lowerer, Val
-from sage.bench.library.rowwise import RowSpec, row_source, row_tiling
-from sage.bench.reference.aten import AtenCall, TensorMeta
-from sage.bench.reference.ew_map import base_name, chain_for
 from sage.bench.reference.library_run import LibraryKernel
 from sage.bench.reference.scaling import elementwise_scaling, matmul_scaling, row_scaling
 from sage.bench.reference.work import Work, pass_cycles, work_of
+from sage.kernels import (
+    REDUCTIONS, VENDOR_CUBE_KNOBS, VENDOR_KNOBS, AtenCall, ChainPlan, CostClass, CubeForm, ElementwiseSpec, Knobs,
+    Lowerer, MatmulSpec, RowForm, RowSpec, Target, TensorMeta, Val, chain_for, elementwise_source, elementwise_tiling,
+    base_name, matmul_source, op_def, render, row_source, row_tiling, target_of,
+)
 from sage.npu.hardware import HardwareSpec
 
 Source = Literal["simulated", "roofline", "free"]
 ROW_FLOATS = {"float32", "float16", "bfloat16"}
+# Reductions whose `default` overload reduces every axis (amax/amin take their dims).
+_REDUCE_ALL_BY_DEFAULT = {"sum", "mean", "max", "min"}
 _INSTR = re.compile(r"^\s*(?!SetFlag|WaitFlag)[A-Z]\w*\(")
 
 
 class Plan(BaseModel):
-    op_class: str
+    op_class: CostClass | None           # None: a view or allocation (free)
     source: Source
     kernel: LibraryKernel | None = None
     work: Work
@@ -42,43 +43,45 @@ class Plan(BaseModel):
 
 def plan_call(call: AtenCall, hw: HardwareSpec) -> Plan:
     if call.free:
-        return Plan(op_class="view", source="free", work=Work(op_class="view"))
-    name = base_name(call)
-    vec_knobs = VENDOR_KNOBS.model_copy(update={"cores": hw.chip.aiv_cores})
+        return Plan(op_class=None, source="free", work=Work())
+    entry = op_def(call.name)
+    target = target_of(hw)
     chain = chain_for(call)
     if chain is not None:
-        ew = _elementwise_plan(call, chain, vec_knobs)
+        ew = _elementwise_plan(call, chain, VENDOR_KNOBS, target, hw)
         if ew is not None:
             return ew
-    row = _row_plan(call, name, vec_knobs)
-    if row is not None:
-        return row
-    if name in ("mm", "addmm", "bmm", "baddbmm"):
-        mm = _matmul_plan(call, name, hw)
+    if entry is not None and entry.row is not None:
+        row = _row_plan(call, entry.row, VENDOR_KNOBS, target, hw)
+        if row is not None:
+            return row
+    if entry is not None and entry.cube is not None:
+        mm = _matmul_plan(call, entry.cube, target, hw)
         if mm is not None:
             return mm
-    work = work_of(call)
+    work = work_of(call, hw)
     return Plan(op_class=work.op_class, source="roofline", work=work)
 
 
-def _elementwise_plan(call: AtenCall, chain, knobs) -> Plan | None:
+def _elementwise_plan(call: AtenCall, chain: ChainPlan, knobs: Knobs, target: Target, hw: HardwareSpec) -> Plan | None:
     try:
         spec = ElementwiseSpec(expr=chain.expr, in_dtypes=tuple(t.dtype for t in chain.operands),
                                kinds=tuple(chain.kinds), out_dtype=chain.out.dtype, name="ew")
-        source = elementwise_source(spec, knobs)
+        source = elementwise_source(spec, knobs, target=target)
     except ValueError:
         return None                 # the library has no form for this chain: the formula times it
     shapes = [{"full": chain.out.shape, "row": (chain.C,), "col": (chain.R, 1), "scalar": (1,)}[kind]
               for kind in chain.kinds]
-    tile, align = elementwise_tiling(spec, knobs)
+    tile, align = elementwise_tiling(spec, knobs, target)
     dtypes = [t.dtype for t in chain.operands]
     kernel = LibraryKernel(family="elementwise", label=f"elementwise {render(chain.expr)}", source=source,
                            inputs=[(tuple(sh), d) for sh, d in zip(shapes, dtypes)],
                            scaling=elementwise_scaling(list(chain.kinds), dtypes, chain.R, chain.C, tile, align,
-                                                       knobs.block_dim or knobs.cores))
-    klass = "broadcast" if set(chain.kinds) - {"full", "scalar"} else "elementwise"
-    work = work_of(call).model_copy(update={"op_class": klass,
-                                            "vector_cycles": pass_cycles(chain.out.numel * chain_passes(spec))})
+                                                       knobs.block_dim or target.vector_cores))
+    work = work_of(call, hw)
+    klass = CostClass.BROADCAST if set(chain.kinds) - {"full", "scalar"} else work.op_class
+    work = work.model_copy(update={"op_class": klass,
+                                   "vector_cycles": pass_cycles(chain.out.numel * chain_passes(spec), hw)})
     return Plan(op_class=klass, source="simulated", kernel=kernel, work=work, operands=chain.operands)
 
 
@@ -96,7 +99,7 @@ def _trailing(dims: list[int], ndim: int) -> bool:
     return norm == list(range(ndim - len(norm), ndim))
 
 
-def _row_plan(call: AtenCall, name: str, knobs) -> Plan | None:
+def _row_plan(call: AtenCall, form: RowForm, knobs: Knobs, target: Target, hw: HardwareSpec) -> Plan | None:
     if not call.inputs or not call.outputs:
         return None
     x = call.inputs[0]
@@ -104,79 +107,76 @@ def _row_plan(call: AtenCall, name: str, knobs) -> Plan | None:
         return None
     nd = len(x.shape)
     s = call.scalars
-    op = None
     C = None
     eps, affine, extra = 1e-5, False, []
-    if name in ("_softmax", "_log_softmax") and nd and s and _trailing([int(s[0])], nd):
-        op, C = ("softmax" if name == "_softmax" else "log_softmax"), x.shape[-1]
-        if call.outputs[0].dtype != x.dtype:
+    if form.op in ("softmax", "log_softmax"):
+        if not (nd and s and _trailing([int(s[0])], nd)) or call.outputs[0].dtype != x.dtype:
             return None
-    elif name == "native_layer_norm" and s:
-        k = len(s[0])
-        C = math.prod(x.shape[nd - k:])
-        op, eps = "layer_norm", float(s[-1])
-        affine = len(call.inputs) == 3
-        if len(call.inputs) == 2:
+        C = x.shape[-1]
+    elif form.op == "layer_norm":
+        if not s or len(call.inputs) == 2:
             return None          # weight without bias: the library form takes both
+        C = math.prod(x.shape[nd - len(s[0]):])
+        eps, affine = float(s[-1]), len(call.inputs) == 3
         extra = [((C,), t.dtype) for t in call.inputs[1:]]
         if any(t.dtype != x.dtype for t in call.inputs[1:]):
             return None
-    elif name in ("sum", "mean", "amax", "amin", "max", "min") and call.outputs[0].dtype == x.dtype:
-        if call.overload == "default" and name in ("sum", "mean", "max", "min"):
-            dims = list(range(nd))
-        elif s and isinstance(s[0], list):
-            dims = [int(d) for d in s[0]] or list(range(nd))
-        elif s and isinstance(s[0], int) and name in ("max", "min"):
-            dims = [int(s[0])]
-        else:
-            return None
-        if not nd or not _trailing(dims, nd):
-            return None
-        C = math.prod(x.shape[nd - len(set(d % nd for d in dims)):])
-        op = {"amax": "max", "amin": "min"}.get(name, name)
-    if op is None or C is None or C == 0:
+    else:
+        C = _reduced_length(call, form, x)
+    if C is None or C == 0:
         return None
-    spec = RowSpec(op=op, dtype=x.dtype, affine=affine, eps=eps, name="row")
+    spec = RowSpec(op=form.op, dtype=x.dtype, affine=affine, eps=eps, name="row")
     R = x.numel // C
-    tile, align = row_tiling(spec, knobs)
-    kernel = LibraryKernel(family="row", label=f"{op} over rows of {C}", source=row_source(spec, knobs),
+    tile, align = row_tiling(spec, knobs, target)
+    kernel = LibraryKernel(family="row", label=f"{form.op} over rows of {C}", source=row_source(spec, knobs, target=target),
                            inputs=[((R, C), x.dtype), *extra],
-                           scaling=row_scaling(R, C, x.dtype, extra, tile, align, knobs.block_dim or knobs.cores))
-    klass = "reduction" if op in ("sum", "mean", "max", "min") else ("softmax" if "softmax" in op else "norm")
-    passes = {"softmax": 5, "log_softmax": 5, "layer_norm": 7, "rms_norm": 5}.get(op, 2)
-    work = work_of(call).model_copy(update={"op_class": klass, "vector_cycles": pass_cycles(x.numel * passes)})
-    return Plan(op_class=klass, source="simulated", kernel=kernel, work=work,
+                           scaling=row_scaling(R, C, x.dtype, extra, tile, align, knobs.block_dim or target.vector_cores))
+    work = work_of(call, hw)
+    work = work.model_copy(update={"vector_cycles": pass_cycles(x.numel * form.passes, hw)})
+    return Plan(op_class=work.op_class, source="simulated", kernel=kernel, work=work,
                 operands=[x, *call.inputs[1:len(extra) + 1]])
 
 
-def _matmul_plan(call: AtenCall, name: str, hw: HardwareSpec) -> Plan | None:
-    try:
-        from sage.bench.library.matmul import MatmulSpec, matmul_source
-    except ImportError:
+def _reduced_length(call: AtenCall, form: RowForm, x: TensorMeta) -> int | None:
+    """The length of the trailing axes a reduction call reduces, or None when it reduces
+    other axes (or keeps another dtype)."""
+    nd, s = len(x.shape), call.scalars
+    if form.op not in REDUCTIONS or call.outputs[0].dtype != x.dtype:
         return None
-    mats = call.inputs[1:] if name in ("addmm", "baddbmm") else call.inputs
-    if len(mats) < 2:
+    if call.overload == "default" and base_name(call.name) in _REDUCE_ALL_BY_DEFAULT:
+        dims = list(range(nd))
+    elif s and isinstance(s[0], list):
+        dims = [int(d) for d in s[0]] or list(range(nd))
+    elif s and isinstance(s[0], int) and form.indices:
+        dims = [int(s[0])]
+    else:
         return None
-    a, b = mats[0], mats[1]
+    if not nd or not _trailing(dims, nd):
+        return None
+    return math.prod(x.shape[nd - len(set(d % nd for d in dims)):])
+
+
+def _matmul_plan(call: AtenCall, form: CubeForm, target: Target, hw: HardwareSpec) -> Plan | None:
+    if len(call.inputs) <= max(form.a, form.b):
+        return None
+    a, b = call.inputs[form.a], call.inputs[form.b]
     if a.dtype != b.dtype or a.dtype not in ROW_FLOATS:
         return None
-    bias = call.inputs[0] if name in ("addmm", "baddbmm") else None
-    batched = name in ("bmm", "baddbmm")
-    B = a.shape[0] if batched else 1
+    bias = call.inputs[form.bias] if form.bias is not None else None
+    B = a.shape[0] if form.batched else 1
     M, K = a.shape[-2], a.shape[-1]
     N = b.shape[-1]
     row_bias = bias is not None and bias.numel == N and bias.dtype == a.dtype
-    full_bias = bias is not None and not row_bias
-    if full_bias:
+    if bias is not None and not row_bias:
         return None             # a full-shape accumulator is an elementwise epilogue: not a library form
-    knobs = VENDOR_CUBE_KNOBS.model_copy(update={"cores": hw.chip.aic_cores})
-    spec = MatmulSpec(dtype=a.dtype, batched=batched, name="mm")
-    inputs = [((B, M, K) if batched else (M, K), a.dtype), ((B, K, N) if batched else (K, N), b.dtype)]
+    knobs = VENDOR_CUBE_KNOBS
+    spec = MatmulSpec(dtype=a.dtype, batched=form.batched, name="mm")
+    inputs = [((B, M, K) if form.batched else (M, K), a.dtype), ((B, K, N) if form.batched else (K, N), b.dtype)]
     kernel = LibraryKernel(family="matmul", label=f"matmul {B}x{M}x{K}x{N}{' +bias' if row_bias else ''}",
-                           source=matmul_source(spec, knobs), inputs=inputs,
-                           scaling=matmul_scaling(B, M, K, N, a.dtype, batched, knobs.base_m, knobs.base_n,
-                                                  knobs.block_dim or knobs.cores))
+                           source=matmul_source(spec, knobs, target=target), inputs=inputs,
+                           scaling=matmul_scaling(B, M, K, N, a.dtype, form.batched, knobs.base_m, knobs.base_n,
+                                                  knobs.block_dim or target.cube_cores))
     # The vendor fuses a row bias into the matmul epilogue; the simulated Mmad has no bias
     # operand, so the bias read is added at HBM rate (`epilogue_bytes`).
-    return Plan(op_class="matmul", source="simulated", kernel=kernel, work=work_of(call),
+    return Plan(op_class=CostClass.MATMUL, source="simulated", kernel=kernel, work=work_of(call, hw),
                 epilogue_bytes=float(bias.nbytes) if row_bias else 0.0, operands=[a, b])

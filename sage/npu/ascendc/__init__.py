@@ -11,9 +11,11 @@ from sage.npu.ascendc.params import (BinaryRepeatParams, BrcbRepeatParams, DataC
 from sage.npu.ascendc.cast import RoundMode
 from sage.npu.ascendc.compare import CMPMODE, SELMODE
 from sage.npu.ascendc.reduce import ReduceOrder
-from sage.npu.ascendc.sync import (EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6,
-                                   EVENT_ID7, PIPE_ALL, PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_S, PIPE_V,
-                                   HardEvent, PipeType)
+from sage.npu.ascendc.sync import (ASCEND_IS_AIC, ASCEND_IS_AIV, EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3,
+                                   EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7, KERNEL_TYPE_AIC_ONLY,
+                                   KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_MIX_AIC_1_0, KERNEL_TYPE_MIX_AIC_1_2,
+                                   KERNEL_TYPE_MIX_AIV_1_0, PIPE_ALL, PIPE_FIX, PIPE_M, PIPE_MTE1, PIPE_MTE2,
+                                   PIPE_MTE3, PIPE_S, PIPE_V, HardEvent, KernelType, PipeType)
 
 # What a kernel holds are handles (handles.py): the simulator's objects stay behind them.
 GmHandle = handles.public(host.GmHandle, session_level=True)
@@ -23,6 +25,7 @@ GlobalTensor = handles.public(tensors.GlobalTensor)
 LocalTensor = handles.public(tensors.LocalTensor)
 TPipe = handles.public(queues.TPipe)
 TQue = handles.public(queues.TQue)
+TQueBind = handles.public(queues.TQueBind)
 TBuf = handles.public(queues.TBuf)
 Matmul = handles.public(matmul.Matmul)
 
@@ -46,6 +49,9 @@ Sort, TopK = _api(sort.Sort), _api(sort.TopK)
 Fixpipe, LoadData, Mmad = _api(cube.Fixpipe), _api(cube.LoadData), _api(cube.Mmad)
 GetBlockIdx, GetBlockNum = _api(sync.GetBlockIdx), _api(sync.GetBlockNum)
 PipeBarrier, SetFlag, WaitFlag = _api(sync.PipeBarrier), _api(sync.SetFlag), _api(sync.WaitFlag)
+GetSubBlockIdx, GetTaskRation = _api(sync.GetSubBlockIdx), _api(sync.GetTaskRation)
+KERNEL_TASK_TYPE_DEFAULT, SyncAll = _api(sync.KERNEL_TASK_TYPE_DEFAULT), _api(sync.SyncAll)
+CrossCoreSetFlag, CrossCoreWaitFlag = _api(sync.CrossCoreSetFlag), _api(sync.CrossCoreWaitFlag)
 del _api
 
 __all__ = [
@@ -55,7 +61,7 @@ __all__ = [
     # host
     "kernel", "empty", "empty_like", "GmHandle",
     # blocks and memory
-    "GetBlockIdx", "GetBlockNum", "GlobalTensor", "LocalTensor", "TPipe", "TQue", "TBuf", "TPosition", "QuePosition",
+    "GetBlockIdx", "GetBlockNum", "GlobalTensor", "LocalTensor", "TPipe", "TQue", "TQueBind", "TBuf", "TPosition", "QuePosition",
     # data movement
     "DataCopy", "DataCopyPad", "DataCopyParams", "DataCopyExtParams", "DataCopyPadExtParams", "DataCopyPadParams",
     "Nd2NzParams", "SetAtomicAdd", "SetAtomicMax", "SetAtomicMin", "SetAtomicNone",
@@ -71,4 +77,8 @@ __all__ = [
     "PipeBarrier", "SetFlag", "WaitFlag", "HardEvent", "PipeType", "PIPE_S", "PIPE_V", "PIPE_M", "PIPE_MTE1",
     "PIPE_MTE2", "PIPE_MTE3", "PIPE_FIX", "PIPE_ALL", "EVENT_ID0", "EVENT_ID1", "EVENT_ID2", "EVENT_ID3", "EVENT_ID4",
     "EVENT_ID5", "EVENT_ID6", "EVENT_ID7",
+    # core types and sync between cores
+    "KERNEL_TASK_TYPE_DEFAULT", "KernelType", "KERNEL_TYPE_AIV_ONLY", "KERNEL_TYPE_AIC_ONLY", "KERNEL_TYPE_MIX_AIC_1_2",
+    "KERNEL_TYPE_MIX_AIV_1_0", "KERNEL_TYPE_MIX_AIC_1_0", "ASCEND_IS_AIC", "ASCEND_IS_AIV", "GetSubBlockIdx",
+    "GetTaskRation", "CrossCoreSetFlag", "CrossCoreWaitFlag", "SyncAll",
 ]

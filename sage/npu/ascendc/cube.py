@@ -12,7 +12,7 @@ import numpy as np
 from sage.npu import dtypes
 from sage.npu.errors import AlignmentError, BoundsError, KernelRuntimeError
 from sage.npu.sim.core import FIX, M, MTE1, MTE2, current_core
-from sage.npu.sim.opcodes import LOCAL_COPY, MAD, PATH_INDEX
+from sage.npu.sim.opcodes import AIC, LOCAL_COPY, MAD, PATH_INDEX
 from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc.params import FixpipeParams, LoadData2DParams, MmadParams, Nd2NzParams
 from sage.npu.ascendc.tensors import GlobalTensor, LocalTensor
@@ -32,7 +32,7 @@ def col_unit(dt: np.dtype) -> int:
 def copy_nd2nz(core, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
     """DataCopy(l1, gm, Nd2NzParams(1, nValue, dValue, 0, srcDValue, dstNzC0Stride, 1, 0))."""
     from sage.npu.ascendc.datamove import gm_transfer
-    core.mark_cube("DataCopy GM->L1")
+    core.claim(AIC, "DataCopy GM->L1")
     if dst.dtype != src.dtype:
         raise KernelRuntimeError(f"DataCopy: dst is {dst.dtype.name} but src is {src.dtype.name}")
     if p.ndNum != 1:
@@ -59,7 +59,7 @@ def LoadData(dst, src, params: LoadData2DParams) -> None:
     tile starting at src (a view t[offset] of a larger L1 matrix with row pitch srcStride) into dense rows x cols
     (cols x rows if transposed) in L0A/L0B. Cost: MTE1 at the L1->L0 rate."""
     core = current_core("LoadData")
-    core.mark_cube("LoadData")
+    core.claim(AIC, "LoadData")
     dst = chk.local(dst, "LoadData dst")
     src = chk.local(src, "LoadData src", "L1")
     pos = dst._slot.space.name
@@ -89,7 +89,7 @@ def Mmad(c, a, b, params: MmadParams) -> None:
     accumulation (int32 for int8). Read row-major: A as [ceil16(m), ceil16(k)], B as [ceil16(k), ceil16(n)]
     (k and B's n padded to 32 for int8), C as [ceil16(m), ceil16(n)]. Cost on M: the cube formula below."""
     core = current_core("Mmad")
-    core.mark_cube("Mmad")
+    core.claim(AIC, "Mmad")
     c = chk.local(c, "Mmad c", "L0C")
     a = chk.local(a, "Mmad a", "L0A")
     b = chk.local(b, "Mmad b", "L0B")
@@ -126,7 +126,7 @@ def Fixpipe(dst, src, params: FixpipeParams) -> None:
     from sage.npu.ascendc.cast import RoundMode, convert
     from sage.npu.ascendc.datamove import gm_transfer
     core = current_core("Fixpipe")
-    core.mark_cube("Fixpipe")
+    core.claim(AIC, "Fixpipe")
     src = chk.local(src, "Fixpipe src", "L0C")
     dst = chk.gm_tensor(dst, "Fixpipe dst")
     m, n = chk.count_arg(params.mSize, "mSize"), chk.count_arg(params.nSize, "nSize")

@@ -1,4 +1,4 @@
-"""DataCopy and DataCopyPad: GM <-> UB (MTE2 / MTE3), GM -> L1 (MTE2, ND -> NZ), UB -> UB (V), UB -> L1 (MTE3)."""
+"""DataCopy and DataCopyPad: GM <-> UB (MTE2 / MTE3, on an AIV), GM -> L1 (MTE2, ND -> NZ, on an AIC), UB -> UB (V)."""
 
 from __future__ import annotations
 
@@ -69,8 +69,8 @@ def _blocks_32(params: DataCopyParams, isz: int, what: str) -> tuple[int, int, i
 
 
 def DataCopy(dst, src, count_or_params) -> None:
-    """Copy ``count`` elements (or DataCopyParams blocks): GM->UB, GM->L1, UB->GM, UB->UB, UB->L1; with
-    Nd2NzParams GM->L1 for the cube. dst and src share one dtype."""
+    """Copy ``count`` elements (or DataCopyParams blocks): GM->UB, UB->GM, UB->UB on an AIV; GM->L1 (with
+    Nd2NzParams for the cube) on an AIC. dst and src share one dtype."""
     core = current_core("DataCopy")
     arg = count_or_params
     if arg.__class__ is int and _fast_copy(core, dst, src, arg):
@@ -188,13 +188,11 @@ def _local_to_gm(core, dst: GlobalTensor, src: LocalTensor, arg) -> None:
 
 def _local_to_local(core, dst: LocalTensor, src: LocalTensor, arg) -> None:
     pd, ps = dst._slot.space.name, src._slot.space.name
-    if (ps, pd) == ("UB", "UB"):
-        pipe, path = V, "UB->UB"
-    elif (ps, pd) == ("UB", "L1"):
-        pipe, path = MTE3, "UB->L1"
-    else:
-        hint = " (use LoadData for L1 -> L0A/L0B)" if ps == "L1" else ""
+    if (ps, pd) != ("UB", "UB"):
+        hint = (" (use LoadData for L1 -> L0A/L0B)" if ps == "L1" else
+                ": on Atlas A2 UB and L1 are on different cores (AIV, AIC), which exchange data through GM")
         raise KernelRuntimeError(f"DataCopy {ps} -> {pd} is not a hardware path{hint}")
+    pipe, path = V, "UB->UB"
     _check_dtypes(dst, src, "DataCopy")
     chk.aligned(dst, "DataCopy dst")
     chk.aligned(src, "DataCopy src")

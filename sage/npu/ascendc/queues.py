@@ -1,9 +1,18 @@
 """TPipe, TQue and TBuf: local buffer allocation and the queue sync Ascend C does for you.
 
-EnQue acts as SetFlag on the pipe that last wrote the tensor; DeQue as the matching
-WaitFlag, applied to whichever pipe touches the tensor next. FreeTensor raises an event
-when the last access to the buffer is done; the next AllocTensor of that buffer waits for
-it. With two buffers, the copy of tile i+1 overlaps the compute of tile i.
+A queue's position fixes its producer and consumer pipes (VECIN: MTE2 -> V, VECOUT:
+V -> MTE3, A1/B1: MTE2 -> MTE1, A2/B2: MTE1 -> M, CO1: M -> FIX), and its four calls are
+the hardware flags Ascend C issues for you, per pipe:
+
+- EnQue: SetFlag on the producer pipe (up once its earlier work is done);
+- DeQue: WaitFlag on the consumer pipe: the whole pipe waits, not just this buffer's users;
+- FreeTensor: SetFlag on the consumer pipe;
+- AllocTensor of a freed buffer: WaitFlag on the producer pipe, so the refill waits for the
+  consumer's earlier work.
+
+A pipe other than the queue's two that touches a queue buffer is not ordered by the queue:
+it needs its own SetFlag/WaitFlag, as on the chip (else a RaceError). With two buffers,
+the copy of tile i+1 overlaps the compute of tile i.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ from collections import deque
 
 from sage.npu import dtypes
 from sage.npu.errors import KernelRuntimeError, QueueError
-from sage.npu.sim.core import Slot, current_core
+from sage.npu.sim.core import FIX, M, MTE1, MTE2, MTE3, V, Slot, current_core
 from sage.npu.ascendc.tensors import LocalTensor
 
 
@@ -39,6 +48,12 @@ _SPACE = {TPosition.VECIN: "UB", TPosition.VECOUT: "UB", TPosition.VECCALC: "UB"
           TPosition.B2: "L0B", TPosition.CO1: "L0C"}
 
 
+# (producer pipe, consumer pipe) of a queue at each position
+_PIPES = {TPosition.VECIN: (MTE2, V), TPosition.VECOUT: (V, MTE3), TPosition.VECCALC: (V, V),
+          TPosition.A1: (MTE2, MTE1), TPosition.B1: (MTE2, MTE1), TPosition.C1: (MTE2, MTE1),
+          TPosition.A2: (MTE1, M), TPosition.B2: (MTE1, M), TPosition.CO1: (M, FIX), TPosition.CO2: (FIX, MTE3)}
+
+
 def _space_of(position) -> str:
     if position not in _SPACE:
         raise KernelRuntimeError(f"{position} is not a local buffer position")
@@ -55,6 +70,7 @@ class TQue:
             raise KernelRuntimeError(f"TQue needs a TPosition, got {position!r}")
         self.position = position
         self.depth = depth
+        self._producer, self._consumer = _PIPES.get(position, (V, V))
         self._slots: list[Slot] = []
         self._next = 0
         self._queue: deque = deque()
@@ -83,8 +99,9 @@ class TQue:
                              f"FreeTensor one first (or InitBuffer more buffers)")
         slot.allocated = True
         slot.alloc_gen += 1
-        if slot.last_access:
-            core.gate_on_accesses(slot)
+        if slot.freed is not None:
+            core.wait(self._producer, slot.freed, f"AllocTensor({self._name})")
+            slot.freed = None
         return LocalTensor.whole(slot, dt, slot.alloc_gen)
 
     def EnQue(self, tensor: LocalTensor) -> None:
@@ -96,9 +113,8 @@ class TQue:
             raise QueueError(f"EnQue of a tensor that is already in the queue ({self._name})")
         if len(self._queue) >= max(self.depth, len(self._slots)):
             raise QueueError(f"EnQue beyond the depth of {self._name}: DeQue first")
-        producer = slot.last_writer if slot.last_writer >= 0 else 0
         slot.enqueued = True
-        self._queue.append((tensor, core.pipe_event(producer)))
+        self._queue.append((tensor, core.signal(self._producer, f"EnQue({self._name})")))
 
     def DeQue(self, dtype=None) -> LocalTensor:
         """Take the oldest enqueued tensor; the next pipe to touch it waits for its producer."""
@@ -108,18 +124,20 @@ class TQue:
         tensor, event = self._queue.popleft()
         slot = tensor._slot
         slot.enqueued = False
-        core.set_gate(slot, event)
+        core.wait(self._consumer, event, f"DeQue({self._name})")
         if dtype is None or dtype is tensor._dtype or dtypes.as_dtype(dtype) == tensor._dtype:
             return tensor
         return LocalTensor.whole(slot, dtypes.as_dtype(dtype), tensor._gen)
 
     def FreeTensor(self, tensor: LocalTensor) -> None:
-        """Give the buffer back; it is reusable once its last reader has finished."""
-        current_core("FreeTensor")
+        """Give the buffer back: the consumer pipe raises a flag once its earlier work is done; the
+        next AllocTensor of this buffer makes the producer pipe wait for it."""
+        core = current_core("FreeTensor")
         self._own(tensor, "FreeTensor")
         slot = tensor._slot
         if slot.enqueued:
             raise QueueError(f"FreeTensor of a tensor still in {self._name}: DeQue it first")
+        slot.freed = core.signal(self._consumer, f"FreeTensor({self._name})")
         slot.allocated = False
         slot.alloc_gen += 1  # every handle on the old allocation is now dead
 
@@ -132,10 +150,26 @@ class TQue:
     def _init(self, core, num: int, nbytes: int) -> None:
         if self._slots:
             raise QueueError(f"InitBuffer called twice for the same {self._name}")
-        space = core.spaces[_space_of(self.position)]
+        space = core.space(_space_of(self.position), f"InitBuffer({self._name})")
         for i in range(num):
             addr = space.allocate(nbytes, f"InitBuffer({self._name}, {num}, {nbytes})")
             self._slots.append(Slot(space, addr, nbytes, f"{self._name} buffer {i} ({space.name} @{addr})"))
+
+
+class TQueBind(TQue):
+    """``TQueBind<src, dst, depth>``: one queue whose producer is ``src``'s and consumer ``dst``'s, e.g.
+    VECIN -> VECOUT for a pure copy (MTE2 -> MTE3) with no vector copy between two queues (CANN best
+    practice "纯搬运类算子VECIN和VECOUT建议复用", atlas_ascendc_best_practices_10_0026). Buffers live in
+    ``src``'s memory."""
+
+    API = TQue.API
+
+    def __init__(self, src: TPosition, dst: TPosition, depth: int = 1):
+        super().__init__(src, depth)
+        if not isinstance(dst, TPosition) or dst not in _PIPES:
+            raise KernelRuntimeError(f"TQueBind needs two queue positions, got {src!r} and {dst!r}")
+        self._consumer = _PIPES[dst][1]
+        self._name = f"TQueBind({src.name}, {dst.name})"
 
 
 class TBuf:
@@ -163,7 +197,7 @@ class TBuf:
     def _init(self, core, nbytes: int) -> None:
         if self._slot is not None:
             raise QueueError("InitBuffer called twice for the same TBuf")
-        space = core.spaces[_space_of(self.position)]
+        space = core.space(_space_of(self.position), f"InitBuffer(TBuf({self.position.name}))")
         addr = space.allocate(nbytes, f"InitBuffer(TBuf({self.position.name}), {nbytes})")
         self._slot = Slot(space, addr, nbytes, f"TBuf({self.position.name}) ({space.name} @{addr})")
         self._slot.allocated = True

@@ -1,11 +1,12 @@
-"""PipeBarrier, SetFlag/WaitFlag and block queries."""
+"""PipeBarrier, SetFlag/WaitFlag, block queries, kernel types and sync between cores."""
 
 from __future__ import annotations
 
 import enum
 
-from sage.npu.errors import KernelRuntimeError
-from sage.npu.sim.core import PIPE_INDEX, current_core
+from sage.npu.errors import KernelRuntimeError, LaunchError
+from sage.npu.sim.core import PIPE_INDEX, S, current_core
+from sage.npu.sim.opcodes import AIC, AIV, CROSS_SET, CROSS_WAIT, KERNEL_TYPES, SYNC, SYNC_ALL
 
 
 class PipeType(enum.Enum):
@@ -82,10 +83,114 @@ def PipeBarrier(pipe: PipeType) -> None:
 
 
 def GetBlockIdx() -> int:
-    """Index of this block, 0..block_dim-1."""
-    return current_core("GetBlockIdx").block_idx
+    """Index of this block, 0..block_dim-1; in a MIX_AIC_1_2 launch an AIV's index is 0..2*block_dim-1
+    (block * 2 + GetSubBlockIdx()), an AIC's 0..block_dim-1, as in CANN."""
+    core = current_core("GetBlockIdx")
+    if core.core_type == AIV and core.launch is not None and core.launch.kernel_type == "MIX_AIC_1_2":
+        return core.block_idx * 2 + core.sub
+    return core.block_idx
 
 
 def GetBlockNum() -> int:
-    """block_dim of the launch."""
+    """block_dim of the launch (in a mix launch: the number of AIC + 2 AIV groups)."""
     return current_core("GetBlockNum").block_num
+
+
+def GetSubBlockIdx() -> int:
+    """Which of its group's two AIVs this core is (0 or 1; 0 on an AIC and in non-mix launches)."""
+    return current_core("GetSubBlockIdx").sub
+
+
+def GetTaskRation() -> int:
+    """AIVs per block as this core sees it: 2 on an AIV of a MIX_AIC_1_2 launch, else 1."""
+    core = current_core("GetTaskRation")
+    mix = core.launch is not None and core.launch.kernel_type == "MIX_AIC_1_2"
+    return 2 if mix and core.core_type == AIV else 1
+
+
+class KernelType(enum.Enum):
+    """The kernel types of KERNEL_TASK_TYPE_DEFAULT (which cores a launch runs on)."""
+
+    KERNEL_TYPE_AIV_ONLY = "AIV_ONLY"
+    KERNEL_TYPE_AIC_ONLY = "AIC_ONLY"
+    KERNEL_TYPE_MIX_AIC_1_2 = "MIX_AIC_1_2"
+    KERNEL_TYPE_MIX_AIV_1_0 = "MIX_AIV_1_0"
+    KERNEL_TYPE_MIX_AIC_1_0 = "MIX_AIC_1_0"
+
+
+(KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIC_1_2, KERNEL_TYPE_MIX_AIV_1_0,
+ KERNEL_TYPE_MIX_AIC_1_0) = KernelType
+assert {k.value for k in KernelType} == set(KERNEL_TYPES)
+
+
+def KERNEL_TASK_TYPE_DEFAULT(kernel_type: KernelType) -> None:
+    """First statement of a kernel: which cores it runs on. MIX_AIC_1_2 runs one AIC and two AIVs per
+    block (the cube part under `if ASCEND_IS_AIC:`, the vector part under `if ASCEND_IS_AIV:`);
+    MIX_AIV_1_0 / MIX_AIC_1_0 are vector / cube kernels that use SyncAll. Without it a kernel is
+    vector-only or cube-only by what it uses."""
+    core = current_core("KERNEL_TASK_TYPE_DEFAULT")
+    if not isinstance(kernel_type, KernelType):
+        raise KernelRuntimeError(f"KERNEL_TASK_TYPE_DEFAULT needs a KERNEL_TYPE_..., got {kernel_type!r}")
+    core.launch.declare(core, kernel_type.value)
+
+
+class AscendIs:
+    """``ASCEND_IS_AIC`` / ``ASCEND_IS_AIV``: true on that core type (use them as `if ASCEND_IS_AIV:`)."""
+
+    __slots__ = ("core_type",)
+
+    def __init__(self, core_type: str):
+        self.core_type = core_type
+
+    def __bool__(self) -> bool:
+        core = current_core(f"ASCEND_IS_{self.core_type}")
+        if core.core_type is None:
+            raise LaunchError(f"ASCEND_IS_{self.core_type} in a kernel whose type is not known yet: declare it first "
+                              "with KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_...)")
+        return core.core_type == self.core_type
+
+    def __repr__(self) -> str:
+        return f"ASCEND_IS_{self.core_type}"
+
+
+ASCEND_IS_AIC, ASCEND_IS_AIV = AscendIs(AIC), AscendIs(AIV)
+
+
+def CrossCoreSetFlag(modeId: int, pipe: PipeType, flagId: int) -> None:
+    """``CrossCoreSetFlag<modeId, pipe>(flagId)``: once `pipe`'s earlier work is done, raise flag `flagId`
+    (0..10) for other cores. Mode 0: every core of this type (the flag reaches each when all have set it);
+    mode 1: the two AIVs of this group; mode 2: AIC -> its two AIVs, or both AIVs -> their AIC. At most 16
+    sets of one flag may be pending."""
+    core = current_core("CrossCoreSetFlag")
+    if not isinstance(pipe, PipeType) or pipe in (PipeType.PIPE_S, PipeType.PIPE_ALL):
+        raise KernelRuntimeError(f"CrossCoreSetFlag needs the pipe the flag follows (PIPE_MTE3, PIPE_FIX, ...; not "
+                                 f"PIPE_S or PIPE_ALL), got {pipe!r}")
+    flag, mode = _int_arg(flagId, "flagId"), _int_arg(modeId, "modeId")
+    core.instr(PIPE_INDEX[pipe.value], f"CrossCoreSetFlag({mode},{flag})", CROSS_SET, flag, mode, kind=SYNC)
+    core.launch.cross_set(core, flag, mode)
+
+
+def CrossCoreWaitFlag(flagId: int, modeId: int = 0, pipe: PipeType | None = None) -> None:
+    """``CrossCoreWaitFlag(flagId)``: everything after it waits until flag `flagId` has reached this core
+    (then the flag's counter goes down by one). `modeId`/`pipe` are accepted for the templated form."""
+    core = current_core("CrossCoreWaitFlag")
+    flag, mode = _int_arg(flagId, "flagId"), _int_arg(modeId, "modeId")
+    core.instr(S, f"CrossCoreWaitFlag({flag})", CROSS_WAIT, flag, mode, kind=SYNC)
+    core.scalar_read_done()  # nothing after the wait is issued before it
+    core.launch.cross_wait(core, flag)
+
+
+def SyncAll(isAIVOnly: bool = True) -> None:
+    """``SyncAll<isAIVOnly>()``: every core of the launch (vector cores only by default) waits until all
+    have arrived; their earlier work is done first. Needs a MIX kernel type and block_dim <= the cores."""
+    core = current_core("SyncAll")
+    core.barrier(None, "SyncAll")
+    core.instr(S, "SyncAll", SYNC_ALL, 1 if isAIVOnly else 0, kind=SYNC)
+    core.scalar_read_done()
+    core.launch.sync_all(core, bool(isAIVOnly))
+
+
+def _int_arg(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise KernelRuntimeError(f"{what} must be an int, got {value!r}")
+    return value

@@ -16,19 +16,24 @@ import sys
 
 import numpy as np
 
-from sage.npu.errors import CapacityError, KernelTimeout, LaunchError, RaceError
+from sage.npu.errors import CapacityError, CoreTypeError, KernelTimeout, LaunchError, RaceError
 from sage.npu.results import PIPES
-from sage.npu.sim.opcodes import BARRIER, FLAG, MARK, NORMAL, SYNC
+from sage.npu.sim.opcodes import AIC, AIV, BARRIER, FLAG, MARK, NORMAL, SYNC
 from sage.npu.sim.races import RangeTracker
 
 S, V, M, MTE1, MTE2, MTE3, FIX = range(7)
 PIPE_INDEX = {name: i for i, name in enumerate(PIPES)}
+# The core type each pipe exists on (None: both). Atlas A2 splits the AI Core: an AIV has the
+# vector unit and UB (GM <-> UB on MTE2/MTE3), an AIC the cube, L1, L0A/B/C (GM -> L1 on MTE2,
+# L1 -> L0 on MTE1, L0C -> GM on FIX); they exchange data through GM.
+PIPE_CORE = (None, AIV, AIC, AIC, None, AIV, AIC)
+SPACE_CORE = {"UB": AIV, "L1": AIC, "L0A": AIC, "L0B": AIC, "L0C": AIC}
 
 _UNINITIALISED = 0xFF  # fresh local memory reads as NaN / -1, as garbage would, so missing writes show
 
 
 class Gate:
-    """A happens-before edge into a buffer: whoever touches it next waits for ``deps``."""
+    """A raised flag: the record(s) a waiting pipe depends on and the vector clock they carry."""
 
     __slots__ = ("deps", "vc", "gen")
 
@@ -61,19 +66,18 @@ class MemSpace:
 
 
 class Slot:
-    """One buffer of a queue or TBuf: the unit of race tracking, queue state and gates."""
+    """One buffer of a queue or TBuf: the unit of race tracking and queue state."""
 
-    __slots__ = ("space", "addr", "nbytes", "label", "tracker", "gate", "joined", "last_access",
-                 "last_writer", "allocated", "alloc_gen", "enqueued", "views")
+    __slots__ = ("space", "addr", "nbytes", "label", "tracker", "last_access", "last_writer", "allocated",
+                 "alloc_gen", "enqueued", "views", "freed")
     track_reads = True
 
     def __init__(self, space: MemSpace, addr: int, nbytes: int, label: str):
         self.space, self.addr, self.nbytes, self.label = space, addr, nbytes, label
         self.tracker = RangeTracker()
-        self.gate: Gate | None = None
-        self.joined = [0] * 7
         self.last_access: dict[int, tuple[int, int]] = {}  # pipe -> (record index, seq)
         self.last_writer = -1
+        self.freed: Gate | None = None  # the consumer's FreeTensor flag the next AllocTensor waits for
         self.allocated = False
         self.alloc_gen = 0
         self.enqueued = False
@@ -85,14 +89,12 @@ class GmRegion:
     a workspace that MTE2 reads back). Only writes are recorded: reads are checked against
     them (read-after-write and write-after-write), which keeps streaming reads cheap."""
 
-    __slots__ = ("label", "tracker", "gate", "joined", "last_access", "last_writer")
+    __slots__ = ("label", "tracker", "last_access", "last_writer")
     track_reads = False
 
     def __init__(self, label: str):
         self.label = label
         self.tracker = RangeTracker()
-        self.gate = None
-        self.joined = [0] * 7
         self.last_access: dict[int, tuple[int, int]] = {}
         self.last_writer = -1
 
@@ -100,11 +102,14 @@ class GmRegion:
 class CoreState:
     """The state of one block while its kernel code runs."""
 
-    def __init__(self, session, block_idx: int, block_num: int):
+    def __init__(self, session, block_idx: int, block_num: int, *, core_type: str | None = None, sub: int = 0,
+                 launch=None):
         self.session = session
         self.spec = session.spec
         self.kernel_file = session.kernel_file
         self.block_idx, self.block_num = block_idx, block_num
+        self.core_type, self.sub, self.launch = core_type, sub, launch
+        self.last_line = 0
         b = self.spec.buffers
         self.spaces = {name: MemSpace(name, cap) for name, cap in
                        (("UB", b.ub_bytes), ("L1", b.l1_bytes), ("L0A", b.l0a_bytes),
@@ -115,9 +120,7 @@ class CoreState:
         self.flags: dict[tuple[int, int, int], list[Gate]] = {}
         self.gm_regions: dict[int, GmRegion] = {}
         self.instructions = 0
-        self.uses_cube = False
         self.atomic = None  # SetAtomicAdd/Max/Min: the ufunc GM stores combine with
-        self._budget = session.instruction_budget - session.instructions  # what is left for this run
 
     def kernel_line(self) -> int:
         """The kernel file line that issued the instruction being recorded (0 if none)."""
@@ -125,6 +128,7 @@ class CoreState:
         kfile = self.kernel_file
         while f is not None:
             if f.f_code.co_filename == kfile:
+                self.last_line = f.f_lineno
                 return f.f_lineno
             f = f.f_back
         return 0
@@ -139,15 +143,12 @@ class CoreState:
         buffer's single tracked segment, is handled inline; everything else goes through
         RangeTracker.
         """
+        need = PIPE_CORE[pipe]
+        if need is not None and need is not self.core_type and kind == NORMAL:
+            self.claim(need, name)
         vcp = self.vc[pipe]
-        dep_list = None
         if reads:
             for slot, lo, hi in reads:
-                g = slot.gate
-                if g is not None and slot.joined[pipe] < g.gen:
-                    if dep_list is None:
-                        dep_list = list(deps) if deps else []
-                    self._join(pipe, slot, g, dep_list)
                 tr = slot.tracker
                 starts = tr.starts
                 if not starts:
@@ -162,11 +163,6 @@ class CoreState:
                     self._race(pipe, name, slot, lo, hi, hit, "reads")
         if writes:
             for slot, lo, hi in writes:
-                g = slot.gate
-                if g is not None and slot.joined[pipe] < g.gen:
-                    if dep_list is None:
-                        dep_list = list(deps) if deps else []
-                    self._join(pipe, slot, g, dep_list)
                 tr = slot.tracker
                 starts = tr.starts
                 if not starts:
@@ -185,8 +181,7 @@ class CoreState:
         records = self.records
         idx = len(records)
         gbuf, glo, ghi = gm if gm is not None else (-1, 0, 0)
-        records.append((pipe, kind, op, a, b, c, d, gbuf, glo, ghi,
-                        tuple(dep_list) if dep_list else (deps or None), name, self.kernel_line()))
+        records.append((pipe, kind, op, a, b, c, d, gbuf, glo, ghi, deps or None, name, self.kernel_line()))
         seq = vcp[pipe] + 1
         vcp[pipe] = seq
         self.pipe_recs[pipe].append(idx)
@@ -213,19 +208,13 @@ class CoreState:
                 slot.last_writer = pipe
         if kind == NORMAL:
             self.instructions += 1
-            if self.instructions > self._budget:
+            session = self.session
+            session.instructions += 1
+            if session.instructions > session.instruction_budget:
                 raise KernelTimeout(
                     f"more than {self.session.instruction_budget} simulated instructions: the kernel "
                     "would run far too long (an unbounded loop, or tiles far too small?)")
         return idx
-
-    def _join(self, pipe: int, slot: Slot, gate: Gate, dep_list: list) -> None:
-        dep_list.extend(gate.deps)
-        vcp = self.vc[pipe]  # updated in place: instr() holds this list
-        for p, s in enumerate(gate.vc):
-            if vcp[p] < s:
-                vcp[p] = s
-        slot.joined[pipe] = gate.gen
 
     def _race(self, pipe, name, slot, lo, hi, hit, verb) -> None:
         other, seq = hit
@@ -234,31 +223,25 @@ class CoreState:
         raise RaceError(
             f"{name} on pipe {b} {verb} bytes [{lo}, {hi}) of {slot.label} that {other_name} on "
             f"pipe {a} also touches, with no sync between {a} and {b}: order them with "
-            f"SetFlag/WaitFlag(HardEvent.{a}_{b}, id) or pass the tensor through a TQue (EnQue/DeQue)")
+            f"SetFlag/WaitFlag(HardEvent.{a}_{b}, id) or pass the tensor through a queue between these two pipes (TQue, or TQueBind for a copy that never touches V)")
 
     # -- sync primitives --------------------------------------------------------------------
-    def pipe_event(self, pipe: int) -> Gate:
-        """An event raised when all work issued so far on ``pipe`` is done (SetFlag, EnQue)."""
-        recs = self.pipe_recs[pipe]
-        deps = (recs[-1],) if recs else ()
-        return Gate(deps, list(self.vc[pipe]), 0)
+    def signal(self, pipe: int, name: str) -> Gate:
+        """A flag raised on ``pipe`` once all its earlier work is done (SetFlag, EnQue, FreeTensor)."""
+        idx = self.instr(pipe, name, FLAG, kind=SYNC)
+        return Gate((idx,), list(self.vc[pipe]), 0)
 
-    def gate_on_accesses(self, slot: Slot) -> None:
-        """The slot's next users wait until the last access of every pipe to it is done (reuse after FreeTensor)."""
-        vc = [0] * 7
-        deps = []
-        for p, (idx, seq) in slot.last_access.items():
-            vc[p] = seq
-            deps.append(idx)
-        slot.gate = Gate(tuple(deps), vc, (slot.gate.gen if slot.gate is not None else 0) + 1)
-
-    def set_gate(self, slot: Slot, gate: Gate) -> None:
-        slot.gate = Gate(gate.deps, gate.vc, (slot.gate.gen if slot.gate is not None else 0) + 1)
+    def wait(self, pipe: int, gate: Gate, name: str) -> None:
+        """``pipe`` blocks until ``gate``'s flag is up (WaitFlag, DeQue, AllocTensor of a freed buffer):
+        every later instruction of ``pipe`` is ordered after the work the flag covers."""
+        vcd = self.vc[pipe]
+        for p, s in enumerate(gate.vc):
+            if vcd[p] < s:
+                vcd[p] = s
+        self.instr(pipe, name, FLAG, deps=gate.deps, kind=SYNC)
 
     def set_flag(self, src: int, dst: int, event_id: int, name: str) -> None:
-        idx = self.instr(src, name, FLAG, kind=SYNC)
-        gate = Gate((idx,), list(self.vc[src]), 0)
-        self.flags.setdefault((src, dst, event_id), []).append(gate)
+        self.flags.setdefault((src, dst, event_id), []).append(self.signal(src, name))
 
     def wait_flag(self, src: int, dst: int, event_id: int, name: str) -> None:
         pending = self.flags.get((src, dst, event_id))
@@ -266,12 +249,7 @@ class CoreState:
             raise KernelTimeout(
                 f"{name}: no SetFlag(HardEvent.{PIPES[src]}_{PIPES[dst]}, {event_id}) is pending, "
                 f"so pipe {PIPES[dst]} would wait forever (deadlock); every WaitFlag needs an earlier SetFlag")
-        gate = pending.pop(0)
-        vcd = self.vc[dst]
-        for p, s in enumerate(gate.vc):
-            if vcd[p] < s:
-                vcd[p] = s
-        self.instr(dst, name, FLAG, deps=gate.deps, kind=SYNC)
+        self.wait(dst, pending.pop(0), name)
 
     def barrier(self, pipe: int | None, name: str) -> None:
         """PipeBarrier: pipe X drains (its next instruction pays its head); PIPE_ALL syncs all pipes."""
@@ -284,7 +262,8 @@ class CoreState:
             self.vc[p] = list(joined)
         self.instr(S, name, FLAG, deps=deps, kind=SYNC)
         for p in range(1, 7):
-            self.instr(p, name, MARK, deps=deps, kind=BARRIER)
+            if PIPE_CORE[p] is None or self.core_type in (None, PIPE_CORE[p]):  # only the pipes this core has
+                self.instr(p, name, MARK, deps=deps, kind=BARRIER)
 
     def scalar_read_done(self) -> None:
         """The scalar unit waits for its load before it issues anything else: every later
@@ -301,10 +280,32 @@ class CoreState:
         return region
 
     # -- accounting -------------------------------------------------------------------------
-    def mark_cube(self, what: str) -> None:
-        if not self.uses_cube:
-            self.uses_cube = True
-            self.session.check_cube_launch(what)
+    def claim(self, core_type: str, what: str) -> None:
+        """`what` needs a `core_type` core: the core is that type from now on, or this is a CoreTypeError."""
+        if self.core_type == core_type:
+            return
+        if self.core_type is None:
+            self.core_type = core_type
+            if self.launch is not None:
+                self.launch.claimed(self)
+            return
+        kind = "cube (L1/L0, LoadData, Mmad, Fixpipe)" if core_type == AIC else "vector unit and UB"
+        declared = self.launch is not None and self.launch.declared is not None
+        hint = ("guard it with `if ASCEND_IS_AIC:` / `if ASCEND_IS_AIV:` so each core type runs its own part"
+                if declared else
+                "a kernel using both declares KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2), splits the work "
+                "with ASCEND_IS_AIC / ASCEND_IS_AIV and passes data through GM with CrossCoreSetFlag/WaitFlag")
+        raise CoreTypeError(f"{what} needs the {kind}, which an {self.core_type} core does not have: on a 910B "
+                            f"the cube (AIC) and vector (AIV) units are separate cores; {hint}")
+
+    @property
+    def uses_cube(self) -> bool:
+        return self.core_type == AIC
+
+    def space(self, name: str, what: str) -> MemSpace:
+        """A local memory of this core (claiming the core type that has it)."""
+        self.claim(SPACE_CORE[name], what)
+        return self.spaces[name]
 
 
 _current: CoreState | None = None

@@ -57,20 +57,35 @@ def _time_wave(blocks, keys, wave, issue: float, stretch: float, keep: bool) -> 
     return out
 
 
-def time_launch(name: str, blocks: list[BlockRun], n_cores: int, issue: float, hbm_bytes_per_cycle: float,
-                overhead_cycles: float, keep: bool = False) -> LaunchTiming:
-    cores = min(n_cores, len(blocks))
-    core_time = [0.0] * cores
-    busy = [0.0] * 7
-    stretches = []
-    placements = []
+def time_launch(name: str, blocks: list[BlockRun], cores_by_type: tuple[int, int], issue: float,
+                hbm_bytes_per_cycle: float, overhead_cycles: float, keep: bool = False) -> LaunchTiming:
+    """`cores_by_type`: (AIV cores, AIC cores). AIV and AIC streams run on their own cores side by
+    side (AIC core c is reported as core AIV cores + c); each kind runs its blocks in waves."""
     kept: list[BlockTiming] = [None] * len(blocks) if keep else None  # type: ignore[list-item]
+    busy = [0.0] * 7
+    stretches: list[float] = []
+    placements: list[tuple[int, int, float]] = []
+    span, used = 0.0, 0
+    for is_cube, first_core in ((False, 0), (True, cores_by_type[0])):
+        members = [i for i, b in enumerate(blocks) if b.uses_cube == is_cube]
+        if not members:
+            continue
+        cycles, n = _time_group(blocks, members, cores_by_type[int(is_cube)], first_core, issue, hbm_bytes_per_cycle,
+                                keep, busy, stretches, placements, kept)
+        span, used = max(span, cycles), used + n
+    return LaunchTiming(name, len(blocks), used, span, overhead_cycles, busy, stretches, placements, kept)
+
+
+def _time_group(blocks, members, n_cores, first_core, issue, hbm_bytes_per_cycle, keep, busy, stretches,
+                placements, kept) -> tuple[float, int]:
+    cores = min(n_cores, len(members))
+    core_time = [0.0] * cores
     # symmetric blocks (same instructions, same costs) are timed once: hash each record list
     # once here, so the waves and HBM re-timings below compare small ints, not long tuples
     groups: dict[tuple, int] = {}
-    keys = [groups.setdefault(tuple(b.records), len(groups)) for b in blocks]
-    for w0 in range(0, len(blocks), cores):
-        wave = range(w0, min(w0 + cores, len(blocks)))
+    keys = {i: groups.setdefault(tuple(blocks[i].records), len(groups)) for i in members}
+    for w0 in range(0, len(members), cores):
+        wave = members[w0:w0 + cores]
         s = 1.0
         timings = _time_wave(blocks, keys, wave, issue, s, keep)
         hbm = sum(blocks[i].hbm_bytes for i in wave)
@@ -81,12 +96,11 @@ def time_launch(name: str, blocks: list[BlockRun], n_cores: int, issue: float, h
             s *= hbm / span / hbm_bytes_per_cycle * 1.001  # a hair over, so the loop ends at or below the cap
             timings = _time_wave(blocks, keys, wave, issue, s, keep)
         stretches.append(s)
-        for c, t in enumerate(timings):
-            placements.append((w0 + c, c, core_time[c]))
+        for c, (i, t) in enumerate(zip(wave, timings)):
+            placements.append((i, first_core + c, core_time[c]))
             core_time[c] += t.cycles
             for p in range(7):
                 busy[p] += t.busy[p]
             if keep:
-                kept[w0 + c] = t
-    return LaunchTiming(name, len(blocks), cores, max(core_time) if core_time else 0.0, overhead_cycles,
-                        busy, stretches, placements, kept)
+                kept[i] = t
+    return (max(core_time) if core_time else 0.0), cores

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sage.npu.sim.core import BARRIER, S
+from sage.npu.sim.opcodes import NORMAL
 
 
 @dataclass
@@ -42,7 +43,8 @@ def schedule(records: list[tuple], issue: float, stretch: float = 1.0, keep: boo
             st = t if t > ready else ready
             dur += head
             t = st + dur
-            busy[0] += dur
+            if kind == NORMAL:
+                busy[0] += dur
         else:
             if kind != BARRIER:  # a barrier is a marker on its pipe, not an issued instruction
                 t += issue
@@ -55,12 +57,12 @@ def schedule(records: list[tuple], issue: float, stretch: float = 1.0, keep: boo
             else:
                 st = f if f > ready else ready
                 dur += head
-            if kind == BARRIER:
-                drained[pipe] = True
-            else:
-                drained[pipe] = False
+            # A barrier or a flag waits for the pipe's earlier work: the next instruction finds it
+            # empty and pays its head. Busy cycles count instructions only, as msprof's ratios do.
+            drained[pipe] = kind != NORMAL
             free[pipe] = st + dur
-            busy[pipe] += dur
+            if kind == NORMAL:
+                busy[pipe] += dur
         ends[i] = st + dur
         if keep:
             starts[i] = st

@@ -10,11 +10,12 @@ import numpy as np
 
 from sage.npu.errors import LaunchError
 from sage.npu.hardware import HardwareSpec
-from sage.npu.sim import core as core_mod
-from sage.npu.sim.opcodes import AIC, AIV, vector_keys
-from sage.npu.sim.runtrace import BlockTrace, LaunchTrace, RunTrace
+from sage.npu.sim.opcodes import vector_keys
+from sage.npu.sim.runtrace import RunTrace
+from sage.npu.sim.streams import LaunchRun
 
 GM_ALIGN = 512  # allocations start on a 512 B GM line, as device allocators do
+BLOCK_DIM_MAX = 65535  # CANN: blockDim is a logical count in [1, 65535] (atlas_ascendc_10_0014, kernel launch)
 
 
 class GmBuffer:
@@ -47,7 +48,6 @@ class Session:
         self.buffers: list[GmBuffer] = []
         self._next_addr = 0
         self.trace = RunTrace()
-        self._launch_block_dim = 0
         self.instructions = 0  # simulated so far, against instruction_budget
 
     def allocate(self, data: np.ndarray, is_input: bool) -> GmBuffer:
@@ -59,36 +59,11 @@ class Session:
         return buf
 
     def launch(self, fn, name: str, block_dim, args: tuple, kwargs: dict, on_block_end=None) -> None:
-        limit = self.spec.launch.max_block_dim_vector
         if isinstance(block_dim, bool) or not isinstance(block_dim, (int, np.integer)):
             raise LaunchError(f"block_dim must be an int, got {type(block_dim).__name__}")
         block_dim = int(block_dim)
-        if not 1 <= block_dim <= limit:
-            raise LaunchError(
-                f"block_dim={block_dim} is out of range for {self.spec.name}: a vector kernel may use 1..{limit} "
-                f"blocks (one per AIV core), a cube kernel 1..{self.spec.launch.max_block_dim_cube}")
-        self._launch_block_dim = block_dim
-        launch = LaunchTrace(name, block_dim)
-        try:
-            for b in range(block_dim):
-                core = core_mod.CoreState(self, b, block_dim)
-                core_mod.set_current(core)
-                try:
-                    fn(*args, **kwargs)
-                finally:
-                    if on_block_end is not None:
-                        on_block_end(core)
-                self.instructions += core.instructions
-                launch.blocks.append(BlockTrace(core.records, core.uses_cube, AIC if core.uses_cube else AIV, b))
-        finally:
-            core_mod.set_current(None)
-        if any(blk.uses_cube for blk in launch.blocks):
-            launch.kernel_type = "AIC_ONLY"
-        self.trace.launches.append(launch)
-
-    def check_cube_launch(self, what: str) -> None:
-        limit = self.spec.launch.max_block_dim_cube
-        if self._launch_block_dim > limit:
-            raise LaunchError(
-                f"{what} uses the cube unit, so this kernel runs on AIC cores: block_dim may be at most "
-                f"{limit} on {self.spec.name}, it was launched with {self._launch_block_dim}")
+        if not 1 <= block_dim <= BLOCK_DIM_MAX:
+            raise LaunchError(f"block_dim={block_dim} is out of range: a launch has 1..{BLOCK_DIM_MAX} logical "
+                              f"blocks (more blocks than the {self.spec.chip.aiv_cores} AIV / "
+                              f"{self.spec.chip.aic_cores} AIC cores run in waves)")
+        self.trace.launches.append(LaunchRun(self, fn, name, block_dim, args, kwargs, on_block_end).run())

@@ -1,4 +1,5 @@
-"""Helpers shared by the kernel-source generators: dtype facts and text assembly."""
+"""Helpers shared by the kernel-source generators: dtype facts, text assembly, and the
+helper functions every generated vector kernel file defines."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ DTYPE_SIZE = {
     "uint8": 1, "int64": 8, "bool": 1,
 }
 FLOATS = {"float32", "float16", "bfloat16"}
+# What the library's kernels compute on, and what an elementwise kernel reads and writes
+# (bool as 0/1 bytes).
+LIB_DTYPES = FLOATS | {"int32"}
+KERNEL_DTYPES = LIB_DTYPES | {"bool"}
 HEADER = "from sage.npu.ascendc import *\nimport math\n"
 
 
@@ -56,3 +61,20 @@ def method(name: str, params: str, body: list[str]) -> str:
     lines = [f"    def {name}(self{', ' + params if params else ''}):"]
     lines += ["        " + ln if ln else "" for ln in (body or ["pass"])]
     return "\n".join(lines) + "\n"
+
+
+def ub_helpers(block_bytes: int) -> str:
+    """`buf_bytes` (a buffer's size rounded up to whole UB blocks) and `row_gap` (the UB gap after
+    a row of `nc` elements, in blocks, so that every row starts at a multiple of ALIGN
+    elements), as they appear in a generated vector kernel file."""
+    b = block_bytes
+    return f'''
+def buf_bytes(elems, size):
+    return (elems * size + {b - 1}) // {b} * {b}
+
+
+def row_gap(nc, size):
+    # UB gap between rows, in {b} B blocks, so that every row starts at a multiple of ALIGN elements.
+    return ((nc + ALIGN - 1) // ALIGN * ALIGN * size - (nc * size + {b - 1}) // {b} * {b}) // {b}
+
+'''

@@ -9,15 +9,17 @@ viewed as a 2-D [R, C] array:
 - ``col``    one value per row broadcast along C (e.g. [M, 1] over [M, N]);
 - ``scalar`` a single value (a 1-element tensor) broadcast everywhere.
 
-`OPS` lists what a chain may use; each entry knows its arity and how it lowers to DSL
-vector instructions (see `lowering.py`). Constant operands lower to the scalar forms
-(`Adds`, `Muls`, ...), so `x * 0.5 + 1` costs two instructions, not four.
+A chain may use the ops of `vector_ops.VECTOR_OPS`; each entry there has its arity and its
+instruction recipe (`lowering.py` applies them). Constant operands lower to the scalar
+forms (`Adds`, `Muls`, ...), so `x * 0.5 + 1` costs two instructions, not four.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal, Union
+
+from sage.kernels.vector_ops import vector_op
 
 Kind = Literal["full", "row", "col", "scalar", "grp", "mod"]
 # Grouped broadcast ([B, G, C] outputs, see elementwise.py): `grp` is one row of C per group
@@ -53,20 +55,6 @@ class Op:
 
 Expr = Union[Inp, Const, Op]
 
-# name -> arity. Unary ops with parameters take them as keyword params (e.g. elu alpha).
-UNARY = {
-    "relu", "exp", "log", "abs", "sqrt", "rsqrt", "reciprocal", "neg", "square",
-    "sigmoid", "tanh", "gelu", "gelu_tanh", "silu", "mish", "softplus", "elu",
-    "hardsigmoid", "hardswish", "leaky_relu", "log1p", "clamp", "pow_scalar", "identity", "floor",
-}
-# Comparisons give 1 where the relation holds and 0 elsewhere, in the compute dtype: a bool
-# value inside a chain is a 0/1 number (the kernel casts it to bytes when it stores one).
-COMPARE = {"gt": "GT", "lt": "LT", "ge": "GE", "le": "LE", "eq": "EQ", "ne": "NE"}
-BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "log_add_exp"} | set(COMPARE)
-TERNARY = {"where"}            # where(cond, a, b): a where cond is non-zero, else b
-OPS = UNARY | BINARY | TERNARY
-
-
 def inp(index: int) -> Inp:
     return Inp(index)
 
@@ -77,9 +65,7 @@ def const(value: float) -> Const:
 
 def op(name: str, *args: Expr | float | int, **params: float) -> Op:
     """Build an op node; bare numbers become constants."""
-    if name not in OPS:
-        raise ValueError(f"unknown elementwise op {name!r}; known: {sorted(OPS)}")
-    arity = 1 if name in UNARY else 3 if name in TERNARY else 2
+    arity = vector_op(name).arity
     if len(args) != arity:
         raise ValueError(f"op {name} takes {arity} operand(s), got {len(args)}")
     wrapped = tuple(a if isinstance(a, (Inp, Const, Op)) else Const(float(a)) for a in args)
@@ -95,6 +81,13 @@ def inputs_of(expr: Expr) -> set[int]:
     for a in expr.args:
         out |= inputs_of(a)
     return out
+
+
+def op_names(expr: Expr) -> set[str]:
+    """The names of the ops a chain uses."""
+    if not isinstance(expr, Op):
+        return set()
+    return {expr.name}.union(*(op_names(a) for a in expr.args))
 
 
 def kind_of(expr: Expr, kinds: list[Kind]) -> Kind:

@@ -9,10 +9,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from sage.bench.library import (
-    CubeKnobs, ElementwiseSpec, Knobs, MatmulSpec, RowSpec, elementwise_source, inp, matmul_source, op, row_source,
+from sage.kernels import (
+    CubeKnobs, ElementwiseSpec, Knobs, MatmulSpec, RowSpec, const, elementwise_source, elementwise_tiling, inp,
+    matmul_source, op, row_source,
 )
-from sage.bench.library.elementwise import elementwise_tiling
 from sage.npu.execute import run_kernel_source
 
 TOL = {"float32": 2e-5, "float16": 2e-3, "bfloat16": 1.2e-2}
@@ -183,8 +183,6 @@ def test_matmul_small_tiles_cover_the_edges():
 
 
 def test_comparisons_select_and_grouped_broadcast():
-    from sage.bench.library.chain import const
-
     a = RNG.standard_normal((6, 40, 77)).astype(np.float32)
     b = RNG.standard_normal((6, 1, 77)).astype(np.float32)
     # where(a > b, a, 0.5) with b one row per group of 40 rows, and the bool mask itself

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from sage.bench.library.knobs import VENDOR_CUBE_KNOBS, CubeKnobs
-from sage.bench.library.source import DTYPE_SIZE, FLOATS, HEADER, dsl_dtype, method
+from sage.kernels.library.knobs import VENDOR_CUBE_KNOBS, CubeKnobs
+from sage.kernels.library.source import DTYPE_SIZE, FLOATS, HEADER, dsl_dtype, method
+from sage.kernels.target import Target, target_for
 
 
 class MatmulSpec(BaseModel):
@@ -33,17 +34,22 @@ class MatmulSpec(BaseModel):
         return v
 
 
-def matmul_source(spec: MatmulSpec, knobs: CubeKnobs = VENDOR_CUBE_KNOBS, *, with_forward: bool = True) -> str:
+def matmul_source(spec: MatmulSpec, knobs: CubeKnobs = VENDOR_CUBE_KNOBS, *, target: Target | None = None,
+                  with_forward: bool = True) -> str:
+    """The text of a kernel file for `spec` with schedule `knobs` on `target` (the default
+    preset's when None); defines `<name>_launch(a, b, c, batch, M, K, N)` and optionally `forward`."""
+    target = target or target_for()
     sz = DTYPE_SIZE[spec.dtype]
     dt = dsl_dtype(spec.dtype)
     scale = 2 / sz          # K extents are for 2-byte inputs: keep the bytes, not the elements
-    bk = max(16, int(knobs.base_k * scale) // 16 * 16)
+    f = target.fractal      # the cube works on f x f fractals: M, N and K pad to multiples of f
+    bk = max(f, int(knobs.base_k * scale) // f * f)
     l1k = max(bk, int(knobs.l1_k * scale) // bk * bk)
     cls = "Kernel" + "".join(p.capitalize() for p in spec.name.split("_"))
     gms = "a, b, c"
     lines = [HEADER, f"# {spec.name}: C = A @ B on the cube, {spec.dtype} in, float32 accumulate",
              f"BASE_M = {knobs.base_m}", f"BASE_N = {knobs.base_n}", f"BASE_K = {bk}", f"L1_K = {l1k}",
-             f"BUFFER_NUM = {knobs.buffer_num}", f"CORES = {knobs.cores}", f"BLOCK_DIM = {knobs.block_dim}", "", "",
+             f"BUFFER_NUM = {knobs.buffer_num}", f"CORES = {target.cube_cores}", f"BLOCK_DIM = {knobs.block_dim}", "", "",
              f"class {cls}:"]
     init = ["self.M = M", "self.K = K", "self.N = N", "self.bm = bm", "self.bn = bn",
             "self.n_mt = (M + bm - 1) // bm", "self.n_nt = (N + bn - 1) // bn",
@@ -74,8 +80,8 @@ def matmul_source(spec: MatmulSpec, knobs: CubeKnobs = VENDOR_CUBE_KNOBS, *, wit
         "    self.Tile(bt, m0, min(self.bm, self.M - m0), n0, min(self.bn, self.N - n0))",
     ]))
     tile = [
-        "mp = (m + 15) // 16 * 16",
-        "np_ = (n + 15) // 16 * 16",
+        f"mp = (m + {f - 1}) // {f} * {f}",
+        f"np_ = (n + {f - 1}) // {f} * {f}",
         "abase = bt * self.M * self.K",
         "bbase = bt * self.K * self.N",
         "cl = self.qc.AllocTensor(float32)",
@@ -83,7 +89,7 @@ def matmul_source(spec: MatmulSpec, knobs: CubeKnobs = VENDOR_CUBE_KNOBS, *, wit
     tile += [
         "for k0 in range(0, self.K, L1_K):",
         "    kl = min(L1_K, self.K - k0)",
-        "    kp = (kl + 15) // 16 * 16",
+        f"    kp = (kl + {f - 1}) // {f} * {f}",
         f"    a1 = self.qa1.AllocTensor({dt})",
         ("    DataCopy(a1, self.ga[abase + k0 * self.M + m0], Nd2NzParams(1, kl, m, 0, self.M, kp, 1, 0))"
          if spec.trans_a else
@@ -130,14 +136,14 @@ def matmul_source(spec: MatmulSpec, knobs: CubeKnobs = VENDOR_CUBE_KNOBS, *, wit
     lines.append(
         f"def {spec.name}_launch({gms}, batch, M, K, N):\n"
         "    cores = BLOCK_DIM or CORES\n"
-        "    bm = min(BASE_M, (M + 15) // 16 * 16)\n"
-        "    bn = min(BASE_N, (N + 15) // 16 * 16)\n"
+        f"    bm = min(BASE_M, (M + {f - 1}) // {f} * {f})\n"
+        f"    bn = min(BASE_N, (N + {f - 1}) // {f} * {f})\n"
         "    # Shrink the tile while cores would idle (N first, then M), never below 64.\n"
         "    while batch * ((M + bm - 1) // bm) * ((N + bn - 1) // bn) < cores and (bn > 64 or bm > 64):\n"
         "        if bn > 64 and bn >= bm:\n"
-        "            bn = max(64, (bn // 2 + 15) // 16 * 16)\n"
+        f"            bn = max(64, (bn // 2 + {f - 1}) // {f} * {f})\n"
         "        else:\n"
-        "            bm = max(64, (bm // 2 + 15) // 16 * 16)\n"
+        f"            bm = max(64, (bm // 2 + {f - 1}) // {f} * {f})\n"
         "    T = batch * ((M + bm - 1) // bm) * ((N + bn - 1) // bn)\n"
         "    tpb = (T + cores - 1) // cores\n"
         "    block_dim = (T + tpb - 1) // tpb\n"

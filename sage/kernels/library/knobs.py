@@ -4,7 +4,8 @@ A library kernel is a source-text generator: the same generator, given different
 writes a differently scheduled kernel for the same operator class. The reference model
 (`sage.bench.reference`) uses `VENDOR_KNOBS`; the offline synthesizer searches the rest of
 the space per shape. Knobs only change speed, never results (except `fp32_compute`, which
-changes rounding for half types).
+changes rounding for half types). They hold no hardware number: the cores a kernel
+launches on and the buffer sizes it fits come from its `Target` (a preset).
 """
 
 from __future__ import annotations
@@ -13,12 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# 910B2 has 48 vector cores (AIV) and 24 cube cores (AIC); HARDWARE.md "Chips".
-DEFAULT_VECTOR_CORES = 48
-DEFAULT_CUBE_CORES = 24
-# UB is 192 KiB per AIV (HARDWARE.md "Per-core buffers"); a generated kernel sizes its tiles
-# to this, keeping 2 KiB aside for scalar slots and reduction work areas.
-UB_BYTES = 196_608
+# A generated vector kernel keeps 2 KiB of UB aside for scalar slots and reduction work
+# areas; its tiles get the rest.
 UB_RESERVED = 2_048
 
 
@@ -35,7 +32,6 @@ class Knobs(BaseModel):
     )
     fp32_compute: bool = Field(True, description="cast float16/bfloat16 to float32 for the arithmetic")
     fold_reduce: bool = Field(False, description="row kernels: halve rows with Add/Max/Min before Reduce*")
-    cores: int = Field(DEFAULT_VECTOR_CORES, ge=1, description="vector cores of the target preset")
 
 
 class CubeKnobs(BaseModel):
@@ -49,7 +45,6 @@ class CubeKnobs(BaseModel):
     l1_k: int = Field(256, ge=16, multiple_of=16, description="K extent staged in L1 per GM copy")
     buffer_num: int = Field(2, ge=1, le=2)
     block_dim: int | None = Field(None, ge=1, description="blocks to launch; None = all cube cores")
-    cores: int = Field(DEFAULT_CUBE_CORES, ge=1, description="cube cores of the target preset")
 
 
 # The vendor's eager kernels are shape-agnostic: one schedule for every shape. These are the
@@ -67,8 +62,3 @@ VENDOR_KNOBS = Knobs()
 # tile shrinks (N first, then M, down to 64) while it would leave cube cores idle, as the
 # vendor's runtime tiling does.
 VENDOR_CUBE_KNOBS = CubeKnobs()
-
-
-def knobs_for(cores: int, base: Knobs = VENDOR_KNOBS) -> Knobs:
-    """The same schedule for a preset with `cores` vector cores."""
-    return base.model_copy(update={"cores": cores})

@@ -3,20 +3,24 @@
 The output is viewed as [R, C] (C = the broadcast row length; R = 1 when no input is
 row- or column-broadcast, so the data is one flat row). Tiles are `rows_per_tile` rows by
 `col_tile` columns; tiles are dealt to blocks in contiguous runs. Each row of a tile sits
-in UB padded to 32 B, so one vector instruction covers a whole tile whatever C is, and
-`DataCopyPad` (or `DataCopy` for aligned contiguous tiles when `copy="auto"`) moves it.
+in UB padded to a whole UB block (32 B), so one vector instruction covers a whole tile
+whatever C is, and `DataCopyPad` (or `DataCopy` for aligned contiguous tiles when
+`copy="auto"`) moves it. Block, UB and repeat sizes and the core count come from the
+`Target` (a preset).
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from sage.bench.library.chain import COMPUTE_KIND, Expr, Kind, inputs_of, kind_of, render
-from sage.bench.library.knobs import UB_BYTES, UB_RESERVED, VENDOR_KNOBS, Knobs
-from sage.bench.library.lowering import CMP_PAD, INT_OPS, Lowerer, Val
-from sage.bench.library.source import (
-    DTYPE_SIZE, HEADER, cast_line, check_dtype, compute_dtype, dsl_dtype, method,
+from sage.kernels.chain import COMPUTE_KIND, Expr, Kind, Op, inputs_of, kind_of, op_names, render
+from sage.kernels.library.knobs import UB_RESERVED, VENDOR_KNOBS, Knobs
+from sage.kernels.library.source import (
+    DTYPE_SIZE, HEADER, cast_line, check_dtype, compute_dtype, dsl_dtype, method, ub_helpers,
 )
+from sage.kernels.lowering import Lowerer, Val
+from sage.kernels.target import Target, target_for
+from sage.kernels.vector_ops import INT_OPS, VECTOR_OPS
 
 
 class ElementwiseSpec(BaseModel):
@@ -39,8 +43,10 @@ class ElementwiseSpec(BaseModel):
         return tuple(check_dtype(d) for d in v)
 
 
-def elementwise_source(spec: ElementwiseSpec, knobs: Knobs = VENDOR_KNOBS, *, with_forward: bool = True) -> str:
-    """The text of a kernel file computing `spec` with schedule `knobs`.
+def elementwise_source(spec: ElementwiseSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target | None = None,
+                       with_forward: bool = True) -> str:
+    """The text of a kernel file computing `spec` with schedule `knobs` on `target` (the
+    default preset's when None).
 
     The file defines `<name>_launch(*inputs, out)` (host tiling + launch) and, with
     `with_forward`, a `forward(*inputs)` that allocates the output and calls it.
@@ -56,7 +62,7 @@ def elementwise_source(spec: ElementwiseSpec, knobs: Knobs = VENDOR_KNOBS, *, wi
     ct = chain_compute_dtype(spec, knobs)
     if ct == "int32":
         _check_int_ops(spec.expr)
-    return _ElementwiseWriter(spec, knobs, ct).write(with_forward)
+    return _ElementwiseWriter(spec, knobs, ct, target or target_for()).write(with_forward)
 
 
 def chain_compute_dtype(spec: ElementwiseSpec, knobs: Knobs) -> str:
@@ -67,36 +73,24 @@ def chain_compute_dtype(spec: ElementwiseSpec, knobs: Knobs) -> str:
     if not values:
         return "float16"
     ct = compute_dtype(values, knobs.fp32_compute)
-    non_int = _ops(spec.expr) - INT_OPS
-    if ct == "int32" and non_int and non_int <= _INT_VIA_FLOAT:
+    # Integer ops the vector unit lacks but float32 computes exactly for operands below 2^24
+    # (floor division of such integers: one rounding of the quotient, then floor).
+    non_int = op_names(spec.expr) - INT_OPS
+    if ct == "int32" and non_int and all(VECTOR_OPS[n].via_float for n in non_int):
         return "float32"
     return ct
 
 
-# Integer ops the vector unit lacks but float32 computes exactly for operands below 2^24
-# (floor division of such integers: one rounding of the quotient, then floor).
-_INT_VIA_FLOAT = {"div", "floor"}
-
-
-def _ops(e: Expr) -> set[str]:
-    from sage.bench.library.chain import Op
-
-    if not isinstance(e, Op):
-        return set()
-    return {e.name}.union(*(_ops(a) for a in e.args))
-
-
-def elementwise_tiling(spec: ElementwiseSpec, knobs: Knobs = VENDOR_KNOBS) -> tuple[int, int]:
-    """(TILE, ALIGN) of the kernel for (spec, knobs): elements per tile and the row
+def elementwise_tiling(spec: ElementwiseSpec, knobs: Knobs = VENDOR_KNOBS,
+                       target: Target | None = None) -> tuple[int, int]:
+    """(TILE, ALIGN) of the kernel for (spec, knobs, target): elements per tile and the row
     alignment in elements, as its source's host code uses them."""
-    writer = _ElementwiseWriter(spec, knobs, chain_compute_dtype(spec, knobs))
+    writer = _ElementwiseWriter(spec, knobs, chain_compute_dtype(spec, knobs), target or target_for())
     writer.compute_body()
     return writer.tile, writer.align
 
 
 def _check_int_ops(e: Expr) -> None:
-    from sage.bench.library.chain import Op
-
     if isinstance(e, Op):
         if e.name not in INT_OPS:
             raise ValueError(f"op {e.name!r} is not supported on int32 operands")
@@ -105,14 +99,20 @@ def _check_int_ops(e: Expr) -> None:
 
 
 class _ElementwiseWriter:
-    def __init__(self, spec: ElementwiseSpec, knobs: Knobs, ct: str):
-        self.spec, self.knobs, self.ct = spec, knobs, ct
+    def __init__(self, spec: ElementwiseSpec, knobs: Knobs, ct: str, target: Target):
+        self.spec, self.knobs, self.ct, self.target = spec, knobs, ct, target
+        self.block = target.block_bytes
+        # Compare works on whole vector repeats: its element count is rounded up to CMP_PAD
+        # elements (one repeat of 2-byte, two of 4-byte values), so every buffer a
+        # comparison reads holds CMP_PAD elements more than a tile; the lanes past the tile
+        # are never stored.
+        self.cmp_pad = target.repeat_bytes // 2
         self.masked = self.int_temp = False   # set by compute_body from the lowering
         self.kinds = [COMPUTE_KIND.get(k, k) for k in spec.kinds]   # how the compute sees each input
         self.grouped = spec.group_axes is not None
         self.n = len(spec.in_dtypes)
         sizes = [DTYPE_SIZE[d] for d in spec.in_dtypes] + [DTYPE_SIZE[spec.out_dtype], DTYPE_SIZE[ct]]
-        self.align = 32 // min(sizes)
+        self.align = self.block // min(sizes)
         self.cls = "Kernel" + "".join(p.capitalize() for p in spec.name.split("_"))
 
     def needs_cast(self, dtype: str) -> bool:
@@ -187,10 +187,10 @@ class _ElementwiseWriter:
         if self.int_temp:
             per_elem += 4
             n_bufs += 1
-        # 32 B of alignment slack per buffer
-        avail = UB_BYTES - UB_RESERVED - 32 * n_bufs
+        # one block of alignment slack per buffer
+        avail = self.target.ub_bytes - UB_RESERVED - self.block * n_bufs
         if self.masked:   # every buffer holds CMP_PAD more elements, plus one mask bit each
-            avail -= CMP_PAD * per_elem + (CMP_PAD + knobs.tile_len) // 8 + 32
+            avail -= self.cmp_pad * per_elem + (self.cmp_pad + knobs.tile_len) // 8 + self.block
         self.tile = max(self.align, min(knobs.tile_len, avail // per_elem) // self.align * self.align)
 
     # -- whole file -------------------------------------------------------------------------
@@ -205,9 +205,9 @@ class _ElementwiseWriter:
         lines = [HEADER, f"# {spec.name}: y = {render(spec.expr)}",
                  f"# inputs {list(zip(spec.in_dtypes, spec.kinds))} -> {spec.out_dtype}; compute in {ct}",
                  f"BUFFER_NUM = {knobs.buffer_num}", f"TILE_LEN = {knobs.tile_len}",
-                 f"CORES = {knobs.cores}", f"BLOCK_DIM = {knobs.block_dim}", f"ALIGN = {self.align}",
+                 f"CORES = {self.target.vector_cores}", f"BLOCK_DIM = {knobs.block_dim}", f"ALIGN = {self.align}",
                  f"# the largest tile of at most TILE_LEN elements that fits in UB",
-                 f"TILE = {self.tile}"] + ([f"CMP_PAD = {CMP_PAD}"] if self.masked else []) + ["", ""]
+                 f"TILE = {self.tile}"] + ([f"CMP_PAD = {self.cmp_pad}"] if self.masked else []) + ["", ""]
         lines.append(f"class {self.cls}:")
         init = [f"self.R = R", "self.C = C", "self.rpt = rpt", "self.ct = ct", "self.n_ct = n_ct",
                 "start = GetBlockIdx() * tpb", "self.t0 = start", "self.t1 = min(T, start + tpb)",
@@ -230,7 +230,7 @@ class _ElementwiseWriter:
                 init += [f"self.tb_{t} = TBuf(TPosition.VECCALC)",
                          f"self.pipe.InitBuffer(self.tb_{t}, buf_bytes({tl}, {DTYPE_SIZE[ct]}))"]
         if self.masked:
-            init += ["self.mkb = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.mkb, buf_bytes(tile + CMP_PAD, 1) // 8 + 32)"]
+            init += ["self.mkb = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.mkb, buf_bytes(tile + CMP_PAD, 1) // 8 + {self.block})"]
         if self.int_temp:
             init += ["self.tib = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.tib, buf_bytes(tile, 4))"]
         params = "R, C, rpt, ct, n_ct, tpb, T, tile" + (", G, tpg" if self.grouped else "")
@@ -261,7 +261,7 @@ class _ElementwiseWriter:
         lines.append(method("CopyIn", "r0, nr, c0, nc", self.copy_in()))
         lines.append(method("Compute", "nr, nc", body))
         lines.append(method("CopyOut", "r0, nr, c0, nc", self.copy_out()))
-        lines.append(_HELPERS)
+        lines.append(ub_helpers(self.block))
         lines.append(f"@kernel\ndef {name}_kernel({gms}, {params}):\n"
                      f"    op = {self.cls}()\n    op.Init({gms}, {params})\n    op.Process()\n\n")
         lines.append(self.launch())
@@ -278,7 +278,7 @@ class _ElementwiseWriter:
                 row0 = "r0 % self.G" if kind == "mod" else "r0"
                 pad = (f"DataCopyPad(x{i}, self.g{i}[{row0} * self.C + c0], DataCopyExtParams(nr, nc * {sz}, "
                        f"(self.C - nc) * {sz}, row_gap(nc, {sz}), 0), DataCopyPadExtParams(False, 0, 0, 0))")
-                aligned = f"(nc * {sz}) % 32 == 0 and (nr == 1 or (nc == self.C and nc % ALIGN == 0))"
+                aligned = f"(nc * {sz}) % {self.block} == 0 and (nr == 1 or (nc == self.C and nc % ALIGN == 0))"
                 count = "nr * nc"
                 src = f"self.g{i}[{row0} * self.C + c0]"
             else:
@@ -286,7 +286,7 @@ class _ElementwiseWriter:
                             "grp": ("r0 // self.G * self.C + c0", "nc")}[kind]
                 pad = (f"DataCopyPad(x{i}, self.g{i}[{off}], DataCopyExtParams(1, {cnt} * {sz}, 0, 0, 0), "
                        f"DataCopyPadExtParams(False, 0, 0, 0))")
-                aligned = f"({cnt} * {sz}) % 32 == 0"
+                aligned = f"({cnt} * {sz}) % {self.block} == 0"
                 count, src = cnt, f"self.g{i}[{off}]"
             if self.knobs.copy_mode == "auto":
                 body += [f"if {aligned}:", f"    DataCopy(x{i}, {src}, {count})", "else:", f"    {pad}"]
@@ -302,7 +302,7 @@ class _ElementwiseWriter:
                f"row_gap(nc, {sz}), (self.C - nc) * {sz}, 0))")
         body = [f"y = self.qy.DeQue({out})"]
         if self.knobs.copy_mode == "auto":
-            body += [f"if (nc * {sz}) % 32 == 0 and (nr == 1 or (nc == self.C and nc % ALIGN == 0)):",
+            body += [f"if (nc * {sz}) % {self.block} == 0 and (nr == 1 or (nc == self.C and nc % ALIGN == 0)):",
                      "    DataCopy(self.gy[r0 * self.C + c0], y, nr * nc)", "else:", f"    {pad}"]
         else:
             body.append(pad)
@@ -315,7 +315,7 @@ class _ElementwiseWriter:
             return self._grouped_launch(xs)
         return (
             f"def {self.spec.name}_launch({', '.join(xs + ['y'])}, R, C):\n"
-            "    # Host tiling: one tile is rpt rows x ct columns, each row padded to 32 B in UB.\n"
+            f"    # Host tiling: one tile is rpt rows x ct columns, each row padded to {self.block} B in UB.\n"
             "    cores = BLOCK_DIM or CORES\n"
             "    tile = TILE\n"
             "    stride = (C + ALIGN - 1) // ALIGN * ALIGN\n"
@@ -406,14 +406,3 @@ class _ElementwiseWriter:
         lines.append("    return y\n")
         return "\n".join(lines)
 
-
-_HELPERS = '''
-def buf_bytes(elems, size):
-    return (elems * size + 31) // 32 * 32
-
-
-def row_gap(nc, size):
-    # UB gap between rows, in 32 B blocks, so that every row starts at a multiple of ALIGN elements.
-    return ((nc + ALIGN - 1) // ALIGN * ALIGN * size - (nc * size + 31) // 32 * 32) // 32
-
-'''

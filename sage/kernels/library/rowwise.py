@@ -3,7 +3,7 @@ and RMS norm.
 
 The input is viewed as [R, C] and each block takes a contiguous run of rows. Two paths:
 
-- rows fit in UB (C padded to 32 B <= the tile): a tile holds `rpt` whole rows; each row is
+- rows fit in UB (C padded to a UB block <= the tile): a tile holds `rpt` whole rows; each row is
   reduced with `ReduceSum`/`ReduceMax` (the result read back by the scalar unit) and
   transformed in place, then the tile is written out;
 - long rows: each row is streamed in chunks, once per pass (softmax reads a row three times:
@@ -19,10 +19,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from sage.bench.library.knobs import UB_BYTES, UB_RESERVED, VENDOR_KNOBS, Knobs
-from sage.bench.library.source import (
-    DTYPE_SIZE, FLOATS, HEADER, cast_line, compute_dtype, dsl_dtype, method,
+from sage.kernels.library.knobs import UB_RESERVED, VENDOR_KNOBS, Knobs
+from sage.kernels.library.source import (
+    DTYPE_SIZE, FLOATS, HEADER, cast_line, compute_dtype, dsl_dtype, method, ub_helpers,
 )
+from sage.kernels.target import Target, target_for
 
 RowOp = Literal[
     "sum", "mean", "max", "min", "softmax", "log_softmax", "layer_norm", "rms_norm",
@@ -50,25 +51,27 @@ class RowSpec(BaseModel):
         return v
 
 
-def row_source(spec: RowSpec, knobs: Knobs = VENDOR_KNOBS, *, with_forward: bool = True) -> str:
-    """The text of a kernel file for `spec` with schedule `knobs`; defines
-    `<name>_launch(x, [w, b,] y, R, C)` and optionally `forward`."""
-    return _RowWriter(spec, knobs).write(with_forward)
+def row_source(spec: RowSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target | None = None,
+               with_forward: bool = True) -> str:
+    """The text of a kernel file for `spec` with schedule `knobs` on `target` (the default
+    preset's when None); defines `<name>_launch(x, [w, b,] y, R, C)` and optionally `forward`."""
+    return _RowWriter(spec, knobs, target or target_for()).write(with_forward)
 
 
-def row_tiling(spec: RowSpec, knobs: Knobs = VENDOR_KNOBS) -> tuple[int, int]:
-    """(TILE, ALIGN) of the kernel for (spec, knobs), as its source's host code uses them."""
-    w = _RowWriter(spec, knobs)
+def row_tiling(spec: RowSpec, knobs: Knobs = VENDOR_KNOBS, target: Target | None = None) -> tuple[int, int]:
+    """(TILE, ALIGN) of the kernel for (spec, knobs, target), as its source's host code uses them."""
+    w = _RowWriter(spec, knobs, target or target_for())
     return w.tile, w.align
 
 
 class _RowWriter:
-    def __init__(self, spec: RowSpec, knobs: Knobs):
-        self.spec, self.knobs = spec, knobs
+    def __init__(self, spec: RowSpec, knobs: Knobs, target: Target):
+        self.spec, self.knobs, self.target = spec, knobs, target
+        self.block = target.block_bytes
         self.ct = compute_dtype([spec.dtype], knobs.fp32_compute)
         self.dt = spec.dtype
         self.sz, self.csz = DTYPE_SIZE[self.dt], DTYPE_SIZE[self.ct]
-        self.align = 32 // min(self.sz, self.csz)
+        self.align = self.block // min(self.sz, self.csz)
         self.reduce = spec.op in REDUCTIONS
         self.params = []
         if spec.affine and spec.op in ("layer_norm", "rms_norm"):
@@ -78,7 +81,7 @@ class _RowWriter:
         # per-lane accumulators, and the affine parameters with their fp32 copies.
         self.per_elem = knobs.buffer_num * 2 * self.sz + self.csz * (4 + len(self.params)) + self.sz * len(self.params)
         n_bufs = 2 * knobs.buffer_num + 6 + 3 * len(self.params)
-        self.ub_avail = UB_BYTES - UB_RESERVED - 32 * n_bufs
+        self.ub_avail = target.ub_bytes - UB_RESERVED - self.block * n_bufs
         self.tile = max(self.align, min(knobs.tile_len, self.ub_avail // self.per_elem) // self.align * self.align)
 
     # -- pieces shared by both paths -------------------------------------------------------
@@ -86,14 +89,14 @@ class _RowWriter:
         fn = {"sum": "ReduceSum", "max": "ReduceMax", "min": "ReduceMin"}[kind]
         fold: list[str] = []
         if self.knobs.fold_reduce:
-            # ReduceSum/ReduceMax pay a cross-lane step per 256 B repeat (~7 cycles) plus a
+            # ReduceSum/ReduceMax pay a cross-lane step per vector repeat (~7 cycles) plus a
             # second level; halving the row with Add/Max/Min (~2 cycles a repeat) down to one
             # repeat first does the same work in a third of the vector time. Accumulators of
             # the long-row path are dead once reduced and fold in place; in the rows-fit path
             # `self.acc` is free scratch of a whole tile.
             half = {"sum": "Add", "max": "Max", "min": "Min"}[kind]
             buf = src if src in ("self.acc", "self.acc2") else "self.acc"
-            fold = [f"fr, fn = fold_rows({half}, {buf}, {src}, {count}, {256 // self.csz})"]
+            fold = [f"fr, fn = fold_rows({half}, {buf}, {src}, {count}, {self.target.repeat_bytes // self.csz})"]
             src, count = "fr", "fn"
         return fold + [f"{fn}(self.red, {src}, self.work, {count})",
                 "SetFlag(HardEvent.V_S, 0)", "WaitFlag(HardEvent.V_S, 0)",
@@ -146,7 +149,7 @@ class _RowWriter:
         spec, knobs = self.spec, self.knobs
         gms = ", ".join(["x", *self.params, "y"])
         lines = [HEADER, f"# {spec.name}: last-axis {spec.op} of {self.dt} rows, compute in {self.ct}",
-                 f"BUFFER_NUM = {knobs.buffer_num}", f"TILE_LEN = {knobs.tile_len}", f"CORES = {knobs.cores}",
+                 f"BUFFER_NUM = {knobs.buffer_num}", f"TILE_LEN = {knobs.tile_len}", f"CORES = {self.target.vector_cores}",
                  f"BLOCK_DIM = {knobs.block_dim}", f"ALIGN = {self.align}",
                  f"# UB: {self.ub_avail} bytes for tiles at {self.per_elem} bytes per tile element",
                  f"TILE = {self.tile}", "", "",
@@ -204,7 +207,7 @@ class _RowWriter:
             self.to_compute("dst", "p", "nc"),
             "q.FreeTensor(p)",
         ]))
-        lines.append(_HELPERS + (_FOLD if knobs.fold_reduce else ""))
+        lines.append(ub_helpers(self.block) + (_FOLD if knobs.fold_reduce else ""))
         lines.append(f"@kernel\ndef {spec.name}_kernel({gms}, R, C, rpt, rpb, tile):\n"
                      f"    op = {self.cls}()\n    op.Init({gms}, R, C, rpt, rpb, tile)\n    op.Process()\n\n")
         lines.append(self.launch())
@@ -350,17 +353,6 @@ class _RowWriter:
             "    return y\n"
         )
 
-
-_HELPERS = '''
-def buf_bytes(elems, size):
-    return (elems * size + 31) // 32 * 32
-
-
-def row_gap(nc, size):
-    # UB gap between rows, in 32 B blocks, so that every row starts at a multiple of ALIGN elements.
-    return ((nc + ALIGN - 1) // ALIGN * ALIGN * size - (nc * size + 31) // 32 * 32) // 32
-
-'''
 
 _FOLD = '''
 def fold_rows(fn, buf, src, n, lanes):

@@ -1,0 +1,76 @@
+"""Which cases of a task an Ascend 910B kernel can take, and how a case is named in messages.
+
+Task files may carry cases that no 910B kernel can run: the public NPUKernelBench files
+have fp64 and complex tensors (and complex scalars) among their cases. Such a case still
+loads and its reference still runs; `case_support` says why a kernel cannot be judged on
+it, so the evaluator reports the case as unsupported instead of failing or crashing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from sage.npu import dtypes as npu_dtypes
+
+_NO_FP64 = "the 910B vector unit has no fp64 instructions"
+_NO_COMPLEX = "the 910B vector unit has no complex instructions"
+# Element types with a known reason; any other type outside the DSL's gets the generic one.
+UNSUPPORTED_DTYPES: dict[torch.dtype, str] = {
+    torch.float64: _NO_FP64,
+    torch.complex32: _NO_COMPLEX,
+    torch.complex64: _NO_COMPLEX,
+    torch.complex128: _NO_COMPLEX,
+}
+SUPPORTED_DTYPE_NAMES = frozenset(dt.name for dt in npu_dtypes.ALL)
+
+
+def case_support(case: Sequence[Any]) -> str | None:
+    """None when a kernel can take every argument of the case; else why not, naming the
+    argument and its shape: "argument 1 (float64[4, 5]): the 910B vector unit has no fp64 instructions"."""
+    for position, arg in enumerate(case):
+        reason = _unsupported(arg)
+        if reason:
+            return f"argument {position} ({describe_arg(arg)}): {reason}"
+    return None
+
+
+def dtype_support(dtype: torch.dtype) -> str | None:
+    """None for an element type a kernel can use, else why not."""
+    if dtype in UNSUPPORTED_DTYPES:
+        return UNSUPPORTED_DTYPES[dtype]
+    name = dtype_name(dtype)
+    if name not in SUPPORTED_DTYPE_NAMES:
+        return f"{name} is not an element type of sage's NPU DSL ({', '.join(sorted(SUPPORTED_DTYPE_NAMES))})"
+    return None
+
+
+def describe_case(case: Sequence[Any]) -> str:
+    """The arguments of a case in one line: "float16[0, 7], int64[], 0.5, None"."""
+    return ", ".join(describe_arg(a) for a in case)
+
+
+def describe_arg(arg: Any) -> str:
+    if isinstance(arg, torch.Tensor):
+        return f"{dtype_name(arg.dtype)}{list(arg.shape)}"
+    if isinstance(arg, (list, tuple)) and any(isinstance(a, torch.Tensor) for a in arg):
+        inner = ", ".join(describe_arg(a) for a in arg[:3]) + (", ..." if len(arg) > 3 else "")
+        return f"[{inner}]"
+    text = repr(arg)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _unsupported(arg: Any) -> str | None:
+    if isinstance(arg, torch.Tensor):
+        return dtype_support(arg.dtype)
+    if isinstance(arg, complex):
+        return _NO_COMPLEX
+    if isinstance(arg, (list, tuple)):
+        return next((r for r in map(_unsupported, arg) if r), None)
+    return None

@@ -1,0 +1,237 @@
+"""How one aten call becomes an elementwise chain: the rules the registry's entries name.
+
+A rule reads a `ChainCtx` (the call, its tensor operands as chain terms, its Python
+arguments) and returns the chain expression over the call's non-folded tensor operands
+(`Inp(k)` for the k-th), or None when this call of the op has no chain form (an
+unsupported argument, a missing operand). One-element tensors are folded into constants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from sage.kernels.chain import Expr, const, inp, op
+
+if TYPE_CHECKING:
+    from sage.kernels.record import AtenCall, TensorMeta
+
+
+@dataclass
+class ChainCtx:
+    name: str                        # the aten name without an in-place underscore
+    call: AtenCall
+    x: list[Expr]                    # one term per tensor input: Inp(k), or Const when folded
+    metas: list[TensorMeta]
+    folded: list[bool]
+    scalars: list[Any]
+    nums: list[int | float]          # the numeric (non-bool) Python arguments, in order
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return self.call.kwargs
+
+    def is_bool(self, i: int) -> bool:
+        """The i-th operand is a bool tensor (a 0/1 mask inside a chain)."""
+        return not self.folded[i] and self.metas[i].dtype == "bool"
+
+    def truth(self, i: int) -> Expr:
+        """A bool operand is already 0/1; any other is tested against zero."""
+        return self.x[i] if self.is_bool(i) else op("ne", self.x[i], 0.0)
+
+
+def chain_ctx(name: str, call: AtenCall) -> ChainCtx:
+    """The call's terms; a one-element tensor is a scalar the host passes to the kernel as
+    an immediate, unless the output is one element too."""
+    out_numel = call.outputs[0].numel
+    x: list[Expr] = []
+    folded: list[bool] = []
+    k = 0
+    for t in call.inputs:
+        fold = t.value is not None and t.numel == 1 and out_numel > 1
+        folded.append(fold)
+        if fold:
+            x.append(const(t.value))
+        else:
+            x.append(inp(k))
+            k += 1
+    nums = [v for v in call.scalars if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return ChainCtx(name, call, x, list(call.inputs), folded, list(call.scalars), nums)
+
+
+ChainRule = Callable[[ChainCtx], "Expr | None"]
+
+
+# -- unary ---------------------------------------------------------------------------------------
+def unary(vop: str) -> ChainRule:
+    return lambda c: op(vop, c.x[0]) if c.x else None
+
+
+def contiguous_copy(c: ChainCtx) -> Expr | None:
+    """clone / _to_copy / contiguous: a copy, unless it transposes (then it is a gather)."""
+    if not c.x or not c.metas[0].contiguous:
+        return None
+    return op("identity", c.x[0])
+
+
+def copy_from(c: ChainCtx) -> Expr | None:
+    """copy_(dst, src): the kernel reads src."""
+    return op("identity", c.x[-1]) if c.x else None
+
+
+def gelu(c: ChainCtx) -> Expr:
+    return op("gelu_tanh" if c.kwargs.get("approximate") == "tanh" else "gelu", c.x[0])
+
+
+def leaky_relu(c: ChainCtx) -> Expr:
+    return op("leaky_relu", c.x[0], slope=float(c.scalars[0]) if c.scalars else 0.01)
+
+
+def elu(c: ChainCtx) -> Expr | None:
+    s = c.scalars
+    if (len(s) > 1 and float(s[1]) != 1.0) or (len(s) > 2 and float(s[2]) != 1.0):
+        return None           # scale or input_scale other than 1
+    return op("elu", c.x[0], alpha=float(s[0]) if s else 1.0)
+
+
+def softplus(c: ChainCtx) -> Expr | None:
+    if c.scalars and float(c.scalars[0]) != 1.0:
+        return None           # beta other than 1
+    return op("softplus", c.x[0])
+
+
+def clamp(lo_arg: int | None, hi_arg: int | None, lo_default: float | None = None,
+          hi_default: float | None = None) -> ChainRule:
+    """Bounds from the positional arguments `lo_arg`/`hi_arg` (None: that bound is absent)."""
+
+    def rule(c: ChainCtx) -> Expr:
+        vals = [float(v) if isinstance(v, (int, float)) else None for v in c.scalars] + [None, None]
+        lo = (vals[lo_arg] if vals[lo_arg] is not None else lo_default) if lo_arg is not None else None
+        hi = (vals[hi_arg] if vals[hi_arg] is not None else hi_default) if hi_arg is not None else None
+        return op("clamp", c.x[0], **{k: v for k, v in (("min", lo), ("max", hi)) if v is not None})
+
+    return rule
+
+
+def pow_scalar(c: ChainCtx) -> Expr | None:
+    if c.call.overload != "Tensor_Scalar":
+        return None
+    return op("pow_scalar", c.x[0], exponent=float(c.scalars[0]))
+
+
+def sigmoid_backward(c: ChainCtx) -> Expr | None:
+    if len(c.x) != 2:
+        return None
+    g, y = c.x                        # grad * y * (1 - y)
+    return op("mul", g, op("mul", y, op("sub", 1.0, y)))
+
+
+def tanh_backward(c: ChainCtx) -> Expr | None:
+    if len(c.x) != 2:
+        return None
+    g, y = c.x                        # grad * (1 - y^2)
+    return op("mul", g, op("sub", 1.0, op("square", y)))
+
+
+# -- binary ----------------------------------------------------------------------------------
+def binary(vop: str, *, alpha: bool = False, rounding: bool = False) -> ChainRule:
+    """a op b; the second operand may be a Python number; `alpha` scales it (add, sub);
+    `rounding`: a rounding mode (floor/trunc division) has no chain form."""
+
+    def rule(c: ChainCtx) -> Expr | None:
+        if rounding and c.kwargs.get("rounding_mode") is not None:
+            return None
+        if len(c.x) == 2:
+            a, b = c.x
+            scale = c.kwargs.get("alpha", c.nums[0] if c.nums else 1)
+        elif len(c.x) == 1 and c.nums:
+            # add.Tensor(x, 2.0) / add.Scalar(x, 2.0[, alpha]): the operand is a Python number.
+            a, b = c.x[0], const(c.nums[0])
+            scale = c.kwargs.get("alpha", c.nums[1] if len(c.nums) > 1 else 1)
+        else:
+            return None
+        if alpha and scale != 1:
+            b = op("mul", b, float(scale))
+        return op(vop, a, b)
+
+    return rule
+
+
+def rsub(c: ChainCtx) -> Expr:
+    """other - alpha * x."""
+    s = c.scalars
+    scale = float(s[-1]) if len(s) >= 1 and len(c.x) == 2 else 1.0
+    other = c.x[1] if len(c.x) == 2 else const(float(s[0]))
+    return op("sub", other, op("mul", c.x[0], scale) if scale != 1 else c.x[0])
+
+
+def with_mask(vop: str) -> ChainRule:
+    """Arithmetic where an operand is a bool mask (a 0/1 number in the chain)."""
+
+    def rule(c: ChainCtx) -> Expr | None:
+        if len(c.x) != 2 or not (c.is_bool(0) or c.is_bool(1)) or c.scalars or c.kwargs:
+            return None
+        return op(vop, c.x[0], c.x[1])
+
+    return rule
+
+
+# -- comparisons, logic, selects ----------------------------------------------------------------
+def compare(vop: str) -> ChainRule:
+    def rule(c: ChainCtx) -> Expr | None:
+        if len(c.x) == 2:
+            return op(vop, c.x[0], c.x[1])
+        if len(c.x) == 1 and len(c.nums) == 1:
+            return op(vop, c.x[0], c.nums[0])
+        return None
+
+    return rule
+
+
+def logic(vop: str, *, bitwise: bool = False) -> ChainRule:
+    """A truth-value combination of two operands: and = product, or = maximum of 0/1."""
+
+    def rule(c: ChainCtx) -> Expr | None:
+        if len(c.x) != 2:
+            return None
+        if bitwise and not (c.is_bool(0) and c.is_bool(1)):
+            return None       # bitwise logic on integers works on bits, not truth values
+        return op(vop, c.truth(0), c.truth(1))
+
+    return rule
+
+
+def logical_not(*, bitwise: bool = False) -> ChainRule:
+    def rule(c: ChainCtx) -> Expr | None:
+        if len(c.x) != 1 or (bitwise and not c.is_bool(0)):
+            return None
+        return op("eq", c.x[0], 0.0)
+
+    return rule
+
+
+def where(c: ChainCtx) -> Expr | None:
+    return op("where", c.x[0], c.x[1], c.x[2]) if len(c.x) == 3 else None
+
+
+def masked_fill(c: ChainCtx) -> Expr | None:
+    if len(c.x) < 2:
+        return None
+    fill: Expr | None = c.x[2] if len(c.x) == 3 else (const(c.nums[0]) if c.nums else None)
+    return op("where", c.x[1], fill, c.x[0]) if fill is not None else None
+
+
+def threshold(c: ChainCtx) -> Expr | None:
+    """threshold(x, th, value) = x where x > th else value."""
+    if len(c.x) != 1 or len(c.nums) != 2:
+        return None
+    return op("where", op("gt", c.x[0], c.nums[0]), c.x[0], c.nums[1])
+
+
+def floor_divide(c: ChainCtx) -> Expr | None:
+    return op("floor", op("div", c.x[0], c.x[1])) if len(c.x) == 2 else None
+
+
+def floor(c: ChainCtx) -> Expr | None:
+    return op("floor", c.x[0]) if len(c.x) == 1 else None
+

@@ -1,0 +1,291 @@
+"""Lowering elementwise chains to DSL vector instructions.
+
+`Lowerer` walks a chain (post-order, shared sub-expressions computed once) and writes the
+body of a `Compute` method: one line per vector instruction, from each op's recipe in
+`vector_ops.VECTOR_OPS`. Values live in UB buffers whose length depends on their broadcast
+kind (full tile, one row of the tile, one value per row); scalars and constants are Python
+values on the scalar unit. The lowering picks the
+cheapest instruction form: a constant operand uses the scalar instruction (`Adds`, `Muls`),
+a row operand is applied row by row, a column operand is read once per row with `GetValue`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sage.kernels.chain import Const, Expr, Inp, Kind, Op
+from sage.kernels.vector_ops import (
+    Count, Operand, Param, Recipe, Reg, ScalarOf, Temp, VectorOp, select_recipe, temps_of, vector_op,
+)
+
+
+@dataclass
+class Val:
+    kind: Kind
+    ref: str                 # buffer variable (full/row/col) or a scalar Python expression
+    temp: bool = False       # a temp buffer of the lowering (freed when its last use is done)
+
+
+@dataclass
+class Lowerer:
+    """Emits instruction lines; `count` maps a kind to the element-count expression."""
+
+    kinds: list[Kind]
+    inputs: dict[int, Val]
+    count: dict[str, str] = field(default_factory=lambda: {"full": "n", "row": "nc", "col": "nr"})
+    row_stride: str = "s"
+    lines: list[str] = field(default_factory=list)
+    depth: int = 0
+    free: dict[str, list[str]] = field(default_factory=lambda: {"full": [], "row": [], "col": []})
+    made: dict[str, int] = field(default_factory=lambda: {"full": 0, "row": 0, "col": 0})
+    scalars: int = 0
+    uses_mask: bool = False  # a comparison or select ran: the kernel needs the mask buffer `mk`
+    int_temp: bool = False   # floor ran: the kernel needs an int32 buffer `ti` of one tile
+    dtype: str = "float32"   # the compute dtype (comparisons against scalars are typed by it)
+
+    # -- bookkeeping -------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def temp(self, kind: Kind) -> str:
+        if self.free[kind]:
+            return self.free[kind].pop()
+        name = f"t{kind[0]}{self.made[kind]}"
+        self.made[kind] += 1
+        return name
+
+    def release(self, v: Val) -> None:
+        if v.temp:
+            self.free[v.kind].append(v.ref)
+
+    def scalar_var(self, expr: str) -> str:
+        name = f"v{self.scalars}"
+        self.scalars += 1
+        self.emit(f"{name} = {expr}")
+        return name
+
+    # -- walking -----------------------------------------------------------------------
+    def lower(self, root: Expr) -> Val:
+        uses: dict[Expr, int] = {}
+        self._count_uses(root, uses)
+        memo: dict[Expr, Val] = {}
+        return self._eval(root, uses, memo)
+
+    def _count_uses(self, e: Expr, uses: dict[Expr, int]) -> None:
+        uses[e] = uses.get(e, 0) + 1
+        if uses[e] == 1 and isinstance(e, Op):
+            for a in e.args:
+                self._count_uses(a, uses)
+
+    def _eval(self, e: Expr, uses: dict[Expr, int], memo: dict[Expr, Val]) -> Val:
+        if e in memo:
+            return memo[e]
+        if isinstance(e, Inp):
+            val = self.inputs[e.index]
+        elif isinstance(e, Const):
+            val = Val("scalar", repr(e.value))
+        else:
+            args = [self._eval(a, uses, memo) for a in e.args]
+            val = self._apply(e, args)
+            for a_expr, a_val in zip(e.args, args):
+                uses[a_expr] -= 1
+                if uses[a_expr] == 0:
+                    self.release(a_val)
+        memo[e] = val
+        return val
+
+    def _apply(self, e: Op, args: list[Val]) -> Val:
+        v = vector_op(e.name)
+        if v.arity == 3:
+            return self._where(*args)
+        if v.compare:
+            return self._compare(v, args[0], args[1])
+        if v.arity == 2:
+            return self._binary(e, v, args[0], args[1])
+        (x,) = args
+        if x.kind == "scalar":
+            if v.scalar is None:
+                raise ValueError(f"op {e.name!r} on a scalar operand is not supported by the library")
+            return Val("scalar", self.scalar_var(v.scalar.format(x=x.ref)))
+        d = self.temp(x.kind)
+        self.run(v, e, x.kind, {"d": d, "x": x.ref})
+        return Val(x.kind, d, temp=True)
+
+    # -- recipes -------------------------------------------------------------------------
+    def run(self, v: VectorOp, node: Op, kind: Kind, regs: dict[str, str]) -> None:
+        """Emits the op's recipe with its registers bound; the recipe's temps are taken
+        from (and given back to) the pool of `kind`."""
+        self.uses_mask = self.uses_mask or "mask" in v.needs
+        self.int_temp = self.int_temp or "int" in v.needs
+        recipe = select_recipe(v.recipe, node)
+        temps = [self.temp(kind) for _ in range(temps_of(recipe))]
+        self._steps(recipe, regs, temps, self.count[kind], self._padded(kind), node)
+        self.free[kind] += temps
+
+    def _steps(self, recipe: Recipe, regs: dict[str, str], temps: list[str], count: str, padded: str,
+               node: Op | None, scalar: str = "") -> None:
+        def text(o: Operand) -> str:
+            if isinstance(o, Reg):
+                return regs[o.name]
+            if isinstance(o, Temp):
+                return temps[o.index]
+            if isinstance(o, Count):
+                return padded if o.padded else count
+            if isinstance(o, ScalarOf):
+                return o.template.format(v=scalar)
+            if isinstance(o, Param):
+                if node is None:
+                    raise ValueError(f"parameter {o.key!r} outside an op node")
+                return repr(node.param(o.key, o.default))
+            return o if isinstance(o, str) else repr(o)
+
+        for instr, operands in recipe:
+            self.emit(f"{instr}({', '.join(text(o) for o in operands)})")
+
+    # -- comparisons and select ----------------------------------------------------------
+    def _padded(self, kind: Kind) -> str:
+        return {"full": "pn", "row": "pnc", "col": "pnr"}[kind]
+
+    def _compare(self, v: VectorOp, a: Val, b: Val) -> Val:
+        """1 where `a <op> b` holds, else 0: a bit mask, then a select of 1 over 0."""
+        if a.kind == "scalar" and b.kind == "scalar":
+            return Val("scalar", self.scalar_var(f"1.0 if ({a.ref}) {v.py} ({b.ref}) else 0.0"))
+        self.uses_mask = True
+        if a.kind == "scalar":
+            a, b, v = b, a, vector_op(v.swapped)
+        kind = _joint(a.kind, b.kind)
+        pc = self._padded(kind)
+        if b.kind == "scalar":
+            self.emit(f"CompareScalar(mk, {a.ref}, {b.ref}, CMPMODE.{v.compare}, {pc})")
+        else:
+            a2, b2 = self._materialize(a, kind), self._materialize(b, kind)
+            self.emit(f"Compare(mk, {a2.ref}, {b2.ref}, CMPMODE.{v.compare}, {pc})")
+            for orig, m in ((a, a2), (b, b2)):
+                if m is not orig:
+                    self.release(m)
+        d = self.temp(kind)
+        c = self.count[kind]
+        self.emit(f"Duplicate({d}, {self._one()}, {c})")
+        self.emit(f"Select({d}, mk, {d}, {self._zero()}, SELMODE.VSEL_TENSOR_SCALAR_MODE, {c})")
+        return Val(kind, d, temp=True)
+
+    def _one(self) -> str:
+        return "1" if self.dtype == "int32" else "1.0"
+
+    def _zero(self) -> str:
+        return "0" if self.dtype == "int32" else "0.0"
+
+    def _where(self, cond: Val, a: Val, b: Val) -> Val:
+        if cond.kind == "scalar":
+            raise ValueError("where with a scalar condition is a plain choice, not a kernel op")
+        self.uses_mask = True
+        kind = _joint(_joint(cond.kind, a.kind), b.kind)
+        cond2 = self._materialize(cond, kind)
+        self.emit(f"CompareScalar(mk, {cond2.ref}, {self._zero()}, CMPMODE.NE, {self._padded(kind)})")
+        if cond2 is not cond:
+            self.release(cond2)
+        d = self.temp(kind)
+        c = self.count[kind]
+        if a.kind == "scalar" and b.kind == "scalar":
+            self.emit(f"Duplicate({d}, {a.ref}, {c})")
+            self.emit(f"Select({d}, mk, {d}, {b.ref}, SELMODE.VSEL_TENSOR_SCALAR_MODE, {c})")
+        elif b.kind == "scalar" or a.kind == "scalar":
+            # Select takes its scalar second: a scalar `a` is written first, then the tensor
+            # `b` where the mask is not set.
+            tensor, scalar = (a, b) if b.kind == "scalar" else (b, a)
+            t2 = self._materialize(tensor, kind)
+            if a.kind == "scalar":
+                self.emit(f"Duplicate({d}, {a.ref}, {c})")
+                self.emit(f"Select({d}, mk, {d}, {t2.ref}, SELMODE.VSEL_TENSOR_TENSOR_MODE, {c})")
+            else:
+                self.emit(f"Select({d}, mk, {t2.ref}, {scalar.ref}, SELMODE.VSEL_TENSOR_SCALAR_MODE, {c})")
+            if t2 is not tensor:
+                self.release(t2)
+        else:
+            a2, b2 = self._materialize(a, kind), self._materialize(b, kind)
+            self.emit(f"Select({d}, mk, {a2.ref}, {b2.ref}, SELMODE.VSEL_TENSOR_TENSOR_MODE, {c})")
+            for orig, m in ((a, a2), (b, b2)):
+                if m is not orig:
+                    self.release(m)
+        return Val(kind, d, temp=True)
+
+    # -- binary ------------------------------------------------------------------------
+    def _binary(self, e: Op, v: VectorOp, a: Val, b: Val) -> Val:
+        if a.kind == "scalar" and b.kind == "scalar":
+            return Val("scalar", self.scalar_var(v.scalar.format(a=a.ref, b=b.ref)))
+        out_kind = _joint(a.kind, b.kind)
+        if v.vector is None:          # composite binaries need equal kinds
+            a2, b2 = self._materialize(a, out_kind), self._materialize(b, out_kind)
+            d = self.temp(out_kind)
+            self.run(v, e, out_kind, {"d": d, "a": a2.ref, "b": b2.ref})
+            for orig, m in ((a, a2), (b, b2)):
+                if m is not orig:
+                    self.release(m)
+            return Val(out_kind, d, temp=True)
+        d = self.temp(out_kind)
+        c = self.count[out_kind]
+        if b.kind == "scalar":
+            self._with_scalar(v, d, a.ref, b.ref, c, scalar_left=False)
+        elif a.kind == "scalar":
+            self._with_scalar(v, d, b.ref, a.ref, c, scalar_left=True)
+        elif a.kind == b.kind:
+            self.emit(f"{v.vector}({d}, {a.ref}, {b.ref}, {c})")
+        else:
+            self._mixed(v, d, a, b)
+        return Val(out_kind, d, temp=True)
+
+    def _mixed(self, v: VectorOp, d: str, a: Val, b: Val) -> None:
+        """Different vector kinds: applied one output row at a time."""
+        s = self.row_stride
+        if "col" in (a.kind, b.kind):
+            # the column values were written by V (a cast or an op): sync before reading them
+            self.emit("SetFlag(HardEvent.V_S, 0)")
+            self.emit("WaitFlag(HardEvent.V_S, 0)")
+        self.emit("for r in range(nr):")
+        self.depth += 1
+        row = {x.ref: (f"{x.ref}[r * {s}]" if x.kind == "full" else x.ref) for x in (a, b) if x.kind != "col"}
+        if a.kind == "col" or b.kind == "col":
+            col, other = (a, b) if a.kind == "col" else (b, a)
+            value = self.scalar_var(f"{col.ref}.GetValue(r)")
+            self._with_scalar(v, f"{d}[r * {s}]", row[other.ref], value, "nc", scalar_left=col is a)
+            self.depth -= 1
+            # later vector writes to the column buffer must wait for these scalar reads
+            self.emit("SetFlag(HardEvent.S_V, 0)")
+            self.emit("WaitFlag(HardEvent.S_V, 0)")
+            return
+        self.emit(f"{v.vector}({d}[r * {s}], {row[a.ref]}, {row[b.ref]}, nc)")
+        self.depth -= 1
+
+    def _with_scalar(self, v: VectorOp, d: str, x: str, value: str, c: str, *, scalar_left: bool) -> None:
+        recipe = v.scalar_left if scalar_left else v.scalar_right
+        if recipe is None:
+            raise ValueError(f"no scalar form for {v.name!r}")
+        self._steps(recipe, {"d": d, "x": x}, [], c, c, None, value)
+
+    def _materialize(self, v: Val, kind: Kind) -> Val:
+        """Broadcast a value to `kind` in a fresh temp (for composite binaries)."""
+        if v.kind == kind:
+            return v
+        d = self.temp(kind)
+        if v.kind == "scalar":
+            self.emit(f"Duplicate({d}, {v.ref}, {self.count[kind]})")
+        elif v.kind == "row":
+            self.emit("for r in range(nr):")
+            self.emit(f"    Adds({d}[r * {self.row_stride}], {v.ref}, 0, nc)")
+        else:
+            self.emit("SetFlag(HardEvent.V_S, 0)")
+            self.emit("WaitFlag(HardEvent.V_S, 0)")
+            self.emit("for r in range(nr):")
+            self.emit(f"    Duplicate({d}[r * {self.row_stride}], {v.ref}.GetValue(r), nc)")
+            self.emit("SetFlag(HardEvent.S_V, 0)")
+            self.emit("WaitFlag(HardEvent.S_V, 0)")
+        return Val(kind, d, temp=True)
+
+
+def _joint(a: Kind, b: Kind) -> Kind:
+    ks = {a, b} - {"scalar"}
+    if not ks:
+        return "scalar"
+    if "full" in ks or ks == {"row", "col"}:
+        return "full"
+    return ks.pop()

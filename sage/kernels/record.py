@@ -1,0 +1,225 @@
+"""Recording the aten operators a `forward` dispatches, with their dataflow.
+
+Eager PyTorch (and torch_npu) launches one device kernel per non-view aten operator, so
+the recorded list is exactly the sequence of vendor kernels the reference would run.
+View operators only change metadata and cost nothing; so do allocations (`empty*`) and the
+wrapping of Python scalars into 0-d tensors, which torch_npu passes to kernels as
+attributes rather than launching anything (the registry marks them `free`).
+
+One recorder serves both users: the reference model reads the calls (`record_forward`),
+the offline compiler also needs which call's output feeds which call's input
+(`trace_graph` numbers every tensor value it sees).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from pydantic import BaseModel
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from sage.kernels.registry import is_free
+
+
+class TensorMeta(BaseModel):
+    shape: tuple[int, ...]
+    dtype: str                       # numpy-style name: float32, float16, bfloat16, int64, bool
+    contiguous: bool = True
+    value: float | None = None       # the value of a 1-element tensor (a folded constant)
+    origin: str | None = None        # "arg:<i>" or "param:<name>" when it is a forward input itself
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * dtype_size(self.dtype)
+
+
+class AtenCall(BaseModel):
+    name: str                        # overload packet, e.g. "add", "_softmax", "native_layer_norm"
+    overload: str                    # "Tensor", "Scalar", "default", ...
+    inputs: list[TensorMeta]         # tensor arguments in order (lists of tensors flattened)
+    outputs: list[TensorMeta]
+    scalars: list[Any]               # non-tensor positional arguments in order (ints, floats, lists, None)
+    kwargs: dict[str, Any] = {}      # non-tensor keyword arguments (dtype as its name)
+    arg_kinds: list[str] = []        # per positional argument: "tensor", "tensors" or "scalar"
+    free: bool = False               # a view or allocation: no kernel launch
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.name}.{self.overload}"
+
+    def describe(self) -> str:
+        ins = ", ".join(f"{list(t.shape)}:{t.dtype}" for t in self.inputs)
+        return f"{self.name}({ins})"
+
+
+@dataclass
+class Node:
+    call: AtenCall
+    args: list[int]          # value ids of call.inputs, in the same order
+    outs: list[int]          # value ids of call.outputs
+
+
+@dataclass
+class Graph:
+    """Values are numbered; `inputs` maps forward-argument positions, `params` names."""
+
+    inputs: dict[int, int] = field(default_factory=dict)        # value id -> forward arg position
+    params: dict[int, str] = field(default_factory=dict)        # value id -> kwarg name (dots -> _)
+    producer: dict[int, Node] = field(default_factory=dict)     # value id -> the node that wrote it
+    nodes: list[Node] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    scalar_args: dict[int, Any] = field(default_factory=dict)   # forward arg position -> Python value
+    shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    dtypes: dict[int, str] = field(default_factory=dict)
+    # An in-place op wrote through a view (x[idx] = v on a slice): the write lands in the
+    # view's base, which this value-numbered graph cannot follow.
+    writes_through_view: bool = False
+
+
+def dtype_name(dt: torch.dtype) -> str:
+    return str(dt).removeprefix("torch.")
+
+
+def dtype_size(name: str) -> int:
+    return {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4, "uint32": 4,
+            "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1,
+            "bool": 1, "complex128": 16, "float8_e4m3fn": 1, "float8_e5m2": 1}.get(name, 4)
+
+
+def _meta(t: torch.Tensor, origins: dict[int, str] | None = None) -> TensorMeta:
+    value = None
+    if t.numel() == 1 and t.device.type == "cpu" and not t.is_complex():
+        value = float(t.detach().reshape(()).item())
+    return TensorMeta(shape=tuple(t.shape), dtype=dtype_name(t.dtype), contiguous=t.is_contiguous(), value=value,
+                      origin=(origins or {}).get(id(t)))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, torch.dtype):
+        return dtype_name(v)
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, (int, float, bool, str)) or v is None:
+        return v
+    return str(v)
+
+
+def _is_tensor_list(a: Any) -> bool:
+    return isinstance(a, (list, tuple)) and bool(a) and all(isinstance(x, torch.Tensor) or x is None for x in a)
+
+
+class _Recorder(TorchDispatchMode):
+    """Records every dispatched call; with a `graph`, also numbers the tensor values."""
+
+    def __init__(self, origins: dict[int, str], graph: Graph | None = None) -> None:
+        super().__init__()
+        self.calls: list[AtenCall] = []
+        self.origins = origins
+        self.graph = graph
+        self.ids: dict[int, int] = {}
+        self.alive: list[torch.Tensor] = []   # keeps id(t) from being reused while values are numbered
+
+    def fresh(self, t: torch.Tensor) -> int:
+        assert self.graph is not None
+        vid = len(self.alive)
+        self.alive.append(t)
+        self.ids[id(t)] = vid
+        self.graph.shapes[vid] = tuple(t.shape)
+        self.graph.dtypes[vid] = dtype_name(t.dtype)
+        return vid
+
+    def value_id(self, t: torch.Tensor) -> int:
+        # A tensor no call we saw produced (a constant captured by the module): a fresh leaf.
+        return self.ids[id(t)] if id(t) in self.ids else self.fresh(t)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func.overloadpacket.__name__
+        # Tensor operands in AtenCall.inputs order: positional (lists flattened), then kwargs.
+        # Their metadata is taken before the call runs, so an in-place op shows what it read.
+        operands: list[torch.Tensor] = []
+        scalars: list[Any] = []
+        kinds: list[str] = []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                operands.append(a)
+                kinds.append("tensor")
+            elif _is_tensor_list(a):
+                operands += [x for x in a if x is not None]
+                kinds.append("tensors")
+            else:
+                scalars.append(_plain(a))
+                kinds.append("scalar")
+        operands += [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
+        inputs = [_meta(t, self.origins) for t in operands]
+        in_ids = [self.value_id(t) for t in operands] if self.graph is not None else []
+        if self.graph is not None and name.endswith("_") and args and isinstance(args[0], torch.Tensor) \
+                and args[0]._is_view():
+            self.graph.writes_through_view = True
+        out = func(*args, **kwargs)
+        flat, _ = tree_flatten(out)
+        tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+        free = bool(func.is_view) or is_free(name)
+        call = AtenCall(name=name, overload=func._overloadname, inputs=inputs, outputs=[_meta(t) for t in tensors],
+                        scalars=scalars, kwargs={k: _plain(v) for k, v in kwargs.items() if not isinstance(v, torch.Tensor)},
+                        arg_kinds=kinds, free=free)
+        self.calls.append(call)
+        if self.graph is not None:
+            # Every output is a new value, even when the op wrote in place into an input.
+            node = Node(call=call, args=in_ids, outs=[self.fresh(t) for t in tensors])
+            self.graph.nodes.append(node)
+            for vid in node.outs:
+                self.graph.producer[vid] = node
+        return out
+
+
+def _origins(model: torch.nn.Module, args: list) -> dict[int, str]:
+    origins = {id(a): f"arg:{i}" for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
+    for name, p in list(model.named_parameters()) + list(model.named_buffers()):
+        origins[id(p)] = "param:" + name.replace(".", "_")
+    return origins
+
+
+def record_forward(model: torch.nn.Module, args: list) -> tuple[list[AtenCall], list[TensorMeta]]:
+    """Runs `model(*args)` once on the CPU: the aten calls it dispatched (views and
+    allocations marked `free`) and the metadata of its outputs. Operands that are forward
+    arguments or model parameters carry their `origin` ("arg:0", "param:weight")."""
+    rec = _Recorder(_origins(model, args))
+    with torch.no_grad(), rec:
+        out = model(*args)
+    flat, _ = tree_flatten(out)
+    return rec.calls, [_meta(t) for t in flat if isinstance(t, torch.Tensor)]
+
+
+def record_aten(model: torch.nn.Module, args: list, *, include_free: bool = True) -> list[AtenCall]:
+    """The aten calls of `model(*args)`; `include_free=False` drops views and allocations."""
+    calls, _ = record_forward(model, args)
+    return calls if include_free else [c for c in calls if not c.free]
+
+
+def trace_graph(model: torch.nn.Module, args: list) -> Graph:
+    """The forward as a dataflow graph over numbered tensor values."""
+    graph = Graph()
+    recorder = _Recorder(_origins(model, args), graph)
+    for position, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            graph.inputs[recorder.fresh(a)] = position
+        else:
+            graph.scalar_args[position] = a
+    for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+        graph.params[recorder.fresh(t)] = name.replace(".", "_")
+    with torch.no_grad(), recorder:
+        out = model(*args)
+    flat, _ = tree_flatten(out)
+    graph.outputs = [recorder.value_id(t) for t in flat if isinstance(t, torch.Tensor)]
+    return graph

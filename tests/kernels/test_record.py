@@ -1,0 +1,56 @@
+"""One torch-dispatch recorder: the calls the reference model times and the dataflow graph
+the offline compiler reads come from the same recording."""
+
+from __future__ import annotations
+
+import torch
+
+from sage.kernels import record_forward, trace_graph
+
+
+class AddThenSoftmax(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.randn(6))
+
+    def forward(self, x):
+        y = x + self.bias
+        return torch.softmax(y.view(2, 2, 6), -1)
+
+
+def test_graph_and_calls_are_one_recording():
+    x = torch.randn(4, 6)
+    model = AddThenSoftmax()
+    calls, outputs = record_forward(model, [x])
+    graph = trace_graph(model, [x])
+    assert [n.call for n in graph.nodes] == calls
+    assert [c.name for c in calls if not c.free] == ["add", "_softmax"]
+    assert [list(o.shape) for o in outputs] == [[2, 2, 6]]
+    add = calls[0]
+    assert [t.origin for t in add.inputs] == ["arg:0", "param:bias"]
+
+
+def test_dataflow_links_each_value_to_its_producer():
+    x = torch.randn(4, 6)
+    graph = trace_graph(AddThenSoftmax(), [x])
+    add, view, softmax = graph.nodes
+    (x_id,) = graph.inputs
+    (bias_id,) = graph.params
+    assert graph.params[bias_id] == "bias" and graph.inputs[x_id] == 0
+    assert add.args == [x_id, bias_id]
+    assert view.args == add.outs and softmax.args == view.outs
+    assert graph.outputs == softmax.outs and graph.producer[graph.outputs[0]] is softmax
+    assert view.call.free and graph.shapes[view.outs[0]] == (2, 2, 6)
+
+
+class InPlace(torch.nn.Module):
+    def forward(self, t):
+        s = t.sum().reshape(1)
+        s.add_(1.0)
+        return t * s
+
+
+def test_an_in_place_op_shows_what_it_read():
+    calls, _ = record_forward(InPlace(), [torch.ones(3, 3)])
+    add = next(c for c in calls if c.name == "add_")
+    assert add.inputs[0].value == 9.0 and add.outputs[0].value == 10.0
