@@ -32,6 +32,7 @@ class ApiRow(_Row):
     modes: dict[str, tuple[str, ...]] = {}  # dtype -> the only modes it allows (Compare on int32: EQ)
     doc: str
     url: str | None = None
+    impl: str | None = None  # high-level APIs: the A2 implementation expanded here (under meta.impl_base)
     fix: str | None = None  # what to do instead, when the generic per-dtype hint does not fit
 
 
