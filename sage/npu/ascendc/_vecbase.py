@@ -17,11 +17,12 @@ from sage.npu.ascendc import _checks as chk
 
 
 def issue(name: str, key: str, dst, srcs, count: int, itemsize: int | None = None, repeats: int | None = None,
-          spans=None, extra_heads: int = 0):
+          spans=None, extra_heads: int = 0, dst_align: int = 32):
     """Check UB placement, 32 B alignment and bounds, then record one V instruction (costed
     later from ``key``, the operand width and the repeats).
 
     ``extra_heads``: instructions made of dependent steps (reduction levels) pay the head again per step.
+    ``dst_align``: the destination's alignment where the reference relaxes it (reductions).
     """
     core = core_mod._current
     if core is None:
@@ -32,8 +33,8 @@ def issue(name: str, key: str, dst, srcs, count: int, itemsize: int | None = Non
         slot = t._slot
         if slot.alloc_gen != t._gen or slot.space.name != "UB":
             chk.local(t, name, "UB")
-        if (slot.addr + t._off) & 31:
-            chk.aligned(t, name)
+        if (slot.addr + t._off) & 31 and (t is not dst or (slot.addr + t._off) % dst_align):
+            chk.aligned(t, name, 32 if t is not dst else dst_align)
         if spans is None and count > t._size:
             chk.fits(t, count, name)
     if spans is None:

@@ -117,7 +117,9 @@ def _whole(name, key, op, dst, src, mask, repeatTimes, dstRepStride, srcBlkStrid
     width = 1 if order in (None, ReduceOrder.ORDER_ONLY_VALUE, ReduceOrder.ORDER_ONLY_INDEX) else 2
     di = np.arange(rep) * dstRepStride * width
     out_span = indexed(name, dst, (di[:, None] + np.arange(width)[None, :]).ravel())
-    issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (out_span,)))
+    # the destination is aligned to one result (ReduceRepeat page, table 3), not to 32 B
+    align = 4 if order == ReduceOrder.ORDER_ONLY_INDEX else width * dt.itemsize
+    issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (out_span,)), dst_align=align)
     rows = src._arr[si]
     values = _tree_rows(rows, op)
     if width == 1 and order != ReduceOrder.ORDER_ONLY_INDEX:
@@ -163,8 +165,9 @@ def _block(name, key, op, dst, src, repeatTimes, mask, dstRepStride, srcBlkStrid
     nblk = -(-lanes // epb)
     pad = nblk * epb - lanes
     di = (np.arange(rep)[:, None] * dstRepStride * 8 + np.arange(nblk)[None, :])
-    issue(name, key, dst, (src,), 0, repeats=rep,
-          spans=((indexed(name, src, si),), (indexed(name, dst, di.ravel()),)))
+    # the destination: 16 B aligned for half, 32 B for float (ReduceDataBlock page)
+    issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (indexed(name, dst, di.ravel()),)),
+          dst_align=8 * dt.itemsize)
     rows = src._arr[si]
     if pad:
         rows = np.concatenate([rows, np.full((rep, pad), _identity(op, dt), dtype=dt)], axis=1)
