@@ -72,29 +72,27 @@ def _gelu_family(name, body, parts, dst, src, tmp, count, high_precision, fast) 
 
 
 def Gelu(dst, src, sharedTmpBuffer, dataSize=None, highPrecision=False, highPerformance=False) -> None:
-    """GELU, tanh form as Ascend C computes it: x*sigmoid(1.5957691*(x+0.044715x^3)) (not exact erf GELU:
-    use Erf for that). Also Gelu(dst, src, dataSize): temp from the UB InitBuffer left free. Temp >= 768 B;
-    each chunk of temp/sizeof/2 elements costs 13 instructions (14 with highPerformance, +2 Casts with
-    highPrecision on half)."""
+    """Tanh-form GELU, x*sigmoid(1.5958*(x + 0.044715x^3)) (exact erf GELU: build it from Erf). Temp >= 768 B;
+    13 instrs per temp/(2 sizeof); highPrecision: half computed in float; highPerformance:
+    Reciprocal+Mul for Div."""
     _gelu_family("Gelu", _gelu_tanh, 2, dst, src, sharedTmpBuffer, dataSize, highPrecision, highPerformance)
 
 
 def FasterGelu(dst, src, sharedTmpBuffer, dataSize=None, highPrecision=False, highPerformance=False) -> None:
-    """x / (1 + exp(-1.702 x)). Temp >= 768 B; 4 instructions per chunk of temp/sizeof elements."""
+    """x / (1 + exp(-1.702x)). Temp >= 768 B; 4 instrs per temp/sizeof."""
     _gelu_family("FasterGelu", _faster_gelu, 1, dst, src, sharedTmpBuffer, dataSize, highPrecision,
                  highPerformance)
 
 
 def FasterGeluV2(dst, src, sharedTmpBuffer, dataSize=None, highPrecision=False, highPerformance=False) -> None:
-    """x * (sgn(x) * (-0.1444 * (min(|0.7071x|, 1.769) - 1.769)^2 + 0.5) + 0.5). Temp >= 768 B;
-    13 instructions per chunk of temp/sizeof/3 elements."""
+    """x*(sgn(x)*(0.5 - 0.1444*(min(|0.7071x|, 1.769) - 1.769)^2) + 0.5). Temp >= 768 B; 13 instructions per
+    temp/(3 sizeof)."""
     _gelu_family("FasterGeluV2", _faster_gelu_v2, 3, dst, src, sharedTmpBuffer, dataSize, highPrecision,
                  highPerformance)
 
 
 def Sigmoid(dst, src, sharedTmpBuffer, calCount=None) -> None:
-    """1 / (1 + exp(-x)) in the operand dtype. Temp >= 256 B; 5 instructions per chunk of temp/sizeof
-    elements (sigmoid_impl.h)."""
+    """1 / (1 + exp(-x)). Temp >= 256 B; 5 instrs per temp/sizeof."""
     tmp, count = hl.tmp_and_count(sharedTmpBuffer, calCount)
     dt, count = hl.operands("Sigmoid", dst, src, count)
     work = hl.temp_buffer("Sigmoid", tmp, SIGMOID_MIN_TMP, dst, src)
@@ -114,10 +112,10 @@ def _over_one_plus_exp(name: str, dst, src, count, scale: float) -> None:
 
 
 def Silu(dst, src, dataSize) -> None:
-    """x / (1 + exp(-x)); no temp; 4 instructions. dst must not alias src."""
+    """x / (1 + exp(-x)); no temp, 4 instructions; dst must not be src."""
     _over_one_plus_exp("Silu", dst, src, dataSize, -1.0)
 
 
 def Swish(dst, src, dataSize, scalarValue) -> None:
-    """x / (1 + exp(-beta x)), beta = scalarValue; no temp; 4 instructions. dst must not alias src."""
+    """x / (1 + exp(-scalarValue*x)); no temp, 4 instructions."""
     _over_one_plus_exp("Swish", dst, src, dataSize, -1.0 * float(scalarValue))

@@ -141,10 +141,8 @@ def _per_row(op, dst, src, row, rows: int, h: int) -> None:
 
 def LayerNorm(output, outputMean, outputVariance, inputX, gamma, beta, sharedTmpBuffer, epsilon=None,
               layerNormShapeInfo=None) -> None:
-    """LayerNorm(out, mean, var, x, gamma, beta, sharedTmpBuffer, epsilon, LayerNormShapeInfo(B, S, H, oriH)):
-    over the last axis of x [B, S, H]; mean/var [B*S] (x's dtype), biased variance, y = (x - mean) /
-    sqrt(var + eps) * gamma + beta. Also without sharedTmpBuffer (free UB). Temp >= 3 x H x 4 B + 2 x B*S x 4 B,
-    rounds of temp / (3 x 4 x H) rows (half: minus the two [B*S] float buffers)."""
+    """Over H of inputX [B, S, H], in float: outputMean/outputVariance [B*S] get mean and biased variance,
+    output = (x - mean)/sqrt(var + epsilon)*gamma + beta. Temp >= (3H + 2BS)*4 B; rounds of temp/(12H) rows."""
     if not isinstance(sharedTmpBuffer, LocalTensor):
         sharedTmpBuffer, epsilon, layerNormShapeInfo = None, sharedTmpBuffer, epsilon
     info = layerNormShapeInfo

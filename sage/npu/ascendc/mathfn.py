@@ -40,9 +40,8 @@ def _tanh_float(clip):
 
 
 def Tanh(dst, src, sharedTmpBuffer, calCount=None) -> None:
-    """tanh as (e^2x - 1) / (e^2x + 1), x clipped to +-8.8, in float (half is cast). Near 0 the subtraction
-    loses relative accuracy (about 1e-7 absolute in float). Temp >= 256 B float / 1024 B half; 7
-    instructions (+2 Casts) per chunk of temp/4 (float) or temp/8 (half) elements."""
+    """(e^2x - 1)/(e^2x + 1), x clipped to +-8.8, in float (half: cast in and out); inexact relatively near 0.
+    Temp >= 256 B (half 1024); 7 instrs per temp/4 (half temp/8)."""
     tmp, count = hl.tmp_and_count(sharedTmpBuffer, calCount)
     dt, count = hl.operands("Tanh", dst, src, count)
     work = hl.temp_buffer("Tanh", tmp, TANH_MIN_TMP[dt.itemsize], dst, src)
@@ -72,9 +71,8 @@ def _erf_float(t1, t2, t3):
 
 
 def Erf(dst, src, sharedTmpBuffer, calCount=None) -> None:
-    """erf as the rational P(x)/Q(x) of degree 11/10 on x clipped to +-3.92, in float (half is cast,
-    back with CAST_ROUND as on A2). Temp >= 768 B float / 2048 B half; 24 instructions (+2 Casts) per chunk
-    of temp/12 (float) or temp/16 (half) elements."""
+    """Rational P(x)/Q(x) (degree 11/10) on x clipped to +-3.92, in float, |error| < 3e-7. Temp >= 768 B (half
+    2048); 24 instrs per temp/12 (half temp/16)."""
     tmp, count = hl.tmp_and_count(sharedTmpBuffer, calCount)
     dt, count = hl.operands("Erf", dst, src, count)
     work = hl.temp_buffer("Erf", tmp, ERF_MIN_TMP[dt.itemsize], dst, src)
@@ -93,13 +91,13 @@ def Erf(dst, src, sharedTmpBuffer, calCount=None) -> None:
 
 
 def Log(dst, src, calCount) -> None:
-    """Natural log: one Ln instruction over the count."""
+    """ln(x): one Ln."""
     _, count = hl.operands("Log", dst, src, calCount)
     v.Ln(dst, src, count)
 
 
 def Log10(dst, src, calCount) -> None:
-    """Ln then Muls by 0.43429448190325176 (1/ln 10) in the operand dtype; no temp."""
+    """Ln then Muls by 1/ln 10."""
     dt, count = hl.operands("Log10", dst, src, calCount)
     v.Ln(dst, src, count)
     barrier()
@@ -107,8 +105,7 @@ def Log10(dst, src, calCount) -> None:
 
 
 def Log2(dst, src, sharedTmpBuffer=None, calCount=None) -> None:
-    """Ln then Muls by 1.4426950408889634 (1/ln 2); float needs no temp (Log2(dst, src, count)), half is
-    computed in float in chunks of temp/4 elements (temp >= 256 B)."""
+    """Ln then Muls by 1/ln 2; float: Log2(dst, src, count); half is computed in float (temp >= 256 B)."""
     if calCount is None and not isinstance(sharedTmpBuffer, LocalTensor):
         sharedTmpBuffer, calCount = None, sharedTmpBuffer
     dt, count = hl.operands("Log2", dst, src, calCount)
@@ -124,9 +121,8 @@ def Log2(dst, src, sharedTmpBuffer=None, calCount=None) -> None:
 
 
 def Sign(dst, src, sharedTmpBuffer, calCount=None) -> None:
-    """-1, 0 or 1: two Compares against 0 and two Selects (sign_common_impl.h); the Compares read whole
-    256 B repeats, so dst/src must hold the count rounded up to them. Temp >= 768 B; 8 instructions per
-    chunk of temp/sizeof/3 elements."""
+    """-1/0/1 by two Compares and two Selects; the Compares read whole 256 B repeats (size src/dst to them).
+    Temp >= 768 B; 8 instrs per temp/(3 sizeof)."""
     tmp, count = hl.tmp_and_count(sharedTmpBuffer, calCount)
     dt, count = hl.operands("Sign", dst, src, count)
     work = hl.temp_buffer("Sign", tmp, SIGN_MIN_TMP, dst, src)

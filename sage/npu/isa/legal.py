@@ -23,6 +23,11 @@ def _names(dts: Iterable) -> str:
     return ", ".join(ascend_name(d) for d in dts)
 
 
+def product_name() -> str:
+    """The chip family, short ("Atlas A2")."""
+    return _product()
+
+
 def _product() -> str:
     return load_table().meta.product.split(" (")[0].replace(" training/inference series", "")
 
