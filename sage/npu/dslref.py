@@ -133,7 +133,7 @@ SECTIONS = [
      "their cost and numerics. half or float. `sharedTmpBuffer`: UB bytes not overlapping the operands, or left "
      "out (`Gelu(dst, src, n)`) for the UB InitBuffer left free. Work runs in chunks the temp holds.",
      ["Gelu", "FasterGelu", "FasterGeluV2", "Sigmoid", "Silu", "Swish", "Tanh", "Erf", "Log", "Log2", "Log10",
-      "Sign", "SoftMax", "SoftMaxShapeInfo", "LayerNorm", "LayerNormShapeInfo"]),
+      "Sign", "Sin", "Cos", "SoftMax", "SoftMaxShapeInfo", "LayerNorm", "LayerNormShapeInfo"]),
     ("Legality on Atlas A2 (else UnsupportedError)",
      "From CANN's Ascend C API reference for Atlas A2 (sage/npu/isa/atlas_a2.toml cites each page).",
      "legality"),

@@ -58,6 +58,8 @@ def t64(x):
     ("Sign(o, a, t, n)", torch.sign, 0.0),
     ("Gelu(o, a, t, n)", lambda x: torch.nn.functional.gelu(x, approximate="tanh"), 2e-6),
     ("FasterGelu(o, a, t, n)", lambda x: x * torch.sigmoid(1.702 * x), 2e-6),
+    ("Sin(o, a, t, n)", torch.sin, 1e-6),
+    ("Cos(o, a, t, n)", torch.cos, 1e-6),
 ])
 def test_float32_values_against_torch(run, op, ref, tol):
     x = x32()
@@ -115,6 +117,16 @@ def test_tanh_follows_the_documented_exp_form(run):
     assert got[3] == pytest.approx(math.tanh(8.8), abs=1e-7)  # clipped at 8.8
 
 
+def test_sin_cos_reduce_large_arguments_by_pi_in_parts(run):
+    """x0 = x - k*pi with pi split into parts keeps float accuracy far from 0 (a single-constant reduction
+    would lose ~|k| * 1e-7); half is computed in float and rounded once."""
+    x = np.array([100.0, -1000.0, 1e4, 3.14159265, -1.5707963] + [0.25] * 59, np.float32)
+    for op, fn in (("Sin(o, a, t, n)", torch.sin), ("Cos(o, a, t, n)", torch.cos)):
+        np.testing.assert_allclose(values(run, op, x), fn(t64(x)).numpy(), rtol=0, atol=2e-6)
+        xh = x32(scale=4).astype(np.float16)
+        np.testing.assert_allclose(values(run, op, xh), fn(t64(xh)).numpy(), rtol=0, atol=2 ** -11)
+
+
 def test_half_gelu_high_precision_is_closer(run):
     x = x32(scale=2).astype(np.float16)
     ref = torch.nn.functional.gelu(t64(x), approximate="tanh").numpy()
@@ -139,6 +151,15 @@ def test_silu_costs_its_four_instructions(run):
     """Silu on 2048 floats: Muls, Exp, Adds, Div over 32 repeats, each after a PipeBarrier (pays its head)."""
     expected = sum(_cost(k, 4, 2048) for k in ("vmuls", "vexp", "vadds", "vdiv"))
     assert v_busy(run, "Silu(o, a, n)", x32()) == pytest.approx(expected, abs=1)
+
+
+def test_sin_issues_27_instructions_per_chunk(run):
+    """Sin on 2048 floats with a 4096 B temp: three work tensors of 320 floats -> 7 chunks (6 x 320 + 128) of
+    the 27 instructions of sin_common_impl.h (10 for the range reduction, 17 for sign and polynomial)."""
+    _, result = run(UNARY.replace("__OP__", "Sin(o, a, t, n)"), [x32(), 4096], trace=True)
+    v_names = [e["name"] for e in result.trace if e.get("ph") == "X" and e.get("tid") == "V"]
+    assert len(v_names) == 7 * 27
+    assert v_names[:10] == ["Muls", "Cast", "Muls", "Sub", "Muls", "Sub", "Muls", "Sub", "Muls", "Sub"]
 
 
 def test_gelu_costs_its_expansion_per_chunk(run):

@@ -3,7 +3,7 @@
 from sage.npu.dtypes import (bfloat16, bool_, float16, float32, half, int8, int16, int32, int64, sizeof, uint8,
                              uint16, uint32)
 from sage.npu.ascendc import (activation, cast, compare, cube, datamove, handles, host, layernorm, mathfn, matmul,
-                              queues, reduce, softmax, sort, sync, tensors, vector)
+                              queues, reduce, softmax, sort, sync, tensors, trig, vector)
 from sage.npu.ascendc.params_highlevel import LayerNormShapeInfo, SoftMaxShapeInfo
 from sage.npu.ascendc.queues import QuePosition, TPosition
 from sage.npu.ascendc.params import (BinaryRepeatParams, BrcbRepeatParams, DataCopyExtParams, DataCopyPadExtParams,
@@ -58,6 +58,7 @@ CrossCoreSetFlag, CrossCoreWaitFlag = _api(sync.CrossCoreSetFlag), _api(sync.Cro
         "Erf", "FasterGelu", "FasterGeluV2", "Gelu", "Log", "Log2", "Log10", "Sigmoid", "Sign", "Silu", "Swish",
         "Tanh"))
 SoftMax, LayerNorm = _api(softmax.SoftMax), _api(layernorm.LayerNorm)
+Sin, Cos = _api(trig.Sin), _api(trig.Cos)
 del _api
 
 __all__ = [
@@ -79,7 +80,7 @@ __all__ = [
     "BlockReduceSum", "BlockReduceMax", "Brcb", "Sort", "TopK", "BinaryRepeatParams", "UnaryRepeatParams", "BrcbRepeatParams",
     # high-level APIs (expansions into the vector instructions above)
     "Gelu", "FasterGelu", "FasterGeluV2", "Sigmoid", "Silu", "Swish", "Tanh", "Erf", "Log", "Log2", "Log10", "Sign",
-    "SoftMax", "SoftMaxShapeInfo", "LayerNorm", "LayerNormShapeInfo",
+    "Sin", "Cos", "SoftMax", "SoftMaxShapeInfo", "LayerNorm", "LayerNormShapeInfo",
     # cube
     "LoadData", "LoadData2DParams", "Mmad", "MmadParams", "Fixpipe", "FixpipeParams", "Matmul",
     # sync

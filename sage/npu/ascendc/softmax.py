@@ -190,9 +190,9 @@ def _args(dst, rest):
 
 
 def SoftMax(dst, sumTensor, maxTensor=None, src=None, sharedTmpBuffer=None, softmaxShapeInfo=None) -> None:
-    """Row softmax of src [M, K] over its first oriK columns; sumTensor/maxTensor [M, 32 B] get each row's
-    sum of exp(x - max) and max, repeated over the block (float, or src's type). Also SoftMax(dst, src, [tmp,]
-    info). Temp >= (32/sizeof + K + 64)*4 B; chunks of temp/(4*(8 + 64)) rows (half: + K)."""
+    """Softmax of each row of src [M, K] (first oriK columns); sumTensor/maxTensor [M, 32 B]: each row's sum of
+    exp(x - max) and max (float or src's type), block-repeated. Also SoftMax(dst, src, [tmp,] info). Temp >=
+    (32/sizeof + K + 64)*4 B; rows per chunk temp/(4(8 + 64)) (half: + K)."""
     src, sum_t, max_t, tmp, info = _args(dst, (sumTensor, maxTensor, src, sharedTmpBuffer, softmaxShapeInfo))
     m, k = chk.count_arg(info.srcM, "srcM"), chk.count_arg(info.srcK, "srcK")
     ori_m, ori_k = info.oriSrcM or m, info.oriSrcK or k

@@ -18,12 +18,21 @@ def _types(names) -> str:
     return ", ".join(ascend_name(d) for d in sorted(names, key=_ORDER.index))
 
 
+def _compact(names: list[str]) -> str:
+    """ReduceSum ReduceMax ReduceMin -> Reduce{Sum,Max,Min}: the families share a stem."""
+    stems: dict[str, list[str]] = defaultdict(list)
+    for n in names:
+        stem = n[:-3] if n[-3:] in ("Sum", "Max", "Min") and len(n) > 3 else n
+        stems[stem].append(n[len(stem):])
+    return " ".join(s + ("{" + ",".join(t) + "}" if len(t) > 1 else t[0]) for s, t in stems.items())
+
+
 def _dtype_groups(table: IsaTable, high_level: set[str]) -> list[str]:
     groups: dict[tuple, list[str]] = defaultdict(list)
     for name, row in table.api.items():
         if row.dtypes and name not in _MOVES and name not in high_level:
             groups[tuple(sorted(row.dtypes, key=_ORDER.index))].append(name)
-    lines = [f"{_types(types)}: {' '.join(names)}" for types, names in sorted(groups.items(), key=lambda g: -len(g[1]))]
+    lines = [f"{_types(types)}: {_compact(names)}" for types, names in sorted(groups.items(), key=lambda g: -len(g[1]))]
     return lines
 
 
