@@ -10,6 +10,7 @@ from sage.npu.errors import KernelRuntimeError
 from sage.npu.ascendc import _hlbase as hl
 from sage.npu.ascendc import vector as v
 from sage.npu.ascendc._hlbase import barrier, steps
+from sage.npu.ascendc._vecbase import repeat_bytes
 from sage.npu.ascendc.cast import Cast, RoundMode
 from sage.npu.ascendc.compare import CMPMODE, SELMODE, Compare, Select
 from sage.npu.ascendc.tensors import LocalTensor
@@ -131,7 +132,7 @@ def Sign(dst, src, sharedTmpBuffer, calCount=None) -> None:
     m_lt, m_gt = work, work[mask_bytes]
     ones = work[2 * mask_bytes].ReinterpretCast(dt)
     t4 = ones[split]
-    lanes = 256 // dt.itemsize
+    lanes = repeat_bytes("Sign") // dt.itemsize
     for off, n in hl.chunks(count, split):
         d, s = dst[off], src[off]
         whole = -(-n // lanes) * lanes

@@ -27,7 +27,7 @@ from sage.npu.ascendc.params import BrcbRepeatParams
 from sage.npu.ascendc.params_highlevel import SoftMaxShapeInfo
 from sage.npu.ascendc.tensors import LocalTensor
 
-LANES = 64          # float lanes per 256 B repeat
+LANES = 64          # the implementation's FLOAT_REPEAT_SIZE: its column blocks, fixed by its code
 MAX_REPEAT = 255
 BASIC_TILE = 8      # SOFTMAX_BASIC_TILE_NUM
 SUB_DIV_ROW = 192   # SOFTMAX_SUB_DIV_ROW_COLUMN_SIZE: below it, broadcast ops go per column block
