@@ -105,12 +105,11 @@ def _exact64(src: np.ndarray) -> np.ndarray:
 
 
 def convert(src: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
-    """src converted to `dt` by `mode` (no legality check: Cast checks the table, Fixpipe its own rules)."""
+    """src converted to `dt` by `mode` (no legality check: Cast checks the table, Fixpipe its own
+    rules); a conversion to the same type is the identity."""
     sdt = src.dtype
     if dtypes.is_float(dt):
-        if sdt == dt:  # float -> the same float type rounds to an integral value (CAST_NONE: unchanged)
-            return src if mode == RoundMode.CAST_NONE else _to_integral(_exact64(src), mode).astype(dt)
-        return _round_float(_exact64(src), dt, mode)
+        return src if sdt == dt else _round_float(_exact64(src), dt, mode)
     info = np.iinfo(dt)
     if dtypes.is_float(sdt):
         r = _to_integral(_exact64(src), mode)
@@ -141,5 +140,7 @@ def Cast(dst, src, round_mode: RoundMode, count: int) -> None:
         store_half(dst._arr[:count], data)  # numpy's bits, minus its slow path for float16 subnormals
     elif dst._dtype is dtypes.float32 and data.dtype == dtypes.float16:
         dst._arr[:count] = data  # exact widening (the only mode the table allows)
+    elif dst._dtype == data.dtype:  # float -> float: rounds each value to an integral one
+        dst._arr[:count] = _to_integral(_exact64(data), round_mode).astype(data.dtype)
     else:
         dst._arr[:count] = convert(data, dst._dtype, round_mode)
