@@ -17,6 +17,7 @@ import numpy as np
 
 from sage.npu import ascendc, errors
 from sage.npu.hardware import HardwareSpec, load_preset
+from sage.npu.isa.card import legality_lines
 
 EXAMPLE = '''\
 from sage.npu.ascendc import *        # the only import allowed (plus `math`)
@@ -127,6 +128,15 @@ SECTIONS = [
       "Compare", "CompareScalar", "CMPMODE", "Select", "SELMODE", "Gather", "ReduceSum", "ReduceMax", "ReduceMin",
       "WholeReduceSum", "WholeReduceMax", "WholeReduceMin", "ReduceOrder", "BlockReduceSum", "BlockReduceMax",
       "Brcb", "Sort", "TopK", "BinaryRepeatParams", "UnaryRepeatParams", "BrcbRepeatParams"]),
+    ("High-level APIs (vector instruction sequences)",
+     "Each issues the vector instructions of Ascend C's A2 implementation (PipeBarrier(PIPE_V) between steps): "
+     "their cost and numerics. half or float. `sharedTmpBuffer`: UB bytes not overlapping the operands, or left "
+     "out (`Gelu(dst, src, n)`) for the UB InitBuffer left free. Work runs in chunks the temp holds.",
+     ["Gelu", "FasterGelu", "FasterGeluV2", "Sigmoid", "Silu", "Swish", "Tanh", "Erf", "Log", "Log2", "Log10",
+      "Sign", "Sin", "Cos", "SoftMax", "SoftMaxShapeInfo", "LayerNorm", "LayerNormShapeInfo"]),
+    ("Legality on Atlas A2 (else UnsupportedError)",
+     "From CANN's Ascend C API reference for Atlas A2 (sage/npu/isa/atlas_a2.toml cites each page).",
+     "legality"),
     ("Cube (M, MTE1, FIX pipes)",
      "Path: GM -DataCopy(Nd2NzParams)-> L1 (A1/B1) -LoadData-> L0A/L0B (A2/B2) -Mmad-> L0C (CO1) "
      "-Fixpipe-> GM. Values are kept row-major; tiles are padded to 16 rows and to 16 columns (32 for "
@@ -239,6 +249,7 @@ def _errors() -> str:
         "KernelRuntimeError": "any other exception in kernel code (wrong dtype, bad argument, Python error)",
         "CoreTypeError": "vector work or UB on an AIC core, cube work or L1/L0 on an AIV core",
         "ImpossibleResultError": "a time below the physical floor (forged, or a simulator bug): not scored",
+        "UnsupportedError": "an instruction/dtype/parameter combination Atlas A2 lacks (see Legality)",
     }
     return "\n".join(f"- `{c.__name__}`: {when[c.__name__]}." for c in errors.ERROR_CLASSES)
 
@@ -298,8 +309,12 @@ def render(spec: HardwareSpec | None = None) -> str:
         EXAMPLE.rstrip(),
         "```",
     ]
+    high_level = set(SECTIONS[[h for h, _, _ in SECTIONS].index("High-level APIs (vector instruction sequences)")][2])
     for heading, intro, names in SECTIONS:
         out += ["", f"## {heading}", "", intro, ""]
+        if names == "legality":
+            out += legality_lines(high_level)
+            continue
         for name in names:
             out.append(_family(spec, name) if isinstance(name, tuple) else _entry(spec, name))
     out += ["", "## Costs", "", _costs(spec), "", "## Errors (each carries the kernel line)", "", _errors(), ""]
