@@ -178,14 +178,20 @@ class KernelNamespace:
         self.item_types = handles.subscriptable_types() + _ITEM_TYPES
 
     # -- guards -----------------------------------------------------------------------------
-    def getattr(self, obj: Any, name: str, default: Any = None) -> Any:
-        t = type(obj)
-        allowed = self.attrs.get(t)
-        if allowed is not None and name in allowed:
-            return getattr(obj, name)
-        if t in self.classes and not name.startswith("_"):
-            return getattr(obj, name)
-        return self._slow_getattr(obj, t, name)
+    def guarded_getattr(self):
+        """The `_getattr_` of the kernel's namespace: a closure over the allow-lists (every attribute
+        read of a kernel goes through it, so the common cases are a dict lookup and a set test)."""
+        attrs, classes, slow = self.attrs, self.classes, self._slow_getattr
+
+        def _getattr_(obj: Any, name: str, default: Any = None) -> Any:
+            t = type(obj)
+            allowed = attrs.get(t)
+            if allowed is not None and name in allowed:
+                return getattr(obj, name)
+            if t in classes and name[0] != "_":
+                return getattr(obj, name)
+            return slow(obj, t, name)
+        return _getattr_
 
     def _slow_getattr(self, obj: Any, t: type, name: str) -> Any:
         if name.startswith("_"):
@@ -245,7 +251,7 @@ class KernelNamespace:
             "__file__": filename,
             "__builtins__": self.builtins(),
             "__metaclass__": self.build_class,
-            "_getattr_": self.getattr,
+            "_getattr_": self.guarded_getattr(),
             "_write_": self.write,
             "_getitem_": self.getitem,
             "_getiter_": iter,

@@ -117,28 +117,31 @@ def unwrap(handle: Any) -> Any:
 
 def api(fn: Callable) -> Callable:
     """The kernel-facing form of DSL function `fn`: handles in, handles out."""
-    handle_types, objects, cores = _HANDLE_TYPES, _OBJECTS, core_mod
-
     @functools.wraps(fn)
     def call(*args, **kwargs):
         if kwargs:
             kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-        plain = []
-        for a in args:
-            if a.__class__ in handle_types:
-                # the common case inline: a live handle of this core (unwrap() explains the others)
-                hid = a._hid
-                obj = objects.get(hid)
-                owner = _OWNER.get(hid)
-                if obj is None or (owner is not None and owner is not cores._current):
-                    obj = unwrap(a)
-                a = obj
-            elif a.__class__ is list or a.__class__ is tuple:
-                a = unwrap(a)
-            plain.append(a)
-        result = fn(*plain, **kwargs)
+        result = fn(*_plain(args), **kwargs)
         return None if result is None else wrap(result)
     return call
+
+
+def _plain(args: tuple) -> list:
+    """`args` with every handle replaced by its object; the common case (a live handle of this
+    core) inline, every other case through unwrap(), which explains what is wrong."""
+    handle_types, objects, owners, current = _HANDLE_TYPES, _OBJECTS, _OWNER, core_mod._current
+    out = []
+    for a in args:
+        cls = a.__class__
+        if cls in handle_types:
+            hid = a._hid
+            obj = objects.get(hid)
+            owner = owners.get(hid)
+            a = obj if obj is not None and (owner is None or owner is current) else unwrap(a)
+        elif cls is list or cls is tuple:
+            a = unwrap(a)
+        out.append(a)
+    return out
 
 
 def public(impl: type, *, session_level: bool = False, passthrough: tuple[str, ...] = ()) -> type:
@@ -184,7 +187,8 @@ def _forward_method(fn: Callable, passthrough: bool) -> Callable:
         def method(self, *args, **kwargs):
             if kwargs:
                 kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-            return wrap(fn(unwrap(self), *[unwrap(a) for a in args], **kwargs))
+            result = fn(*_plain((self, *args)), **kwargs)
+            return None if result is None else wrap(result)
     return method
 
 
