@@ -175,6 +175,8 @@ class KernelNamespace:
 
         self.attrs.update(handles.public_attributes())
         self.writable = handles.writable_types()
+        # A parameter struct's fields are readable, as in Ascend C (its methods are not).
+        self.attrs.update({t: frozenset(t.__dataclass_fields__) for t in self.writable})
         self.item_types = handles.subscriptable_types() + _ITEM_TYPES
 
     # -- guards -----------------------------------------------------------------------------
@@ -190,7 +192,7 @@ class KernelNamespace:
     def _slow_getattr(self, obj: Any, t: type, name: str) -> Any:
         if name.startswith("_"):
             raise SandboxError(f"the attribute '.{name}' is not allowed in a kernel")
-        if obj in self.classes:  # the kernel's own class: its own members only, not type's
+        if self._is_own_class(obj):  # the kernel's own class: its own members only, not type's
             for klass in obj.__mro__[:-1]:
                 if name in klass.__dict__:
                     return getattr(obj, name)
@@ -209,10 +211,15 @@ class KernelNamespace:
 
     def write(self, obj: Any) -> Any:
         t = type(obj)
-        if t in self.classes or obj in self.classes or t in _WRITE_TYPES or t in self.writable:
+        if t in self.classes or t in _WRITE_TYPES or t in self.writable or self._is_own_class(obj):
             return obj
         raise SandboxError(f"a kernel may not change a {getattr(t, '__name__', 'object')} "
                            "(DSL handles are immutable; keep state on your own objects)")
+
+    def _is_own_class(self, obj: Any) -> bool:
+        # Only a type can be one of the kernel's classes; asking a set about anything else
+        # would hash it, and lists, dicts and parameter structs are unhashable.
+        return isinstance(obj, type) and obj in self.classes
 
     def getitem(self, obj: Any, key: Any) -> Any:
         if isinstance(obj, self.item_types):
