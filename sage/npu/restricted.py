@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import json
 import math
 import operator
 import re
@@ -303,7 +304,12 @@ def _is_dsl(obj: Any) -> bool:
 
 
 class PrintSink:
-    """Where a kernel's print() goes: a bounded buffer returned with the result, never stdout."""
+    """Where a kernel's print() goes: a bounded buffer returned with the result, never stdout.
+
+    The bound is on the text as the reply carries it (JSON, where a control character or a
+    non-ASCII one takes up to 12 bytes), so what a kernel prints can never push the reply
+    over its cap and cost the kernel its verdict.
+    """
 
     def __init__(self, limit: int = MAX_PRINT_BYTES):
         self.limit = limit
@@ -314,18 +320,26 @@ class PrintSink:
     def write(self, text: str) -> None:
         room = self.limit - self.size
         if room <= 0:
-            self.truncated = True
+            self.truncated = self.truncated or bool(text)
             return
-        if len(text) > room:
-            text, self.truncated = text[:room], True
-        self.parts.append(text)
-        self.size += len(text)
+        kept = text[:room]  # every character costs at least one byte
+        cost = _json_size(kept)
+        while cost > room:
+            kept = kept[:max(0, len(kept) * room // cost - 1)]
+            cost = _json_size(kept)
+        self.truncated = self.truncated or len(kept) < len(text)
+        self.parts.append(kept)
+        self.size += cost
 
     def text(self) -> str:
         return "".join(self.parts) + ("\n[output truncated]" if self.truncated else "")
 
     def collector(self, _getattr_=None) -> _Collector:
         return _Collector(self)
+
+
+def _json_size(text: str) -> int:
+    return len(json.dumps(text)) - 2
 
 
 class _Collector:
