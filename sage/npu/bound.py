@@ -38,6 +38,6 @@ def check_physical(spec: HardwareSpec, device_us: float, output_bytes: int, cube
     floor = physical_floor_us(spec, output_bytes, cube_flops)
     if device_us < floor:
         raise ImpossibleResultError(
-            f"the run claims {device_us:.3f} us of device time, below the physical floor of {floor:.3f} us "
+            f"the run claims {device_us:.4g} us of device time, below the physical floor of {floor:.4g} us "
             f"({output_bytes} output bytes written once at the fastest write rate of the machine, "
             f"{cube_flops:.3g} cube FLOPs at peak): the result cannot come from a real run and is not scored")
