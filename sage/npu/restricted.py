@@ -35,6 +35,7 @@ import operator
 import re
 import sys
 import types
+import unicodedata  # noqa: F401 - see below
 from typing import Any
 
 import numpy as np
@@ -151,6 +152,10 @@ def compile_kernel(source: str, filename: str = "kernel.py") -> types.CodeType:
 
 
 _ERROR_LINE = re.compile(r"Line (\d+|None): (.*)", re.S)
+# The parser imports unicodedata on first sight of a non-ASCII identifier (to NFKC-normalise
+# it). In the sandboxed child that import comes after the uid drop, when the standard
+# library may be unreadable: importing it here, in the zygote, keeps `α = 0.5` a name
+# instead of an internal error (ModuleNotFoundError inside ast.parse).
 
 
 # ---------------------------------------------------------------------------------------------
