@@ -12,7 +12,7 @@ Every corpus file starts with comment lines::
 Outcomes: ``refused T1|T2`` (a sandboxed run ends with one of these error types), ``error
 T1|T2`` (an evaluation ends with one of these), ``incorrect`` (an evaluation judges the
 outputs wrong), ``impossible`` (ImpossibleResultError), ``no-gain`` (whatever the verdict,
-never correct with a speedup of 1 or more), and ``a|b`` for either.
+never correct with a speedup of 1 or more), and ``a|b`` or ``a or b`` for either.
 
 Sandboxed attacks are called as ``forward(x, canary, port)``: the path of a file they must
 not change and the port of a TCP listener they must not reach.
@@ -93,11 +93,13 @@ def parse(path: Path) -> Entry:
 
 
 def _alternatives(text: str) -> list[str]:
-    """``impossible|incorrect`` -> two outcomes; ``refused A|B`` stays one (its types are alternatives)."""
-    words = text.split()
-    if len(words) == 1:
-        return words[0].split("|")
-    return [text]
+    """``impossible|incorrect`` and ``incorrect or error A`` are two outcomes each; ``refused
+    A|B`` is one (its types are the alternatives)."""
+    out = []
+    for alt in text.split(" or "):
+        words = alt.split()
+        out += words[0].split("|") if len(words) == 1 else [alt.strip()]
+    return out
 
 
 def attack_input() -> np.ndarray:

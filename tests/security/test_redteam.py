@@ -10,6 +10,10 @@ fails the day the hole closes and the mark must go.
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -107,3 +111,25 @@ def test_non_ascii_names_still_run():
     run = run_sandboxed(source, [corpus.attack_input()], limits=Limits(**corpus.LIMITS))
     assert run.error is None, run.error
     assert run.printed == "0.5\n"
+
+
+def test_the_damage_check_sees_damage(tmp_path):
+    """The side-effect check can fail: a changed canary, a file next to it, a connection to
+    the listener and a double-forked process left running are each reported."""
+    with corpus.world(tmp_path) as w:
+        w.snapshot()
+        assert w.damage() == []
+        w.canary.write_text("changed")
+        (w.folder / "dropped.txt").write_text("x")
+        socket.create_connection(("127.0.0.1", w.port)).close()
+        # a daemon: the intermediate process exits at once, its child is re-parented to us
+        subprocess.run([sys.executable, "-c", "import os, time\nif os.fork() == 0:\n    time.sleep(30)\n"],
+                       check=True)
+        found = w.damage()
+        for pid in corpus.descendants(os.getpid()) - w.before:
+            os.kill(pid, 9)
+        corpus.wait_for_no_new(w.before, seconds=2.0)
+    assert any("canary file changed" in f for f in found), found
+    assert any("dropped.txt" in f for f in found), found
+    assert any("listener got a connection" in f for f in found), found
+    assert any("processes still alive" in f for f in found), found
