@@ -173,6 +173,8 @@ BAD_RECORDS = {
     "a_local_copy_on_a_gm_path": [rec(4, LOCAL_COPY, PATH_INDEX["GM->UB"], 64, 1, 0)],
     "an_instruction_called_a_barrier": [rec(1, VEC, 0, 4, 1, 0, kind=BARRIER)],
     "a_flag_called_an_instruction": [rec(1, FLAG, kind=NORMAL)],
+    # not flagged as a cube block, its Mmads would be scheduled on the 48 AIV cores, not the 24 AICs
+    "mmad_in_a_block_not_on_the_cube": [rec(2, MAD, 16, 16, 16, 2)],
 }
 
 
