@@ -164,8 +164,8 @@ def api(fn: Callable) -> Callable:
                 if obj is None or (owner is not None and owner is not cores._current):
                     obj = unwrap(a)
                 a = obj
-            elif a.__class__ is list or a.__class__ is tuple:
-                a = unwrap(a)
+            elif a.__class__ not in _PLAIN:
+                a = unwrap(a)  # lists and tuples unwrapped, other DSL values checked, anything else refused
             plain.append(a)
         result = fn(*plain, **kwargs)
         return None if result is None else wrap(result)
@@ -231,10 +231,12 @@ def public_attributes() -> dict[type, frozenset[str]]:
 
 
 def writable_types() -> tuple[type, ...]:
-    """DSL types whose fields a kernel may set (the parameter structs, as in Ascend C)."""
+    """DSL types whose fields a kernel may set: every parameter struct, as in Ascend C (those of
+    params.py and of the high-level APIs alike: all are made by params.dataclass)."""
     from sage.npu.ascendc import params
 
-    return params.PARAM_TYPES
+    return tuple(t for t in params._Params.__subclasses__() if "__slots__" in t.__dict__ and
+                 "__dataclass_fields__" in t.__dict__)
 
 
 def subscriptable_types() -> tuple[type, ...]:
