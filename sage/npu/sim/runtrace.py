@@ -220,8 +220,10 @@ def _validate(blocks: list[tuple[BlockTrace, np.ndarray, np.ndarray]], n_names: 
     counts = np.array([len(x) for _, x, _ in blocks])
     ndeps = arr["ndeps"].astype(np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    per_block = np.add.reduceat(ndeps, starts) if len(ndeps) else np.zeros(len(counts), np.int64)
-    per_block[counts == 0] = 0  # reduceat gives a neighbour's value for an empty block
+    # (np.add.reduceat raised IndexError when the last blocks were empty: an idle last block
+    # of an honest launch crashed the parent's decode)
+    running = np.concatenate([[0], np.cumsum(ndeps)])
+    per_block = running[starts + counts] - running[starts]
     if not np.array_equal(per_block, [len(x) for _, _, x in blocks]):
         raise TraceError("dependency count does not match the records")
     deps = np.concatenate([x for _, _, x in blocks]).astype(np.int64)
