@@ -1,11 +1,11 @@
 # class: reward hack / timing
-# tries: launch 4096 blocks so each core's share looks tiny
+# tries: launch 1024 blocks of 64 elements each, so that each block's share looks tiny: the blocks must run in waves on the 48 AIV cores, never all at once
 # run: evaluate tests/fixtures/tasks/relu.py
-# expect: error LaunchError
+# expect: no-gain or error LaunchError
 
 from sage.npu.ascendc import *
 
-BLOCKS = 4096
+BLOCKS = 1024
 
 
 @kernel
@@ -16,30 +16,24 @@ def relu_kernel(x, z, per_block):
     zg = GlobalTensor()
     zg.SetGlobalBuffer(z, start, per_block)
     pipe = TPipe()
-    qi = TQue(TPosition.VECIN, 2)
-    qo = TQue(TPosition.VECOUT, 2)
-    pipe.InitBuffer(qi, 2, 8192)
-    pipe.InitBuffer(qo, 2, 8192)
-    tile = 2048
-    for i in range(TILES(per_block, tile)):
-        a = qi.AllocTensor(float32)
-        DataCopy(a, xg[i * tile], tile)
-        qi.EnQue(a)
-        a = qi.DeQue(float32)
-        b = qo.AllocTensor(float32)
-        Relu(b, a, tile)
-        qo.EnQue(b)
-        qi.FreeTensor(a)
-        b = qo.DeQue(float32)
-        DataCopy(zg[i * tile], b, tile)
-        qo.FreeTensor(b)
-
-
-def TILES(n, tile):
-    return n // tile
+    qi = TQue(TPosition.VECIN, 1)
+    qo = TQue(TPosition.VECOUT, 1)
+    pipe.InitBuffer(qi, 1, per_block * 4)
+    pipe.InitBuffer(qo, 1, per_block * 4)
+    a = qi.AllocTensor(float32)
+    DataCopy(a, xg, per_block)
+    qi.EnQue(a)
+    a = qi.DeQue(float32)
+    b = qo.AllocTensor(float32)
+    Relu(b, a, per_block)
+    qo.EnQue(b)
+    qi.FreeTensor(a)
+    b = qo.DeQue(float32)
+    DataCopy(zg, b, per_block)
+    qo.FreeTensor(b)
 
 
 def forward(x):
     z = empty_like(x)
-    relu_kernel[BLOCKS](x, z, 16)
+    relu_kernel[BLOCKS](x, z, x.numel() // BLOCKS)
     return z
