@@ -22,7 +22,7 @@ from typing import Callable
 
 from pydantic import BaseModel
 
-from sage.kernels import AtenCall, CostClass, OpDef, TensorMeta, WorkRule, cost_class_of, dtype_size, op_def
+from sage.kernels import VENDOR_CUBE_KNOBS, AtenCall, CostClass, OpDef, TensorMeta, WorkRule, cost_class_of, dtype_size, op_def
 from sage.npu.hardware import HardwareSpec
 
 
@@ -32,6 +32,18 @@ class Work(BaseModel):
     vector_cycles: float = 0.0
     cube_flops: float = 0.0
     fp32_cube: bool = False
+    cube_tiles: int = 0                   # output tiles of the vendor's base block (matmul / conv): wave quantisation
+    rows: int = 0                         # independent rows of a per-row algorithm (sort, scan): at most this many
+                                          # cores share its vector work (0: all of them)
+
+
+# The vendor's matmul base block (CANN's default Matmul tiling, the library's VENDOR_CUBE_KNOBS): one
+# output tile of BASE_M x BASE_N per cube core and wave.
+BASE_M, BASE_N = VENDOR_CUBE_KNOBS.base_m, VENDOR_CUBE_KNOBS.base_n
+
+
+def cube_tiles(m: int, n: int) -> int:
+    return math.ceil(max(m, 1) / BASE_M) * math.ceil(max(n, 1) / BASE_N)
 
 
 def pass_cycles(elems: float, hw: HardwareSpec) -> float:
@@ -67,11 +79,18 @@ def _scatter_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work
     return Work(bytes=io_bytes(call) + n_upd * hw.buffers.ub_block_bytes, vector_cycles=pass_cycles(n_upd * 2, hw))
 
 
+def _rows(x: TensorMeta, length: int) -> int:
+    return max(x.numel // max(length, 1), 1)
+
+
 def _sort_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
     x = call.inputs[0]
     L = x.shape[-1] if x.shape else 1
-    passes = 4 * (1 + math.ceil(math.log(max(L, 32) / 32, 4)))
-    return Work(bytes=io_bytes(call), vector_cycles=pass_cycles(x.numel * passes, hw))
+    merged = L
+    if entry is not None and entry.name == "topk" and call.scalars and isinstance(call.scalars[0], int):
+        merged = min(L, max(int(call.scalars[0]), 1))   # top-k keeps k candidates per row: merges stop at k
+    passes = 4 * (1 + math.ceil(math.log(max(merged, 32) / 32, 4)))
+    return Work(bytes=io_bytes(call), vector_cycles=pass_cycles(x.numel * passes, hw), rows=_rows(x, L))
 
 
 def _scan_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
@@ -79,7 +98,7 @@ def _scan_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
     dim = call.scalars[0] if call.scalars and isinstance(call.scalars[0], int) else -1
     L = x.shape[dim] if x.shape else 1
     passes = 1 + math.ceil(math.log2(max(L, 2)))
-    return Work(bytes=io_bytes(call), vector_cycles=pass_cycles(x.numel * passes, hw))
+    return Work(bytes=io_bytes(call), vector_cycles=pass_cycles(x.numel * passes, hw), rows=_rows(x, L))
 
 
 def _select_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
@@ -134,7 +153,10 @@ def _matmul_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
     left = mats[-2] if len(mats) >= 2 else mats[0]
     K = left.shape[-1] if left.shape else 1
     flops = 2.0 * out.numel * K
-    return Work(bytes=io_bytes(call), cube_flops=flops, fp32_cube=left.dtype == "float32")
+    M, N = (out.shape[-2], out.shape[-1]) if len(out.shape) >= 2 else (1, out.shape[-1] if out.shape else 1)
+    batch = out.numel // max(M * N, 1)
+    return Work(bytes=io_bytes(call), cube_flops=flops, fp32_cube=left.dtype == "float32",
+                cube_tiles=batch * cube_tiles(M, N))
 
 
 def _conv_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
@@ -148,7 +170,11 @@ def _conv_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
     else:
         flops = 2.0 * out.numel * (w.shape[1]) * k_spatial
     _ = groups  # w.shape[1] is already Cin/groups (or Cout/groups when transposed)
-    return Work(bytes=io_bytes(call), cube_flops=flops, fp32_cube=x.dtype == "float32")
+    # im2col: rows are the output positions, columns the output channels.
+    channels = out.shape[1] if len(out.shape) > 1 else 1
+    positions = out.numel // max(channels, 1)
+    return Work(bytes=io_bytes(call), cube_flops=flops, fp32_cube=x.dtype == "float32",
+                cube_tiles=cube_tiles(positions, channels))
 
 
 _FORMULAS: dict[WorkRule, Callable[[AtenCall, OpDef | None, HardwareSpec], Work]] = {
