@@ -11,13 +11,12 @@ The vendor's time never comes from here: it is analytic (`vendor.py`).
 from __future__ import annotations
 
 import math
-import re
 from typing import Literal
 
 from pydantic import BaseModel
 
 from sage.bench.reference.library_run import LibraryKernel
-from sage.bench.reference.work import Work, pass_cycles, work_of
+from sage.bench.reference.work import Work, chain_passes, pass_cycles, work_of
 from sage.kernels import (
     REDUCTIONS, VENDOR_CUBE_KNOBS, VENDOR_KNOBS, AtenCall, ChainPlan, CostClass, CubeForm, ElementwiseSpec, Knobs,
     Lowerer, MatmulSpec, RowForm, RowSpec, Target, TensorMeta, Val, chain_for, elementwise_source, base_name,
@@ -29,7 +28,6 @@ Source = Literal["simulated", "roofline", "free"]
 ROW_FLOATS = {"float32", "float16", "bfloat16"}
 # Reductions whose `default` overload reduces every axis (amax/amin take their dims).
 _REDUCE_ALL_BY_DEFAULT = {"sum", "mean", "max", "min"}
-_INSTR = re.compile(r"^\s*(?!SetFlag|WaitFlag)[A-Z]\w*\(")
 
 
 class Plan(BaseModel):
@@ -80,15 +78,6 @@ def _elementwise_plan(call: AtenCall, chain: ChainPlan, knobs: Knobs, target: Ta
     work = work.model_copy(update={"op_class": klass,
                                    "vector_cycles": pass_cycles(chain.out.numel * chain_passes(spec), hw)})
     return Plan(op_class=klass, source="simulated", kernel=kernel, work=work, operands=chain.operands)
-
-
-def chain_passes(spec: ElementwiseSpec) -> int:
-    """Vector instructions per element of a chain (casts included), from its lowering."""
-    inputs = {i: Val(k, f"x{i}") if k != "scalar" else Val("scalar", f"s{i}") for i, k in enumerate(spec.kinds)}
-    low = Lowerer(kinds=list(spec.kinds), inputs=inputs)
-    low.lower(spec.expr)
-    casts = sum(1 for d in spec.in_dtypes if d != "float32") + (spec.out_dtype != "float32")
-    return max(1, sum(1 for ln in low.lines if _INSTR.match(ln)) + casts)
 
 
 def _trailing(dims: list[int], ndim: int) -> bool:

@@ -18,11 +18,15 @@ vector cycles / (vector cores x clock) and flops / cube peak (x2 for float32 inp
 from __future__ import annotations
 
 import math
+import re
 from typing import Callable
 
 from pydantic import BaseModel
 
-from sage.kernels import VENDOR_CUBE_KNOBS, AtenCall, CostClass, OpDef, TensorMeta, WorkRule, cost_class_of, dtype_size, op_def
+from sage.kernels import (
+    VENDOR_CUBE_KNOBS, AtenCall, CostClass, ElementwiseSpec, Expr, Inp, Lowerer, Op, OpDef, TensorMeta, Val, WorkRule,
+    call_chain, cost_class_of, dtype_size, op_def,
+)
 from sage.npu.hardware import HardwareSpec
 
 
@@ -60,6 +64,43 @@ def _out_numel(call: AtenCall) -> int:
     return call.outputs[0].numel if call.outputs else 0
 
 
+_INSTR = re.compile(r"^\s*(?!SetFlag|WaitFlag)[A-Z]\w*\(")
+
+
+def chain_passes(spec: ElementwiseSpec) -> int:
+    """Vector instructions per element of a chain (casts included), from its lowering."""
+    inputs = {i: Val(k, f"x{i}") if k != "scalar" else Val("scalar", f"s{i}") for i, k in enumerate(spec.kinds)}
+    low = Lowerer(kinds=list(spec.kinds), inputs=inputs)
+    low.lower(spec.expr)
+    casts = sum(1 for d in spec.in_dtypes if d != "float32") + (spec.out_dtype != "float32")
+    return max(1, sum(1 for ln in low.lines if _INSTR.match(ln)) + casts)
+
+
+def _inputs_of(expr: Expr) -> int:
+    if isinstance(expr, Inp):
+        return expr.index + 1
+    if isinstance(expr, Op):
+        return max((_inputs_of(a) for a in expr.args), default=0)
+    return 0
+
+
+def elementwise_passes(call: AtenCall) -> int | None:
+    """Vector instructions per output element of an elementwise call with a chain form (the
+    library's decomposition of gelu, silu, ...), or None when the registry gives none."""
+    expr = call_chain(call)
+    if expr is None or not call.outputs:
+        return None
+    n = _inputs_of(expr)
+    out = call.outputs[0].dtype
+    dtypes = [t.dtype for t in call.inputs if t.numel > 1][:n]
+    dtypes += [out] * (n - len(dtypes))
+    try:
+        spec = ElementwiseSpec(expr=expr, in_dtypes=tuple(dtypes), kinds=("full",) * n, out_dtype=out, name="ew")
+        return chain_passes(spec)
+    except (ValueError, KeyError):
+        return None         # a form the lowering cannot count (bool/int operands): the registry's passes
+
+
 def work_of(call: AtenCall, hw: HardwareSpec) -> Work:
     """The roofline work of one eager call. An op the registry does not list counts as one
     elementwise pass over its output."""
@@ -69,7 +110,9 @@ def work_of(call: AtenCall, hw: HardwareSpec) -> Work:
 
 
 def _elementwise_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
-    passes = entry.passes if entry is not None else 1
+    passes = elementwise_passes(call) if entry is not None and entry.chain else None
+    if passes is None:
+        passes = entry.passes if entry is not None else 1
     return Work(bytes=io_bytes(call), vector_cycles=pass_cycles(_out_numel(call) * passes, hw))
 
 
