@@ -8,7 +8,7 @@ stand-in (`sage.bench.reference`); both sides go through the same eager timeline
 (`sage.npu.timeline`), so the speedup is reported twice: end to end (reference end-to-end /
 kernel end-to-end: the headline, what fast_p and the agent's reward use) and device-only.
 The roofline fraction is the reference forward's essential-work bound over the kernel's
-device time.
+device work (launch costs excluded from both).
 
 A case whose kernel raises stops the evaluation (the task did not execute); a case that
 runs but is wrong does not, so every executed case has statistics.
@@ -58,7 +58,7 @@ class CaseResult(BaseModel):
     reference_problem: str | None = None      # why there is no reference time (the time model failed)
     speedup: float | None = None              # end to end: reference_time_us / time_us
     device_speedup: float | None = None       # reference_device_us / device_us
-    roofline_fraction: float | None = None    # essential-work bound / device_us
+    roofline_fraction: float | None = None    # essential-work bound / device work (launch excluded)
     roofline_bound_us: float | None = None
     roofline_bound: str | None = None         # memory | cube: which essential bound
     bottleneck: str | None = None
@@ -308,12 +308,13 @@ def select_cases(task: Task, cases: int | Sequence[int] | None) -> tuple[torch.n
 def _fill_profile(result: CaseResult, profile: Profile | None, ref: Any) -> None:
     if profile is None:
         return
-    if ref is not None and profile.device_us > 0:
+    work_us = profile.device_us - profile.device_fixed_us
+    if ref is not None and work_us > 0:
         # The essential-work bound of the reference forward (gathered rows, not whole tables;
         # the reference's matmul FLOPs) replaces the simulator's input+output-bytes bound.
         profile = profile.model_copy(update={
             "roofline_bound_us": round(ref.roofline_us, 4), "roofline_bound": ref.roofline_bound,
-            "roofline_fraction": round(ref.roofline_us / profile.device_us, 4)})
+            "roofline_fraction": round(ref.roofline_us / work_us, 4)})
     result.profile = profile
     result.cycles = profile.cycles
     result.time_us = profile.time_us

@@ -14,8 +14,9 @@ on this preset, from the essential work only, with the launch excluded:
 Essential GM bytes here are forward()'s inputs and outputs, each moved once (every run
 starts with a cold L2, so they cost HBM bandwidth); the bench layer refines them per
 operator (gathered rows instead of a whole table) and adds the reference's matmul FLOPs
-(`sage.bench.evaluate`). roofline_fraction = bound / device time, never above 1 for a
-physically possible run. Work the kernel itself chooses to do never raises its own bound.
+(`sage.bench.evaluate`). roofline_fraction = bound / the kernels' own device time (the
+device fixed cost of each launch excluded too), never above 1 for a physically possible
+run. Work the kernel itself chooses to do never raises its own bound.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def build_profile(run: Replay, essential_bytes: int, essential_cube_flops: float
         blocks=sum(lt.block_dim for lt in launches), cores_used=max((lt.cores_used for lt in launches), default=0),
         pipes=pipes, bytes=nbytes, bottleneck=bottleneck, roofline_bound_us=round(bound_us, 4),
         roofline_bound=bound_kind,
-        roofline_fraction=round(bound_us / timeline.device_us, 4) if timeline.device_us else 0.0,
+        roofline_fraction=round(bound_us / timeline.device_work_us, 4) if timeline.device_work_us else 0.0,
         instructions=instructions)
 
 

@@ -37,7 +37,7 @@ class Profile(BaseModel):
     bytes: dict[str, int]
     bottleneck: str
     roofline_bound_us: float             # essential-work bound, launch excluded
-    roofline_fraction: float             # roofline_bound_us / device_us
+    roofline_fraction: float             # roofline_bound_us / (device_us - device_fixed_us): launch excluded
     roofline_bound: str = "memory"       # which essential bound it is: memory or cube
     instructions: int
 
