@@ -236,7 +236,7 @@ def hbm_rows(spec: HardwareSpec) -> list[Row]:
     run = run_kernel_source(add, [x, x], preset=spec)
     if run.error is not None:
         raise RuntimeError(str(run.error))
-    device_us = run.profile.time_us - spec.launch.overhead_us
+    device_us = run.profile.device_us - spec.launch.device_fixed_us
     gbps = 3 * n * 4 / device_us / 1e3
     tile = 128 * 1024
     lcs = run_kernel_source(microbench("load_compute_store.py"), [np.zeros(48 * tile // 4, np.float32), 48, 4],
@@ -263,7 +263,7 @@ def matmul_comparison(spec: HardwareSpec, size: int) -> tuple[float, float, floa
         run = run_kernel_source((KERNELS / name).read_text(), [a, b], preset=spec)
         if run.error is not None:
             raise RuntimeError(f"{name}: {run.error}")
-        times.append(run.profile.time_us)
+        times.append(run.profile.device_us)
     return times[0], times[1], time.perf_counter() - started
 
 
@@ -321,11 +321,11 @@ def render(rows: list[Row], spec: HardwareSpec, matmul: tuple | None, size: int)
     ]
     if matmul is not None:
         cube_us, vector_us, wall = matmul
-        launch = spec.launch.overhead_us
+        launch = spec.launch.device_fixed_us
         lines += [
-            f"- Cube against vector unit at {size}^3 fp16 (examples/kernels/matmul.py vs matmul_vector.py):",
+            f"- Cube against vector unit at {size}^3 fp16 (examples/kernels/matmul.py vs matmul_vector.py), device time:",
             f"  {cube_us:.1f} us against {vector_us:.1f} us, {vector_us / cube_us:.1f}x with one "
-            f"{spec.launch.overhead_us:g} us launch each, {(vector_us - launch) / (cube_us - launch):.1f}x "
+            f"{launch:g} us device fixed cost each, {(vector_us - launch) / (cube_us - launch):.1f}x "
             f"without (both simulated in {wall:.0f} s of wall time).",
         ]
     return "\n".join(lines) + "\n"

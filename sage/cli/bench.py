@@ -282,12 +282,13 @@ def _run_compare(config: Any, modes: list[str], flags: dict[str, Any], as_json: 
                                     for m, r in result.runs.items()}}))
         return
     table = Table(title=f"memory ablation: {config.target}", box=box.SIMPLE_HEAD)
-    for col in ("mode", "epoch", "tasks", "exec", "correct", "fast_1", "speedup", "roofline"):
+    for col in ("mode", "epoch", "tasks", "exec", "correct", "fast_1 e2e", "speedup e2e (solved)", "speedup device",
+                "roofline"):
         table.add_column(col, justify="left" if col == "mode" else "right")
     for mode, epochs in metrics.items():
         for e, m in epochs.items():
             table.add_row(mode, str(e + 1), str(m.tasks), _pct(m.execution_rate), _pct(m.correctness_rate),
-                          _pct(m.fast_1), "-" if m.geomean_speedup is None else f"{m.geomean_speedup:.2f}x",
+                          _pct(m.fast_1), _x(m.geomean_speedup), _x(m.device_geomean_speedup),
                           _pct(m.mean_roofline_fraction))
     out.print(table)
     out.print(f"{len(modes)} modes in {result.wall_s:.1f} s; results in {result.out}/<mode>/; report {result.report}")
@@ -322,13 +323,15 @@ def _print_summary(summary: dict, result: Any, report: Path, reference_only: boo
         ok = sum(r.status == "reference_ok" for r in rows)
         out.print(f"reference measured for {ok} of {len(rows)} tasks in {result.wall_s:.1f} s")
     else:
-        table = Table(title=f"{result_target(result)}: rates over counted tasks", box=box.SIMPLE_HEAD)
-        for col in ("", "tasks", "exec", "correct", "fast_1", "fast_1/solved", "speedup", "roofline", "skip"):
+        table = Table(title=f"{result_target(result)}: rates over counted tasks (speedups end to end unless "
+                            f"marked device)", box=box.SIMPLE_HEAD)
+        for col in ("", "tasks", "exec", "correct", "fast_1", "fast_1.1", "geomean solved", "geomean all",
+                    "device geomean", "roofline", "skip"):
             table.add_column(col, justify="right" if col else "left")
         for name, m in [("all", summary["suite"]), *summary["levels"].items()]:
             table.add_row(name, str(m["tasks"]), _pct(m["execution_rate"]), _pct(m["correctness_rate"]),
-                          _pct(m["fast_1"]), _pct(m["fast_1_solved"]),
-                          "-" if m["geomean_speedup"] is None else f"{m['geomean_speedup']:.2f}x",
+                          _pct(m["fast_1"]), _pct(m.get("fast_1_1")), _x(m["geomean_speedup"]),
+                          _x(m.get("geomean_speedup_all")), _x(m.get("device_geomean_speedup")),
                           _pct(m["mean_roofline_fraction"]), str(m["skipped"]))
         out.print(table)
     resumed = f", {result.resumed} resumed" if result.resumed else ""
@@ -342,4 +345,8 @@ def result_target(result: Any) -> str:
 
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
 

@@ -207,8 +207,10 @@ def _costs(spec: HardwareSpec) -> str:
     t, s, cube = spec.transfer, spec.scalar, spec.cube
     bpc = spec.bytes_per_cycle
     lines = [
-        f"- Clock {spec.chip.clock_mhz:g} MHz. Kernel time = slowest core + launch overhead "
-        f"{spec.launch.overhead_us:g} us per launch; blocks beyond the cores run in waves.",
+        f"- Clock {spec.chip.clock_mhz:g} MHz. A launch's device time = slowest core + "
+        f"{spec.launch.device_fixed_us:g} us fixed; the host also spends {spec.launch.host_dispatch_us:g} us enqueuing "
+        "each launch, overlapped with the device (so a chain of short launches is host-bound); blocks beyond the "
+        "cores run in waves.",
         f"- Scalar: {s.issue_cycles:g} cycles to issue each instruction (in program order); an instruction starts "
         f"at max(its pipe free, issued, sync waits). LocalTensor GetValue/SetValue {s.local_access_cycles:g} cycles, "
         f"GlobalTensor GetValue/SetValue {s.gm_access_cycles:g}, SetFlag/WaitFlag {s.flag_cycles:g}.",

@@ -31,10 +31,17 @@ class ChipSpec(_Frozen):
 
 
 class LaunchSpec(_Frozen):
-    overhead_us: float
+    host_dispatch_us: float      # host enqueue per launch, overlapped with device work (sage/npu/timeline.py)
+    device_fixed_us: float       # device cost of every kernel beyond its own work
+    sync_us: float               # a device->host read after the device drained
     max_block_dim_vector: int    # blocks that run at once on a vector launch (one per AIV core)
     max_block_dim_cube: int      # ... on a cube launch (one per AIC core)
     max_block_dim: int = 65535   # the API's blockDim range: more blocks than cores run in waves
+
+    @property
+    def overhead_us(self) -> float:
+        """The per-launch cost the device itself pays (the engine adds it to each launch)."""
+        return self.device_fixed_us
 
 
 class BufferSpec(_Frozen):

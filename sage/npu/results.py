@@ -25,19 +25,23 @@ class PipeStat(BaseModel):
 
 
 class Profile(BaseModel):
-    """Timing of a whole forward(): every launch, each with its launch overhead."""
+    """Timing of a whole forward() on the eager timeline (sage/npu/timeline.py)."""
 
-    cycles: int
-    time_us: float
+    cycles: int                 # device cycles: every launch's work plus its device fixed cost
+    time_us: float              # end to end (host dispatch overlapped with the device): the scored time
     launches: int
-    device_us: float = 0.0      # the kernels alone: time_us without the launch overheads
+    device_us: float = 0.0      # the device alone: the sum of launch_device_us
+    launch_device_us: list[float] = []   # per launch: its work plus the preset's device_fixed_us
+    host_dispatch_us: float = 0.0        # host enqueue paid for all launches (hidden behind the device or not)
+    device_fixed_us: float = 0.0         # the device fixed cost of all launches
     blocks: int
     cores_used: int = Field(description="physical cores (AIV + AIC) of the widest launch")
     pipes: dict[str, PipeStat]
     bytes: dict[str, int]
     bottleneck: str
-    roofline_bound_us: float
-    roofline_fraction: float
+    roofline_bound_us: float             # essential-work bound, launch excluded
+    roofline_fraction: float             # roofline_bound_us / (device_us - device_fixed_us): launch excluded
+    roofline_bound: str = "memory"       # which essential bound it is: memory or cube
     instructions: int
     cores_by_type: dict[str, int] = Field(default_factory=dict,
                                           description="physical cores of each type used by the widest launch")

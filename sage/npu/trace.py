@@ -1,7 +1,9 @@
 """Chrome / Perfetto trace events of a timed run.
 
-Process 0 is the launch track: per launch a "dispatch" span (the launch overhead: host
-dispatch and kernel start) and then a "kernel" span (first block start to last block end).
+Process 0 is the launch track, in device time: per launch a "fixed" span (the preset's
+device_fixed_us, what every kernel costs the device beyond its own work) and then a "kernel"
+span (first block start to last block end). Host dispatch overlaps the device and is not
+drawn; `Profile.time_us` adds it on the eager timeline.
 Then one process per physical core that ran a block ("AIV 3", "AIC 1"), one thread per pipe.
 """
 
@@ -28,7 +30,7 @@ def build_trace(run: Replay) -> list[dict]:
     offset = 0.0
     for lt, launch in zip(run.launches, run.traces):
         info = {"kernel": lt.name, "kernel_type": lt.kernel_type, "block_dim": lt.block_dim}
-        events.append(span(lt.name, "launch", offset, lt.overhead_cycles, LAUNCH_PID, "dispatch", info))
+        events.append(span(lt.name, "launch", offset, lt.overhead_cycles, LAUNCH_PID, "fixed", info))
         base = offset + lt.overhead_cycles
         events.append(span(lt.name, "launch", base, lt.kernel_cycles, LAUNCH_PID, "kernel", info))
         for pl in lt.placements:
@@ -42,7 +44,7 @@ def build_trace(run: Replay) -> list[dict]:
                     events.append(span(rec[11], pipe, base + st, en - st, pid, pipe, args))
         offset += lt.cycles
     events.append({"name": "process_name", "ph": "M", "pid": LAUNCH_PID, "args": {"name": "launch"}})
-    for i, tid in enumerate(("dispatch", "kernel")):
+    for i, tid in enumerate(("fixed", "kernel")):
         events.append({"name": "thread_name", "ph": "M", "pid": LAUNCH_PID, "tid": tid, "args": {"name": tid}})
         events.append({"name": "thread_sort_index", "ph": "M", "pid": LAUNCH_PID, "tid": tid,
                        "args": {"sort_index": i}})

@@ -248,7 +248,7 @@ def test_a_mix_profile_measures_each_pipe_against_the_cores_that_run_it():
     run = time_run(FunctionalRun([], trace, None), SPEC)
     p = run.profile
     kernel = 2 + HEAD + 100
-    assert p.device_us == pytest.approx(kernel / SPEC.cycles_per_us, abs=1e-4)
+    assert p.device_us == pytest.approx(kernel / SPEC.cycles_per_us + SPEC.launch.device_fixed_us, abs=1e-4)
     assert p.pipes["V"].busy_cycles == 2 * (HEAD + 100)                 # summed over both AIVs
     assert p.pipes["V"].utilisation == pytest.approx((HEAD + 100) / kernel, abs=1e-4)   # per AIV
     assert p.pipes["M"].utilisation == pytest.approx(MAD_CYCLES / kernel, abs=1e-4)     # per AIC
