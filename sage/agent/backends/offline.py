@@ -31,6 +31,12 @@ class OfflineBackend:
     def complete(self, messages: list[Message]) -> Completion:
         facts = messages[-1].facts
         if "reflect" in facts:
+            # The reflection request follows the last kernel's feedback, which no refine() read:
+            # without it the last kernel counts as unjudged and a lesson can name a slower one.
+            last = messages[-2].facts if len(messages) > 1 else {}
+            if "feedback" in last and self._synth is not None and self._synth.steps \
+                    and self._synth.steps[-1].feedback is None:
+                self._synth.steps[-1].feedback = last["feedback"]
             return Completion(text=json.dumps({"experiences": self._reflect()}))
         if "feedback" in facts and self._synth is not None:
             source, adopted, plan = self._synth.refine(facts["feedback"])
