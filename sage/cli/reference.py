@@ -10,16 +10,13 @@ from __future__ import annotations
 import json
 
 import typer
-from rich.console import Console
-from rich.table import Table
+from rich import box
 
-err = Console(stderr=True)
-out = Console()
+from sage.cli.common import fail as _fail
+from sage.cli.common import require_cache
+from sage.cli.render import Col, Screen, fitted_table
 
-
-def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+out = Screen()
 
 
 def reference_command(
@@ -47,6 +44,7 @@ def reference_command(
         hw = load_preset(preset_name)
     except ValueError as exc:
         _fail(str(exc))
+    require_cache()
     cases = task.cases()
     if case >= len(cases):
         _fail(f"{task.key} has {len(cases)} case(s); --case must be below {len(cases)}")
@@ -64,15 +62,18 @@ def _print(key: str, case: int, ref) -> None:
     title = f"{key} case {case} on {ref.preset}: {ref.total_us:.2f} µs, {ref.launches} launch(es)"
     if ref.fused:
         title += f" — fused {ref.fused_op}"
-    table = Table(title=title, title_justify="left")
-    for col, just in (("#", "right"), ("op", "left"), ("shapes", "left"), ("dtypes", "left"),
-                      ("class", "left"), ("µs", "right"), ("source", "left"), ("kernel / formula", "left")):
-        table.add_column(col, justify=just)
+    # Names fold after . and _ (aten overloads), shapes after their x.
+    cols = [Col("#", "right", wrap=False), Col("op", folds="._"), Col("shapes", folds="x"), Col("dtypes"),
+            Col("class", folds="_"), Col("µs", "right", wrap=False), Col("source", folds="_"),
+            Col("kernel / formula", folds="/_(,")]
+    rows = []
     for i, row in enumerate(ref.ops):
         shapes = " ".join("x".join(map(str, s)) or "()" for s in row.shapes)
         dts = " ".join(sorted(set(row.dtypes), key=row.dtypes.index))
         formula = row.kernel + (f" eff={row.efficiency:.3f}" if row.efficiency is not None else "")
-        table.add_row(str(i), row.op, shapes, dts, row.op_class, f"{row.time_us:.2f}", row.source, formula)
-    out.print(table)
+        rows.append([str(i), row.op, shapes, dts, row.op_class, f"{row.time_us:.2f}", row.source, formula])
+    # No outer border: eight columns of names need the room at 80 columns.
+    out.print(fitted_table(cols, rows, out.width, title=title, title_justify="left", box=box.SIMPLE_HEAD,
+                           show_edge=False, pad_edge=False))
     for note in ref.notes:
-        out.print(f"note: {note}", highlight=False)
+        out.text(f"note: {note}")
