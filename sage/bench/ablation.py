@@ -216,7 +216,8 @@ def _header(out: Path) -> str:
     lines = [f"# Memory ablation: {config.get('target', out.name)}", "",
              f"- modes: {', '.join(dirs)} (each in its own folder with its own memory and report)",
              f"- preset: {config.get('preset', '?')}; epochs: {config.get('epochs', '?')}; "
-             f"seed: {config.get('seed', '?')}; cases: {'all' if cases is None else f'first {cases}'}"]
+             f"seed: {config.get('seed', '?')}; cases: {'all' if cases is None else f'first {cases}'}; "
+             f"sage {config.get('sage_version', '?')}"]
     if walls:
         lines.append("- wall time: " + ", ".join(f"{m} {walls[m]:.0f} s" for m in dirs if m in walls))
     return "\n".join(lines) + "\n"

@@ -219,7 +219,8 @@ def run(
     summary = json.loads((result.out / "summary.json").read_text())
     if as_json:
         print(json.dumps({"out": str(result.out), "report": str(report), "ran": result.ran,
-                          "resumed": result.resumed, "wall_s": result.wall_s, **summary}))
+                          "resumed": result.resumed, "wall_s": result.wall_s, "preset": config.preset,
+                          "seed": config.seed, "sage_version": __version__, **summary}))
         return
     _print_summary(summary, result, report, solver is None)
 

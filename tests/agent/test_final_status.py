@@ -33,3 +33,32 @@ def test_a_wrong_kernel_outranks_a_later_crash():
     assert _failure_reason(turns) == "attempt 1: output 0: 10 of 64 elements outside tolerance"
     assert _failure_reason(turns[1:]) == "attempt 2: BoundsError (line 7): DataCopy out of range"
     assert _failure_reason(turns[2:]) is None
+
+
+def test_synth_shows_what_the_kept_kernel_printed(tiny_task, tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from sage.cli import app
+
+    monkeypatch.setenv("SAGE_CACHE_DIR", str(tmp_path / "cache"))
+    lines = _good_kernel(tiny_task).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("def forward("))
+    lines.insert(at + 1, '    printf("forward on %d element(s)\\n", 7)')   # host side: every case prints it
+    chatty = "\n".join(lines) + "\n"
+    args = ["synth", "--task", str(tiny_task.path), "--model", "fake", "--iterations", "0", "--memory", "none",
+            "--memory-url", f"sqlite:///{tmp_path / 'm.db'}", "--out", str(tmp_path / "k.py")]
+    for extra in (["--verbose"], ["--json"]):
+        with FakeOpenAIServer() as server:
+            server.reply(render_answer(chatty, [], "prints"))
+            result = CliRunner().invoke(app, [*args, "--base-url", server.base_url, *extra],
+                                        env={"OPENAI_API_KEY": "sk-test", "COLUMNS": "120"})
+        assert result.exit_code == 0, result.output
+        if extra == ["--verbose"]:
+            assert "printed by the kernel on case 1:" in result.output
+            assert "forward on 7 element(s)" in result.output
+        else:
+            payload = json.loads(result.stdout[result.stdout.index("{"):])
+            assert payload["printed"] == {"0": "forward on 7 element(s)\n", "1": "forward on 7 element(s)\n"}
+            assert payload["preset"] == "ascend910b2" and payload["seed"] == 0
