@@ -104,7 +104,7 @@ def speedup_distribution(evaluations: Sequence[TaskEvaluation], out: Path) -> Pl
     ax.axvline(1.0, color="black", linestyle="--", linewidth=1.2)
     ax.text(1.0, 1.0, "1x = the reference", transform=ax.get_xaxis_transform(), va="bottom", ha="center",
             fontsize=8)
-    _log_ratio_axis(ax, "x", lo, hi)
+    _log_axis(ax, "x", lo, hi)
     ax.set_xlabel("speedup over the reference (log scale)")
     ax.set_ylabel("correct tasks")
     ax.yaxis.get_major_locator().set_params(integer=True)
@@ -138,9 +138,7 @@ def roofline_vs_reference(evaluations: Sequence[TaskEvaluation], out: Path) -> P
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
     ax.text(0.005, 1.0, "roofline bound ", transform=ax.get_yaxis_transform(), va="bottom", fontsize=8)
     xs = [x for _, x, _ in points]
-    ax.set_xscale("log")
-    ax.set_xlim(min(xs) / 1.5, max(xs) * 1.5)
-    ax.xaxis.set_major_formatter(_plain_log_formatter(""))
+    _log_axis(ax, "x", min(xs) / 1.5, max(xs) * 1.5, suffix="")
     ax.set_xlabel("reference time of the case (µs, log scale)")
     ax.set_ylabel("fraction of the roofline bound")
     ax.set_title(f"Roofline fraction of {len(points)} correct case(s) of {len(solved)} task(s)")
@@ -166,7 +164,9 @@ def learning_curve(finals: dict[str, dict[int, Sequence[TaskEvaluation]]], out: 
     extent: list[float] = [1.0]
     for i, (mode, epochs) in enumerate(curves.items()):
         marker, dash = styles[i % len(styles)]
-        xs = np.array([e + 1 for e in epochs], dtype=float)
+        # Modes side by side around each epoch: equal results stay visible, not drawn over.
+        dodge = (i - (len(curves) - 1) / 2) * 0.04
+        xs = np.array([e + 1 + dodge for e in epochs], dtype=float)
         rates = [wilson([x.correct for x in evs]) for evs in epochs.values()]
         line = acc.plot(xs, [100 * r[0] for r in rates], marker=marker, linestyle=dash, label=mode)[0]
         acc.fill_between(xs, [100 * r[1] for r in rates], [100 * r[2] for r in rates], color=line.get_color(),
@@ -189,7 +189,7 @@ def learning_curve(finals: dict[str, dict[int, Sequence[TaskEvaluation]]], out: 
         ax.set_xticks(ticks)
         ax.grid(alpha=0.3)
     acc.set_ylim(-3, 103)
-    _log_ratio_axis(fast, "y", min(extent) / 1.15, max(extent) * 1.15)
+    _log_axis(fast, "y", min(extent) / 1.15, max(extent) * 1.15)
     fast.axhline(1.0, color="black", linestyle="--", linewidth=1)
     acc.legend(title="memory", loc="best", fontsize=8)
     acc.set_title("Correct tasks, 95 % Wilson band")
@@ -206,11 +206,22 @@ def roofline_top(fractions: Sequence[float]) -> float:
     return max(1.0, *fractions) * 1.12
 
 
+# Tick mantissas of a log axis, coarse to fine: the first giving 3 ticks in range is used.
+_MANTISSAS = ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8),
+              (1, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 5, 6, 7, 8, 9))
+
+
 def ratio_ticks(lo: float, hi: float) -> list[float]:
-    """Ticks of a log ratio axis at 1-2-5 steps within [lo, hi] (1 when none falls inside)."""
-    steps = [m * 10.0 ** k for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
-             for m in (1, 2, 5)]
-    return [t for t in steps if lo <= t * (1 + 1e-9) and t <= hi * (1 + 1e-9)] or [1.0]
+    """Ticks of a log axis within [lo, hi]: 1-2-5 steps, finer ones when the range is narrow
+    (at least 3 ticks where the finest steps give them)."""
+    ticks: list[float] = []
+    for mantissas in _MANTISSAS:
+        steps = [round(m * 10.0 ** k, 12) for k in range(math.floor(math.log10(lo)) - 1,
+                                                         math.ceil(math.log10(hi)) + 1) for m in mantissas]
+        ticks = [t for t in steps if lo <= t * (1 + 1e-9) and t <= hi * (1 + 1e-9)]
+        if len(ticks) >= 3:
+            return ticks
+    return ticks or [1.0]
 
 
 def wilson(outcomes: Sequence[bool]) -> tuple[float, float, float]:
@@ -257,16 +268,15 @@ def _plain_log_formatter(suffix: str):  # noqa: ANN202 - a matplotlib Formatter
     return FuncFormatter(lambda v, _pos: f"{v:g}{suffix}" if v > 0 else "")
 
 
-def _log_ratio_axis(ax: Axes, which: str, lo: float, hi: float) -> None:
-    """A log axis with ticks at 1-2-5 steps, labelled plainly."""
+def _log_axis(ax: Axes, which: str, lo: float, hi: float, suffix: str = "x") -> None:
+    """A log axis from lo to hi with ticks from ratio_ticks, labelled plainly (0.8x, 20)."""
     from matplotlib.ticker import FixedLocator, NullFormatter
 
-    ticks = ratio_ticks(lo, hi)
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     (ax.set_xlim if which == "x" else ax.set_ylim)(lo, hi)
-    axis.set_major_locator(FixedLocator(ticks))
-    axis.set_major_formatter(_plain_log_formatter("x"))
+    axis.set_major_locator(FixedLocator(ratio_ticks(lo, hi)))
+    axis.set_major_formatter(_plain_log_formatter(suffix))
     axis.set_minor_formatter(NullFormatter())
 
 

@@ -103,19 +103,19 @@ def synth(
             fail(f"cannot write the kernel to {kernel_path}: {exc.strerror}", 1)
         written = kernel_path
     kept = _kept_turn(result)
-    cases = kept.evaluation.cases if kept is not None and kept.evaluation is not None else []
+    kept_cases = kept.evaluation.cases if kept is not None and kept.evaluation is not None else []
     if as_json:
         from sage import __version__
 
         payload = result.model_dump(mode="json", exclude={"turns": {"__all__": {"source"}}})
         payload["kernel_path"] = str(written) if written else None
-        payload |= {"preset": settings.preset, "sage_version": __version__, "printed": printed_by_case(cases)}
+        payload |= {"preset": settings.preset, "sage_version": __version__, "printed": printed_by_case(kept_cases)}
         import json
 
         typer.echo(json.dumps(payload, indent=2))
     else:
         _summary(result, written, kernel_note)
-        show_printed(Console(), cases, verbose)
+        show_printed(Console(), kept_cases, verbose)
     raise typer.Exit(0 if result.status == "correct" else 1)
 
 

@@ -8,6 +8,7 @@ from sage.agent.factory import make_backend
 from sage.agent.fake_server import FakeOpenAIServer
 from sage.cli import app
 from sage.config import load_settings
+from tests.agent.conftest import TINY_RELU
 
 
 @pytest.mark.parametrize("name", ["offline", "Offline", " offline "])
@@ -31,7 +32,7 @@ def test_bench_with_model_offline_never_calls_the_endpoint(tmp_path, monkeypatch
 
     tasks = tmp_path / "tasks"
     tasks.mkdir()
-    (tasks / "tiny_relu.py").write_text(TINY)
+    (tasks / "tiny_relu.py").write_text(TINY_RELU)
     with FakeOpenAIServer() as server:
         # Where an LLM call would go: the endpoint of the environment, scripted with nothing.
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -47,21 +48,3 @@ def test_bench_with_model_offline_never_calls_the_endpoint(tmp_path, monkeypatch
     assert rows and {r.solver for r in rows} == {"agent:offline:none"}
     assert {r.extra.get("backend") for r in rows} == {"offline"}
     assert any(r.status == "correct" for r in rows)
-
-
-TINY = '''
-import torch
-
-
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_input_groups():
-    return [[torch.randn(512, 1024)]]
-
-
-def get_init_inputs():
-    return []
-'''

@@ -69,10 +69,12 @@ def test_the_roofline_axis_is_not_pinned_at_one():
     assert plots.roofline_top([0.5, 1.3]) > 1.3
 
 
-def test_ratio_ticks_are_plain_1_2_5_steps():
+def test_ratio_ticks_are_plain_steps_finer_on_narrow_ranges():
     assert plots.ratio_ticks(0.3, 3.0) == pytest.approx([0.5, 1.0, 2.0])
-    assert plots.ratio_ticks(0.8, 1.25) == [1.0]
     assert plots.ratio_ticks(0.05, 20) == pytest.approx([0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0])
+    # 0.45x to 1.4x: 1-2-5 steps give 0.5 and 1 only; the next finer set gives three.
+    assert plots.ratio_ticks(0.45, 1.4) == pytest.approx([0.5, 0.7, 1.0])
+    assert plots.ratio_ticks(0.9, 1.12) == pytest.approx([0.9, 1.0, 1.1])
 
 
 def test_wilson_interval_matches_the_formula_by_hand():

@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sage.cli import app
+from tests.agent.conftest import TINY_RELU
 
 pytestmark = pytest.mark.slow
 
@@ -28,25 +29,6 @@ RELU_KERNEL = FIXTURES / "kernels" / "relu_correct.py"
 BOX = re.compile(r"[\u2500-\u259f]")          # box drawing and block characters of the tables
 ELAPSED = re.compile(r"\d+:\d\d:\d\d")
 FOLDS = "/_.,("          # where a long word may fold; shapes (2x8x256) also after their x
-TINY = '''
-import torch
-
-DESCRIPTION = "ReLU of a small matrix (a quick test task)."
-TAGS = ["elementwise", "activation"]
-
-
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_input_groups():
-    return [[torch.randn(512, 1024)], [torch.randn(64, 301).half()]]
-
-
-def get_init_inputs():
-    return []
-'''
 
 
 def tokens(text: str) -> list[str]:
@@ -87,7 +69,7 @@ def render(monkeypatch, cwd: Path, args: list, width: int, code: int = 0) -> str
 def places(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("eighty")
     (root / "tasks").mkdir()
-    (root / "tasks" / "tiny_relu.py").write_text(TINY)
+    (root / "tasks" / "tiny_relu.py").write_text(TINY_RELU)
     (root / "kernels").mkdir()
     (root / "kernels" / "relu.py").write_text(RELU_KERNEL.read_text())
     for width in ("narrow", "wide"):

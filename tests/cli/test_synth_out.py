@@ -8,21 +8,10 @@ from typer.testing import CliRunner
 
 from sage.cli import app
 from sage.cli.synth import free_path
+from tests.agent.conftest import TINY_RELU
 
 pytestmark = pytest.mark.slow
 
-TINY = '''
-import torch
-
-
-class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-def get_input_groups():
-    return [[torch.randn(64, 256)]]
-'''
 
 
 def test_free_path(tmp_path):
@@ -38,7 +27,7 @@ def test_the_default_out_keeps_the_earlier_kernel(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SAGE_CACHE_DIR", str(tmp_path / "cache"))
     task = tmp_path / "tiny.py"
-    task.write_text(TINY)
+    task.write_text(TINY_RELU)
     earlier = tmp_path / "tiny_kernel.py"
     earlier.write_text("# a kernel from yesterday\n")
     args = ["synth", "--task", str(task), "--iterations", "0", "--memory", "none",
