@@ -207,7 +207,11 @@ def _extract(result: SynthesisResult, task: Any, backend: LLMBackend, messages: 
     if config.memory_mode == "none" or not any(t.evaluation is not None for t in result.turns):
         return
     try:
-        completion = backend.complete(messages + [reflection_request(task.key, list(task.tags), result.turns)])
+        best = result.turns[result.best].speedup if result.best is not None else None
+        judged_last = result.turns and result.turns[-1].evaluation is not None
+        last = _feedback(result.turns[-1], best).facts.get("feedback") if judged_last else None
+        completion = backend.complete(messages + [reflection_request(task.key, list(task.tags), result.turns,
+                                                                     last_feedback=last)])
         drafts = parse_reflection(completion.text)
     except (BackendError, ReflectionError) as exc:
         result.extraction_problem = str(exc)

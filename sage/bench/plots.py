@@ -105,7 +105,7 @@ def speedup_distribution(evaluations: Sequence[TaskEvaluation], out: Path) -> Pl
     ax.text(1.0, 1.0, "1x = the reference", transform=ax.get_xaxis_transform(), va="bottom", ha="center",
             fontsize=8)
     _log_axis(ax, "x", lo, hi)
-    ax.set_xlabel("speedup over the reference (log scale)")
+    ax.set_xlabel("end-to-end speedup over the torch_npu reference (log scale)")
     ax.set_ylabel("correct tasks")
     ax.yaxis.get_major_locator().set_params(integer=True)
     faster = sum(v > 1.0 for v in values)
@@ -183,7 +183,7 @@ def learning_curve(finals: dict[str, dict[int, Sequence[TaskEvaluation]]], out: 
         counts = ", ".join(f"{sum(not x.correct for x in evs)}/{len(evs)}" for evs in epochs.values())
         failed.append(f"{mode} {counts}")
     ticks = sorted({e + 1 for epochs in curves.values() for e in epochs})
-    for ax, label in ((acc, "correct tasks (%)"), (fast, "geomean speedup of the solved (log)")):
+    for ax, label in ((acc, "correct tasks (%)"), (fast, "geomean e2e speedup, solved (log)")):
         ax.set_xlabel("epoch")
         ax.set_ylabel(label)
         ax.set_xticks(ticks)

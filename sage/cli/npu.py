@@ -79,11 +79,20 @@ def run(
 
 
 def run_payload(evaluation: Any, *, seed: int, preset: str) -> dict:
-    """The JSON object of `sage npu run --json`. The profile fields describe the first
-    evaluated case (the one traced); `speedup_geomean` and `cases` cover all of them."""
+    """The JSON object of `sage npu run --json`. Per case (`cases`): `time_us` (end to end, the
+    scored time), `device_us`, `roofline_fraction`, the reference's end-to-end and device times
+    and both speedups. At the top level: the same as geometric means over the evaluated cases
+    (`speedup` is the end-to-end one), and the profile of the first case (the one traced:
+    `cycles`, `pipes`, `bottleneck`, `bytes`, `launches`, the roofline bound used), `printed` what the kernel printed per case."""
+    from sage import __version__
+    from sage.bench.evaluate import geomean
+
     first = evaluation.cases[0] if evaluation.cases else None
     profile = first.profile if first else None
-    from sage import __version__
+    cases = evaluation.cases
+
+    def gm(field: str) -> float | None:
+        return geomean([getattr(c, field) for c in cases]) if cases else None
 
     return {
         "task": evaluation.task,
@@ -95,18 +104,23 @@ def run_payload(evaluation: Any, *, seed: int, preset: str) -> dict:
         "error": evaluation.error.model_dump() if evaluation.error else None,
         "reason": evaluation.reason,
         "case": first.index if first else None,
+        "time_us": gm("time_us"),
+        "device_us": gm("device_us"),
+        "roofline_fraction": gm("roofline_fraction"),
+        "reference_time_us": gm("reference_time_us"),
+        "reference_device_us": gm("reference_device_us"),
+        "speedup": evaluation.speedup,
+        "device_speedup": evaluation.device_speedup,
         "cycles": profile.cycles if profile else None,
-        "time_us": profile.time_us if profile else None,
         "pipes": {k: v.model_dump() for k, v in profile.pipes.items()} if profile else None,
         "bottleneck": profile.bottleneck if profile else None,
         "roofline_bound_us": profile.roofline_bound_us if profile else None,
-        "roofline_fraction": profile.roofline_fraction if profile else None,
+        "roofline_bound": profile.roofline_bound if profile else None,
         "bytes": profile.bytes if profile else None,
         "launches": profile.launches if profile else None,
-        "reference_time_us": first.reference_time_us if first else None,
-        "speedup": first.speedup if first else None,
-        "speedup_geomean": evaluation.speedup,
-        "cases": [c.model_dump(mode="json", exclude={"profile"}) for c in evaluation.cases],
+        "host_dispatch_us": profile.host_dispatch_us if profile else None,
+        "device_fixed_us": profile.device_fixed_us if profile else None,
+        "cases": [c.model_dump(mode="json", exclude={"profile"}) for c in cases],
         "printed": printed_by_case(evaluation.cases),
     }
 
@@ -127,9 +141,12 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: b
         out.print(f"[red]{e.type}[/red]{f' (line {e.line})' if e.line else ''}: {escape(e.message)}", highlight=False)
     elif evaluation.reason:
         out.print(f"[red]{escape(evaluation.reason)}[/red]", highlight=False)
-    # Figures never wrap; a tensor description folds at its commas when the inputs need room.
+    # Figures never wrap; a tensor description folds at its commas when the inputs need room;
+    # the device columns go first when 80 columns cannot hold them.
     cols = [Col("case", "right", wrap=False), Col("inputs", folds=","),
-            *(Col(c, "right", wrap=False) for c in ("ok", "max abs", "rel L2", "bad", "µs", "ref µs", "speedup"))]
+            *(Col(c, "right", wrap=False) for c in ("ok", "max abs", "rel L2", "bad", "e2e µs", "ref e2e µs",
+                                                     "speedup e2e")),
+            *(Col(c, "right", wrap=False, optional=True) for c in ("device µs", "ref device µs", "speedup device"))]
     rows = []
     for c in evaluation.cases:
         s = c.stats
@@ -138,12 +155,17 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: b
                      _g(max((x.max_abs_error for x in s), default=None)),
                      _g(max((x.rel_l2_error for x in s), default=None)),
                      str(sum(x.mismatches for x in s)) if s else "-",
-                     _g(c.time_us), _g(c.reference_time_us), _g(c.speedup, "x")])
+                     _g(c.time_us), _g(c.reference_time_us), _g(c.speedup, "x"), _g(c.device_us),
+                     _g(c.reference_device_us), _g(c.device_speedup, "x")])
     out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD, pad_edge=False))
-    if payload["pipes"]:
-        out.print(f"profile of case {payload['case']}: {payload['cycles']} cycles, {payload['time_us']:.2f} µs, "
-                  f"bottleneck {payload['bottleneck']}, {100 * payload['roofline_fraction']:.1f}% of the "
-                  f"roofline bound ({payload['roofline_bound_us']:.2f} µs)", highlight=False)
+    first = evaluation.cases[0] if evaluation.cases else None
+    if payload["pipes"] and first is not None and first.profile is not None:
+        p = first.profile
+        out.print(f"profile of case {payload['case']}: {p.time_us:.2f} µs end to end, {p.device_us:.2f} µs device "
+                  f"({p.launches} launch(es): {p.host_dispatch_us:.2f} µs host dispatch, {p.device_fixed_us:.2f} µs "
+                  f"device fixed), {payload['cycles']} device cycles, bottleneck {payload['bottleneck']}, "
+                  f"{100 * (first.roofline_fraction or 0):.1f}% of the {p.roofline_bound}-bound roofline "
+                  f"({p.roofline_bound_us:.2f} µs, launch excluded)", highlight=False)
         rows = [[name, str(stat["busy_cycles"]), f"{100 * stat['utilisation']:.1f}%"]
                 for name, stat in payload["pipes"].items()]
         out.print(fitted_table([Col("pipe", wrap=False), Col("busy cycles", "right", wrap=False),
@@ -159,16 +181,19 @@ def presets(as_json: bool = typer.Option(False, "--json", help="print a JSON lis
     specs = [load_preset(name) for name in list_presets()]
     rows = [{"name": name, "description": s.description, "clock_mhz": s.chip.clock_mhz,
              "aic_cores": s.chip.aic_cores, "aiv_cores": s.chip.aiv_cores, "hbm_gbps": s.chip.hbm_gbps,
-             "ub_kib": s.buffers.ub_bytes // 1024, "launch_overhead_us": s.launch.overhead_us}
+             "ub_kib": s.buffers.ub_bytes // 1024, "host_dispatch_us": s.launch.host_dispatch_us,
+             "device_fixed_us": s.launch.device_fixed_us, "sync_us": s.launch.sync_us}
             for name, s in zip(list_presets(), specs)]
     if as_json:
         print(json.dumps(rows))
         return
     cols = [Col("name", wrap=False), *(Col(c, "right", wrap=False) for c in
-                                       ("clock MHz", "AIC", "AIV", "HBM GB/s", "UB KiB", "launch µs")),
+                                       ("clock MHz", "AIC", "AIV", "HBM GB/s", "UB KiB", "dispatch µs",
+                                        "device fixed µs", "sync µs")),
             Col("description", extra=True, min_width=30)]
     table_rows = [[r["name"], f"{r['clock_mhz']:g}", str(r["aic_cores"]), str(r["aiv_cores"]), f"{r['hbm_gbps']:g}",
-                   str(r["ub_kib"]), f"{r['launch_overhead_us']:g}", r["description"]] for r in rows]
+                   str(r["ub_kib"]), f"{r['host_dispatch_us']:g}", f"{r['device_fixed_us']:g}", f"{r['sync_us']:g}",
+                   r["description"]] for r in rows]
     table = fitted_table(cols, table_rows, out.width, title="hardware presets")
     out.print(table)
     if len(table.columns) < len(cols):   # too narrow for the column: the descriptions follow the table

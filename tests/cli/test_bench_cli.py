@@ -104,7 +104,7 @@ def test_ops_list_includes_plain_tasks():
 def test_reference_subcommand_is_wired():
     result = invoke("bench", "reference", "--op", "relu", "--json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["total_us"] > 0
+    assert json.loads(result.stdout)["cases"][0]["end_to_end_us"] > 0
 
 
 def test_options_may_come_before_the_target(tmp_path):

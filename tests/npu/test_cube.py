@@ -67,7 +67,7 @@ def test_mad_cycles_follow_the_cube_formula(run):
     _, result = run(MATMUL, [a, b])
     cube = load_preset().cube
     per_mmad = (64 // 16) * (32 // 16) * (48 // 16) + cube.fixed_cycles
-    assert result.profile.pipes["M"].busy_cycles == 3 * per_mmad
+    assert result.profile.pipes["M"].busy_cycles == round(3 * per_mmad)  # the profile counts whole cycles
 
 
 def test_blocks_writing_the_same_output_bytes_race(run):

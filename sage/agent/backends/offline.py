@@ -31,13 +31,7 @@ class OfflineBackend:
     def complete(self, messages: list[Message]) -> Completion:
         facts = messages[-1].facts
         if "reflect" in facts:
-            # The reflection request follows the last kernel's feedback, which no refine() read:
-            # without it the last kernel counts as unjudged and a lesson can name a slower one.
-            last = messages[-2].facts if len(messages) > 1 else {}
-            if "feedback" in last and self._synth is not None and self._synth.steps \
-                    and self._synth.steps[-1].feedback is None:
-                self._synth.steps[-1].feedback = last["feedback"]
-            return Completion(text=json.dumps({"experiences": self._reflect()}))
+            return Completion(text=json.dumps({"experiences": self._reflect(facts["reflect"].get("last_feedback"))}))
         if "feedback" in facts and self._synth is not None:
             source, adopted, plan = self._synth.refine(facts["feedback"])
         else:
@@ -57,11 +51,13 @@ class OfflineBackend:
                                   task_key=self.task.key)
         return self._synth
 
-    def _reflect(self) -> list[dict[str, Any]]:
+    def _reflect(self, last_feedback: dict | None) -> list[dict[str, Any]]:
         from sage.agent.offline.distill import distil
 
         if self._synth is None:
             return []
+        if last_feedback is not None and self._synth.steps and self._synth.steps[-1].feedback is None:
+            self._synth.steps[-1].feedback = last_feedback  # the last kernel was judged too
         analysis = self._synth.analysis
         return distil(self._synth.steps, self._synth.cube, list(self.task.tags), op_class=analysis.op_class,
                       dtype_class="half" if analysis.half_inputs else "float32")
