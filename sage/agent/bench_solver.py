@@ -27,7 +27,7 @@ class AgentSolver(BaseModel):
     memory_mode: str = "sage"
     iterations: int = Field(4, ge=0)
     preset: str = "ascend910b2"
-    cases: int | None = None
+    cases: int | list[int] | None = None   # the first K cases, or these case indices
     k: int = 6
 
     @classmethod

@@ -32,6 +32,7 @@ from typing import IO, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sage import __version__
 from sage.bench.evaluate import ReferenceRun, Status, TaskEvaluation, evaluate_kernel, measure_reference
 from sage.bench.executors import TaskCrash, make_executor
 from sage.bench.selection import (collect_tasks, default_task_timeout, job_key, select_task_files, task_key,
@@ -70,7 +71,7 @@ class KernelDirSolver(BaseModel):
 
     kernels: Path
     preset: str = "ascend910b2"
-    cases: int | None = None
+    cases: int | list[int] | None = None   # the first K cases, or these case indices
     limits: Limits | None = None
     name: str = "kernels"
     max_attempts: int = 1
@@ -103,6 +104,11 @@ class ResultRow(BaseModel):
     final: bool = True
     mode: Literal["kernel", "reference"] = "kernel"
     solver: str = ""
+    # Replaying a row: `--seed <seed>` makes the same case inputs (Task.seed), on `preset`,
+    # with this sage. None in rows written before they were recorded.
+    seed: int | None = None
+    preset: str | None = None
+    sage_version: str | None = None
     status: str
     evaluation: TaskEvaluation | None = None
     reference: ReferenceRun | None = None
@@ -118,7 +124,7 @@ class Job(BaseModel):
     seed: int = 0
     key: str | None = None                # stable across resumes, see job_key()
     preset: str = "ascend910b2"
-    cases: int | None = None
+    cases: int | list[int] | None = None
     solver: Any = None                    # a picklable Solver, or None for reference-only
 
 
@@ -129,7 +135,7 @@ class BenchConfig(BaseModel):
     target: str = "npukernelbench"        # the suite, or a task file / folder
     levels: list[int] | None = None
     ops: list[str] | None = None
-    cases: int | None = None
+    cases: int | list[int] | None = None  # the first K cases of each task, or these case indices
     workers: int = 2
     executor: Literal["local", "ray", "inline"] = "local"   # inline: tests and debugging only
     ray_address: str | None = None
@@ -140,6 +146,7 @@ class BenchConfig(BaseModel):
     seed: int = 0
     task_timeout_s: float | None = Field(None, gt=0, description="per-task deadline; None: default_task_timeout")
     run_id: str | None = None             # set by run_bench, kept by --resume
+    sage_version: str = __version__       # the sage that wrote the run (run.json)
 
 
 class BenchRun(BaseModel):
@@ -160,6 +167,7 @@ def run_job(job: Job) -> list[ResultRow]:
         return [failure_row(job, "reference_unavailable", "reference_unavailable", exc.reason)]
     except TaskLoadError as exc:
         return [failure_row(job, "reference_error", "reference_error", exc.problem)]
+    task.seed = job.seed
     head = dict(task=task.key, level=task.level, tags=task.tags, path=str(task.path), epoch=job.epoch)
     if job.solver is None:
         ref = measure_reference(task, job.preset, job.cases)
@@ -228,7 +236,8 @@ def run_bench(config: BenchConfig, solver: Solver | None,
     total = sum(len(j) for j in jobs_by_epoch)
     if on_start:
         on_start(total)
-    timeout = config.task_timeout_s or default_task_timeout(config.cases, solver.max_attempts if solver else 1)
+    case_count = len(config.cases) if isinstance(config.cases, list) else config.cases
+    timeout = config.task_timeout_s or default_task_timeout(case_count, solver.max_attempts if solver else 1)
     rows = list(existing)
     executor = make_executor(config.executor, config.workers, ray_address=config.ray_address)
     try:
@@ -238,6 +247,8 @@ def run_bench(config: BenchConfig, solver: Solver | None,
             for jobs in jobs_by_epoch:
                 for job, outcome in executor.map(run_job, jobs, timeout_s=timeout):
                     job_rows = [crash_row(job, outcome)] if isinstance(outcome, TaskCrash) else outcome
+                    for row in job_rows:
+                        row.seed, row.preset, row.sage_version = job.seed, job.preset, __version__
                     _append(fh, job_rows)
                     rows += job_rows
                     if on_row:
@@ -279,7 +290,7 @@ class ResumeMismatch(ValueError):
 
 
 # Options that change what a row means: a resumed run must keep them.
-_RESUME_KEYS = ("target", "preset", "cases")
+_RESUME_KEYS = ("target", "preset", "cases", "seed")
 
 
 def _stored_config(out: Path) -> dict[str, Any]:

@@ -16,20 +16,16 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.table import Table
+from rich import box
 
-err = Console(stderr=True)
-out = Console()
+from sage.cli.common import fail as _fail
+from sage.cli.common import require_cache
+from sage.cli.render import Col, Screen, fitted_table
 
+out = Screen()
 _CASE_FIELDS = ("end_to_end_us", "device_us", "expert_device_us", "expert_end_to_end_us", "roofline_us",
                 "roofline_bound", "device_work_us", "device_fixed_us", "host_exposed_us", "host_dispatch_us", "sync_us",
                 "launches", "syncs", "expert_ops", "fused", "notes")
-
-
-def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
 
 
 def reference_command(
@@ -62,6 +58,7 @@ def reference_command(
         hw = load_preset(preset_name)
     except ValueError as exc:
         _fail(str(exc))
+    require_cache()
     cases = task.cases()
     if case is not None and case >= len(cases):
         _fail(f"{task.key} has {len(cases)} case(s); --case must be below {len(cases)}")
@@ -98,17 +95,20 @@ def _print(key: str, case: int, ref) -> None:
              f"({ref.roofline_bound}-bound); {ref.launches} launch(es), {ref.syncs} sync(s)")
     if ref.fused:
         title += f" — fused {ref.fused_op}"
-    table = Table(title=title, title_justify="left")
-    for col, just in (("#", "right"), ("op", "left"), ("shapes", "left"), ("dtypes", "left"), ("class", "left"),
-                      ("vendor µs", "right"), ("expert µs", "right"), ("roofline µs", "right"), ("bound", "left"),
-                      ("L2 hit MB", "right"), ("sync", "left")):
-        table.add_column(col, justify=just)
+    # Names fold after . and _ (aten overloads), shapes after their x.
+    cols = [Col("#", "right", wrap=False), Col("op", folds="._"), Col("shapes", folds="x"), Col("dtypes"),
+            Col("class", folds="_( "), Col("vendor µs", "right", wrap=False), Col("expert µs", "right", wrap=False),
+            Col("roofline µs", "right", wrap=False), Col("bound"), Col("L2 hit MB", "right", wrap=False, optional=True),
+            Col("sync", optional=True)]
+    rows = []
     for i, row in enumerate(ref.ops):
         shapes = " ".join("x".join(map(str, s)) or "()" for s in row.shapes)
         dts = " ".join(sorted(set(row.dtypes), key=row.dtypes.index))
         klass = row.op_class if row.group is None else f"{row.op_class} ({row.group})"
-        table.add_row(str(i), row.op, shapes, dts, klass, _us(row.device_us), _us(row.expert_device_us),
-                      _us(row.roofline_us), row.bound, f"{row.l2_hit_bytes / 1e6:.2f}", "yes" if row.sync else "")
-    out.print(table)
+        rows.append([str(i), row.op, shapes, dts, klass, _us(row.device_us), _us(row.expert_device_us),
+                     _us(row.roofline_us), row.bound, f"{row.l2_hit_bytes / 1e6:.2f}", "yes" if row.sync else ""])
+    # No outer border: eleven columns need the room at 80 columns.
+    out.print(fitted_table(cols, rows, out.width, title=title, title_justify="left", box=box.SIMPLE_HEAD,
+                           show_edge=False, pad_edge=False))
     for note in ref.notes:
-        out.print(f"note: {note}", highlight=False)
+        out.text(f"note: {note}")

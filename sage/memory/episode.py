@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from sage import __version__
 from sage.memory import retrieval
 from sage.memory.consolidation import consolidate, prepare_rule_texts
 from sage.memory.credit import CreditTargets, atu_step, credit_targets
@@ -54,12 +55,12 @@ class _Declared:
 
 class Episode:
     def __init__(self, memory: Memory, *, task: str, op_tags: list[str], model: str, mode: Mode, seed: int,
-                 rules: list[RuleView], key: str | None = None) -> None:
+                 rules: list[RuleView], key: str | None = None, preset: str | None = None) -> None:
         if key is not None and not 0 < len(key) <= EPISODE_KEY_CHARS:
             raise ValueError(f"an episode key has 1 to {EPISODE_KEY_CHARS} characters, got {len(key)}")
         self._memory = memory
         self.task, self.op_tags, self.model, self.mode, self.seed = task, list(op_tags), model, mode, seed
-        self.key = key
+        self.key, self.preset = key, preset
         self._rules = rules
         self._started_at = utcnow()
         self._shown: list[_Shown] = []
@@ -182,7 +183,8 @@ class Episode:
                              executed=outcome.executed, correct=outcome.correct, speedup=outcome.speedup,
                              cycles=outcome.cycles, roofline_fraction=outcome.roofline_fraction, reward=reward,
                              iterations=outcome.iterations, tokens=outcome.tokens, time_s=outcome.time_s,
-                             started_at=self._started_at, finished_at=utcnow(), episode_key=self.key)
+                             started_at=self._started_at, finished_at=utcnow(), episode_key=self.key,
+                             sage_version=__version__, preset=self.preset)
         session.add(episode)
         session.flush()
         session.add_all(Attempt(episode_id=episode.id, **a) for a in self._attempts)

@@ -118,6 +118,8 @@ class EpisodeRow(_Row):
     started_at: Timestamp
     finished_at: Timestamp
     episode_key: Str(_length(Episode.episode_key)) | None = None      # schema version 3
+    sage_version: Str(_length(Episode.sage_version)) | None = None    # schema version 4
+    preset: Str(_length(Episode.preset)) | None = None                # schema version 4
 
 
 class RetrievalRow(_Row):

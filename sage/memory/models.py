@@ -123,6 +123,8 @@ class EpisodeRecord(BaseModel):
     time_s: float
     adopted: list[str]  # ids declared adopted, in order
     attempts: list[AttemptRecord]
+    sage_version: str | None = None  # None: written before schema version 4
+    preset: str | None = None
 
 
 class AdoptionRecord(BaseModel):
@@ -141,7 +143,7 @@ class ItemDetail(BaseModel):
     kind: Literal["experience", "rule"]
     experience: ExperienceView | None = None
     rule: RuleView | None = None
-    operators: list[str]
+    operators: list[str]  # operators that adopted it (the breadth consolidation counts)
     history: list[AdoptionRecord]
     created_at: datetime
     updated_at: datetime
@@ -161,3 +163,5 @@ class MemoryStats(BaseModel):
     mean_reward: float | None
     adoptions: int
     retrievals: int
+    sage_version: str | None = None  # the newest sage that wrote the database
+    episodes_by_preset: dict[str, int] = {}  # "?" for episodes stored before presets were recorded

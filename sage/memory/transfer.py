@@ -18,6 +18,7 @@ from sqlalchemy import func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from sage import __version__
 from sage.memory.errors import ImportFormatError, MemoryStoreError
 from sage.memory.export_rows import ROW_MODELS
 from sage.memory.schema import SCHEMA_VERSION, TABLES_IN_ORDER
@@ -36,7 +37,7 @@ def dump(session: Session) -> dict[str, Any]:
     for name, table in _TABLES.items():
         rows = session.execute(select(table).order_by(table.c.id)).mappings()
         tables[name] = [{key: _encode(value) for key, value in row.items()} for row in rows]
-    return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "tables": tables}
+    return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "sage_version": __version__, "tables": tables}
 
 
 def read_export(path: Path) -> Any:

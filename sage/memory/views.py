@@ -45,7 +45,7 @@ def episode_record(session: Session, row: EpisodeRow) -> EpisodeRecord:
         episode_id=row.id, key=row.episode_key, task=row.task, model=row.model, mode=row.mode, seed=row.seed,
         executed=row.executed, correct=row.correct, speedup=row.speedup, cycles=row.cycles,
         roofline_fraction=row.roofline_fraction, reward=row.reward, iterations=row.iterations, tokens=row.tokens,
-        time_s=row.time_s,
+        time_s=row.time_s, sage_version=row.sage_version, preset=row.preset,
         adopted=[exp_id(a.experience_id) if a.experience_id is not None else rule_id(a.rule_id) for a in adoptions],
         attempts=[AttemptRecord(number=a.number, source=a.source, status=a.status, error_type=a.error_type,
                                 error_message=a.error_message, cycles=a.cycles, speedup=a.speedup,

@@ -150,6 +150,10 @@ SECTIONS = [
      "Ids 0..7 = " + " ".join(f"EVENT_ID{i}" for i in range(8)) + ". `HardEvent.SRC_DST` for any two "
      "pipes, e.g. MTE2_V V_MTE3 MTE3_MTE2 V_MTE2 V_S S_V MTE2_S MTE1_M M_FIX.",
      ["SetFlag", "WaitFlag", "PipeBarrier"]),
+    ("Debugging",
+     "Like `print`, their output is captured (64 KB a run) and shown with the result (`sage npu run -v`, "
+     "`printed` in --json), never on stdout. Not timed, no sync needed.",
+     ["printf", "DumpTensor"]),
 ]
 
 COST_OF = {"Add": "vadd", "Sub": "vsub", "Mul": "vmul", "Div": "vdiv", "Max": "vmax", "Min": "vmin", "And": "vand",
@@ -181,6 +185,9 @@ def _params(obj) -> str:
     parts = []
     for p in inspect.signature(obj).parameters.values():
         if p.name == "self":
+            continue
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            parts.append(f"*{p.name}")
             continue
         parts.append(p.name if p.default is inspect.Parameter.empty else f"{p.name}={_fmt(p.default)}")
     return "(" + ", ".join(parts) + ")"

@@ -174,8 +174,11 @@ class KernelNamespace:
     """The guards and builtins of one kernel run; it remembers the classes the kernel defined."""
 
     def __init__(self, printer: PrintSink):
+        global _active_sink
         self.classes: set[type] = set()
         self.printer = printer
+        # The DSL's printf/DumpTensor write to this run's buffer too (a process runs one kernel file at a time).
+        _active_sink = printer
         self.attrs: dict[type, frozenset[str]] = dict(_VALUE_ATTRS)
         from sage.npu.ascendc import handles
 
@@ -314,6 +317,16 @@ def _is_dsl(obj: Any) -> bool:
     return getattr(obj, "__module__", "").startswith(DSL_MODULE)
 
 
+_active_sink: PrintSink | None = None
+TRUNCATED = "\n[output truncated]"
+
+
+def active_printer() -> PrintSink | None:
+    """The print buffer of the latest kernel namespace made in this process: the run in
+    progress, whose DSL calls (printf, DumpTensor) write where its print() does."""
+    return _active_sink
+
+
 class PrintSink:
     """Where a kernel's print() goes: a bounded buffer returned with the result, never stdout.
 
@@ -343,7 +356,10 @@ class PrintSink:
         self.size += cost
 
     def text(self) -> str:
-        return "".join(self.parts) + ("\n[output truncated]" if self.truncated else "")
+        """What was printed, at most `limit` characters: when cut, the marker replaces the end,
+        so whatever carries the text at that size (the sandbox's reply) keeps the marker."""
+        body = "".join(self.parts)
+        return body[:self.limit - len(TRUNCATED)] + TRUNCATED if self.truncated else body
 
     def collector(self, _getattr_=None) -> _Collector:
         return _Collector(self)

@@ -150,8 +150,8 @@ def test_kernel_folder_run_counts_missing_kernels(tmp_path):
     summary = json.loads((out / "summary.json").read_text())["suite"]
     assert (summary["tasks"], summary["executed"], summary["correct"]) == (3, 2, 1)
     report = (out / "report.md").read_text()
-    assert "| relu | correct | 1/1 |" in report and "roofline_by_level.png" in report
-    assert (out / "roofline_by_level.png").stat().st_size > 1000
+    assert "| relu | correct | 1/1 |" in report and "roofline_vs_reference.png" in report
+    assert (out / "roofline_vs_reference.png").stat().st_size > 1000
 
 
 def test_resume_with_other_options_is_refused(tmp_path):

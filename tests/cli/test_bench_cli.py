@@ -62,7 +62,7 @@ def test_run_subcommand_name_also_works(tmp_path):
     (["bench", str(THIRDPARTY), "--executor", "slurm"], "--executor must be 'local' or 'ray'"),
     (["bench", str(THIRDPARTY), "--resume"], "--resume needs --out DIR"),
     (["bench", str(THIRDPARTY), "--kernels", "no/such/dir"], "no such folder"),
-    (["bench", str(THIRDPARTY), "--ops", "nothing_like_this"], "no tasks selected"),
+    (["bench", str(THIRDPARTY), "--ops", "nothing_like_this"], "no task named 'nothing_like_this'"),
     (["bench", str(THIRDPARTY), "--preset", "ascend9000"], "unknown preset 'ascend9000'"),
     (["bench", "report", "no/such/run"], "no such folder"),
 ])
