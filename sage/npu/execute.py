@@ -123,6 +123,7 @@ def run_functional(source: str, args: list, kwargs: dict | None = None, *, spec:
     except NpuError as err:
         return FunctionalRun(None, None, err.info())
     printer = PrintSink()
+    printer.order = session.print_order
     namespace = KernelNamespace(printer).globals(filename)
     error: NpuError | None = None
     outputs = None

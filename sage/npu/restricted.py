@@ -36,7 +36,7 @@ import re
 import sys
 import types
 import unicodedata  # noqa: F401 - see below
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from RestrictedPython import compile_restricted_exec
@@ -337,9 +337,12 @@ class PrintSink:
 
     def __init__(self, limit: int = MAX_PRINT_BYTES):
         self.limit = limit
-        self.parts: list[str] = []
+        self.parts: list[tuple[tuple, int, str]] = []   # (order key, arrival, text)
         self.size = 0
         self.truncated = False
+        # Blocks run in a random order (Session.block_order): the text is shown ordered by
+        # this key (host phase, block, sub-block), so it reads the same from run to run.
+        self.order: Callable[[], tuple] = lambda: ()
 
     def write(self, text: str) -> None:
         room = self.limit - self.size
@@ -352,13 +355,13 @@ class PrintSink:
             kept = kept[:max(0, len(kept) * room // cost - 1)]
             cost = _json_size(kept)
         self.truncated = self.truncated or len(kept) < len(text)
-        self.parts.append(kept)
+        self.parts.append((self.order(), len(self.parts), kept))
         self.size += cost
 
     def text(self) -> str:
         """What was printed, at most `limit` characters: when cut, the marker replaces the end,
         so whatever carries the text at that size (the sandbox's reply) keeps the marker."""
-        body = "".join(self.parts)
+        body = "".join(text for _, _, text in sorted(self.parts))
         return body[:self.limit - len(TRUNCATED)] + TRUNCATED if self.truncated else body
 
     def collector(self, _getattr_=None) -> _Collector:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import signal
 import time
 from typing import TYPE_CHECKING, Any
@@ -135,19 +136,30 @@ def _receive(fd: int, pid: int, limits: Limits, expected: list[OutputSpec] | Non
         return _error_run(KernelRuntimeError(f"malformed reply from the kernel process: {exc}"))
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Kernel text with its control characters shown as escapes (\\x1b), newlines and tabs
+    kept: what a kernel prints or raises reaches terminals, and an escape sequence there could
+    retitle the window, clear the screen or draw a fake verdict."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _parse(reader: wire.Reader, header: dict, limits: Limits, expected: list[OutputSpec] | None) -> Any:
     from sage.npu.execute import FunctionalRun
     from sage.npu.results import ErrorInfo
     from sage.npu.sim.runtrace import RECORD, TraceError, decode
 
     error = header.get("error")
-    printed = str(header.get("printed") or "")
+    printed = visible(str(header.get("printed") or ""))
     gaps = _isolation_gaps(header.get("isolation"))
     if error is not None:
         try:
             info = ErrorInfo.model_validate(error)
         except ValueError as exc:
             raise wire.ReplyError(f"error entry is malformed: {exc}") from None
+        info = info.model_copy(update={"message": visible(info.message)})
         return FunctionalRun(None, None, info, printed, gaps)
     specs = wire.output_specs(header)
     if specs is None:

@@ -184,10 +184,6 @@ def test_endless_loop(nasty_runs):
     assert doc["error"]["type"] in ("KernelTimeout", "MemoryLimitError"), doc["error"]
 
 
-@pytest.mark.xfail(strict=True, reason="sage/cli/npu.py: _print_run passes the kernel's error message to rich as "
-                   "markup: '[/red]' raises MarkupError (a traceback, from kernel text), '[green]...[/green]' renders "
-                   "a fake verdict, and escape sequences reach the terminal (fix: rich.markup.escape and strip "
-                   "control characters from kernel text)")
 def test_kernel_text_is_not_markup_or_terminal_control(nasty_runs):
     run = nasty_runs["markup_in_message"]
     assert run.rc == 1

@@ -103,5 +103,8 @@ def indexed(name: str, t, idx: np.ndarray) -> tuple:
     if hi > t._size:
         raise BoundsError(f"{name}: the repeat parameters reach element {hi - 1}, the tensor holds {t._size}")
     lo = int(idx.min()) if idx.size else 0
+    if lo < 0:  # strides are unsigned on the chip (uint8 blkStride, uint8/uint16 repStride); numpy would wrap
+        raise BoundsError(f"{name}: the repeat parameters reach element {lo}, before the tensor's start "
+                          "(repeat strides are unsigned on Ascend)")
     isz = t._dtype.itemsize
     return (t._slot, t._off + lo * isz, t._off + hi * isz)

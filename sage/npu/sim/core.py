@@ -213,12 +213,14 @@ class CoreState:
                 slot.last_writer = pipe
         if kind == NORMAL:
             self.instructions += 1
-            session = self.session
-            session.instructions += 1
-            if session.instructions > session.instruction_budget:
-                raise KernelTimeout(
-                    f"more than {self.session.instruction_budget} simulated instructions: the kernel "
-                    "would run far too long (an unbounded loop, or tiles far too small?)")
+        # Every record counts against the budget, flags and barriers too: the parent decodes and
+        # replays each one, so free records would let a kernel make it do unbounded work.
+        session = self.session
+        session.instructions += 1
+        if session.instructions > session.instruction_budget:
+            raise KernelTimeout(
+                f"more than {session.instruction_budget} simulated instructions and sync records: the kernel "
+                "would run far too long (an unbounded loop, or tiles far too small?)")
         return idx
 
     def _race(self, pipe, name, slot, lo, hi, hit, verb) -> None:

@@ -6,12 +6,16 @@ replay's job (``sage.npu.replay``), which may run in another process.
 
 from __future__ import annotations
 
+import os
+import random
+
 import numpy as np
 
 from sage.npu.errors import LaunchError
 from sage.npu.hardware import HardwareSpec
 from sage.npu.sim.opcodes import vector_keys
 from sage.npu.sim.runtrace import RunTrace
+from sage.npu.sim import core as core_mod
 from sage.npu.sim.streams import LaunchRun
 
 GM_ALIGN = 512  # allocations start on a 512 B GM line, as device allocators do
@@ -49,6 +53,10 @@ class Session:
         self._next_addr = 0
         self.trace = RunTrace()
         self.instructions = 0  # simulated so far, against instruction_budget
+        # The order blocks run in, per launch: random, so a result carried from block to block
+        # in Python state (which the chip's separate cores could never share) comes out wrong.
+        self.block_order = random.Random(int.from_bytes(os.urandom(8), "little"))
+        self.phase = 0   # +1 when a launch starts and when it ends: orders printed text (print_order)
 
     def allocate(self, data: np.ndarray, is_input: bool) -> GmBuffer:
         flat = np.ascontiguousarray(data).reshape(-1)
@@ -66,4 +74,15 @@ class Session:
             raise LaunchError(f"block_dim={block_dim} is out of range: a launch has 1..{BLOCK_DIM_MAX} logical "
                               f"blocks (more blocks than the {self.spec.chip.aiv_cores} AIV / "
                               f"{self.spec.chip.aic_cores} AIC cores run in waves)")
-        self.trace.launches.append(LaunchRun(self, fn, name, block_dim, args, kwargs, on_block_end).run())
+        self.phase += 1
+        try:
+            self.trace.launches.append(LaunchRun(self, fn, name, block_dim, args, kwargs, on_block_end).run())
+        finally:
+            self.phase += 1
+
+    def print_order(self) -> tuple:
+        """Where text printed now belongs: host code between launches, or a block of a launch."""
+        core = core_mod._current
+        if core is None:
+            return (self.phase, -1, 0, 0)
+        return (self.phase, core.block_idx, core.core_type != "AIC", core.sub)

@@ -74,15 +74,22 @@ class LaunchRun:
     # -- running -----------------------------------------------------------------------------
     def run(self) -> LaunchTrace:
         self.scheduler = greenlet.getcurrent()
-        first = self._stream(0, 0, None)
+        # Blocks run in a random order (Session.block_order), the first one included: cores run
+        # concurrently on the chip, so no legal kernel depends on the order, and a kernel that
+        # hands results from block to block in Python values gets them wrong.
+        rng = self.session.block_order
+        first = self._stream(rng.randrange(self.block_dim), 0, None)
         self.streams.append(first)
         # The first stream runs until the kernel type is known (its declaration, or the first
         # core-specific thing it touches) or it ends; then every other stream exists.
         self._resume(first)
-        self.streams += self._rest()
+        rest = self._rest()
+        self.streams += rest
         self.expanded = True
+        rng.shuffle(rest)
+        order = [first, *rest]
         while True:
-            runnable = [s for s in self.streams if not s.done and s.waiting is None]
+            runnable = [s for s in order if not s.done and s.waiting is None]
             if not runnable:
                 break
             for stream in runnable:
@@ -94,8 +101,9 @@ class LaunchRun:
             raise KernelTimeout(f"deadlock: every unfinished core waits ({s.core.core_type} block {s.block}"
                                 f"{f' sub-block {s.sub}' if s.core.core_type == AIV else ''} waits for "
                                 f"{s.waiting}); on the chip this launch would hang", line=s.core.last_line)
+        canonical = sorted(self.streams, key=lambda s: (s.block, s.core.core_type != AIC, s.sub))
         self.trace.blocks = [BlockTrace(s.core.records, s.core.core_type == AIC, s.core.core_type or AIV,
-                                        s.block, s.sub) for s in self.streams]
+                                        s.block, s.sub) for s in canonical]
         self.trace.kernel_type = self.kernel_type
         return self.trace
 
@@ -133,10 +141,10 @@ class LaunchRun:
         rest = []
         for b in range(self.block_dim):
             if kind == "MIX_AIC_1_2":
-                if b:
+                if b != first.block:
                     rest.append(self._stream(b, 0, AIC))
                 rest += [self._stream(b, 0, AIV), self._stream(b, 1, AIV)]
-            elif b:
+            elif b != first.block:
                 rest.append(self._stream(b, 0, first.core.core_type))
         return rest
 

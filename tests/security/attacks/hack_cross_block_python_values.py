@@ -2,7 +2,6 @@
 # tries: the same one-launch x - x.mean() with the partial sums handed from blocks 0-15 to blocks 16-31 as Python floats in a kernel object (one charged scalar read per block, no GM traffic at all). Measured: correct at 2.40x (honest two launches: 1.18x)
 # run: evaluate tests/security/tasks/global_center.py
 # expect: incorrect or error RaceError|LaunchError
-# known: sage/npu/sim/session.py: Session.launch runs the blocks in order 0..n-1 in one interpreter, so Python state written by earlier blocks is there for later ones although the replay times them as concurrent (docs/security.md names the channel but not that it carries results across blocks of one launch). Fix: run the blocks in a seeded shuffled (or reversed) order per case, so a result that depends on block order comes out wrong; a strict version runs each block on a copy of the launch arguments
 
 from sage.npu.ascendc import *
 

@@ -2,7 +2,6 @@
 # tries: negative repeat strides: numpy wraps the indices to the tensor's end while the race checker records a span below it, so V reads what MTE2 wrote with no sync and the replay overlaps them
 # run: evaluate tests/fixtures/tasks/relu.py
 # expect: error RaceError|BoundsError
-# known: sage/npu/ascendc/_vecbase.py: repeat_index/indexed accept negative strides; numpy wraps negative indices to the tensor's end while the recorded span lies below it, so the race check and the replay's dependencies miss the access (fix: BoundsError for a negative index, i.e. lo < 0)
 
 from sage.npu.ascendc import *
 
