@@ -7,7 +7,9 @@ Matmul helper: GM -> L1 -> L0A/L0B -> Mmad -> L0C -> Fixpipe) and, once its Fixp
 are done, raises cross-core flag 0 (mode 2: it reaches both AIVs of its group). Each AIV
 waits for the flag, then takes every other row of the block's tiles: row + bias, GELU in
 fp32 (x * (1 - 1 / (1 + exp(2c(x + 0.044715 x^3)))), c = sqrt(2/pi), the tanh form), cast
-to fp16 and store. One launch instead of two (a cube matmul, then a vector epilogue).
+to fp16 and store. One launch instead of two: `forward_two_launch` is the same work as a
+cube-only matmul launch and then a vector-only epilogue launch, for comparison
+(tests/npu/test_mix_kernel.py times both).
 """
 
 import math
@@ -48,13 +50,14 @@ class KernelMatmulBiasGelu:
             self.tmp = TBuf(TPosition.VECCALC)
             self.pipe.InitBuffer(self.tmp, n * sizeof(float32))
 
-    def ProcessCube(self):
+    def ProcessCube(self, tell_vector):
         self.mm.SetTensorA(self.a_gm, self.m, self.k)
         self.mm.SetTensorB(self.w_gm, self.k, self.n)
         self.mm.IterateAll(self.work_gm)            # fp32 rows into the workspace
-        CrossCoreSetFlag(2, PIPE_FIX, 0)            # once the Fixpipe writes are done
+        if tell_vector:
+            CrossCoreSetFlag(2, PIPE_FIX, 0)        # once the Fixpipe writes are done
 
-    def ProcessVector(self):
+    def ProcessVector(self, group, sub, groups, after_cube):
         n = self.n
         b16 = self.bias16.Get(float16)
         bias = self.bias.Get(float32)
@@ -62,12 +65,12 @@ class KernelMatmulBiasGelu:
         SetFlag(HardEvent.MTE2_V, 0)
         WaitFlag(HardEvent.MTE2_V, 0)
         Cast(bias, b16, RoundMode.CAST_NONE, n)
-        CrossCoreWaitFlag(0)
-        block = GetBlockIdx() // 2
-        for t in range(block, self.tiles, GetBlockNum()):
+        if after_cube:
+            CrossCoreWaitFlag(0)
+        for t in range(group, self.tiles, groups):
             first = t * BASE_M
             last = min(first + BASE_M, self.m)
-            for r in range(first + GetSubBlockIdx(), last, 2):
+            for r in range(first + sub, last, 2):
                 self.Row(r, bias)
 
     def Row(self, r, bias):
@@ -103,16 +106,45 @@ def matmul_bias_gelu(a, w, b, y, work, m, k, n):
     op = KernelMatmulBiasGelu()
     op.Init(a, w, b, y, work, m, k, n)
     if ASCEND_IS_AIC:
-        op.ProcessCube()
+        op.ProcessCube(True)
     else:
-        op.ProcessVector()
+        op.ProcessVector(GetBlockIdx() // 2, GetSubBlockIdx(), GetBlockNum(), True)
+
+
+@kernel
+def matmul_only(a, w, b, y, work, m, k, n):
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY)
+    op = KernelMatmulBiasGelu()
+    op.Init(a, w, b, y, work, m, k, n)
+    op.ProcessCube(False)
+
+
+@kernel
+def bias_gelu(a, w, b, y, work, m, k, n):
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY)
+    op = KernelMatmulBiasGelu()
+    op.Init(a, w, b, y, work, m, k, n)
+    op.ProcessVector(GetBlockIdx() // 2, GetBlockIdx() % 2, GetBlockNum() // 2, False)
+
+
+def launch_shape(a, w):
+    m, k = a.shape
+    n = w.shape[1]
+    return m, k, n, min(24, (m + BASE_M - 1) // BASE_M)
 
 
 def forward(a, w, b):
-    m, k = a.shape
-    n = w.shape[1]
+    m, k, n, blocks = launch_shape(a, w)
     y = empty((m, n), float16)
     work = empty((m, n), float32)           # the GM workspace the AIC and AIVs share
-    blocks = min(24, (m + BASE_M - 1) // BASE_M)
     matmul_bias_gelu[blocks](a, w, b, y, work, m, k, n)
+    return y
+
+
+def forward_two_launch(a, w, b):
+    m, k, n, blocks = launch_shape(a, w)
+    y = empty((m, n), float16)
+    work = empty((m, n), float32)
+    matmul_only[blocks](a, w, b, y, work, m, k, n)
+    bias_gelu[2 * blocks](a, w, b, y, work, m, k, n)   # the same AIV rows as the mix launch's
     return y
