@@ -75,6 +75,7 @@ def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
         query = f"{task.name} {task.description} {' '.join(task.tags)}"
         experiences = [_experience_item(e) for e in episode.retrieve(query, list(task.tags), k=config.k)]
     offline = backend.name == OFFLINE
+    budget = None if offline else budget   # the offline synthesizer spends no tokens
     # The offline synthesizer reads facts, not prose: it does not need the reference described.
     refs = [] if offline else reference_facts(task, config.preset, config.cases)
     conversation = Conversation(system_message(config.preset, require_card=not offline),
