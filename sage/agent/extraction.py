@@ -24,10 +24,12 @@ def extract(result: SynthesisResult, task: Any, backend: LLMBackend, messages: l
     """Queues the drafted experiences on `episode`; a problem is noted on `result`, never raised."""
     request = reflection_request(task.key, list(task.tags), result.turns, last_feedback=last_feedback)
     asked = messages + [request]
+    if not conversation.fits(asked):   # over the prompt bound: the attempts' summary in the request suffices
+        asked = [conversation.system, conversation.task, request]
     answers: list[str] = []
     drafts: list[ExperienceDraft] | None = None
     problem = ""
-    for attempt in range(2):
+    for _ in range(2):               # the request, then once more and stricter
         try:
             if budget is not None:
                 budget.check(conversation.tokens(asked), completion_limit)
@@ -44,7 +46,8 @@ def extract(result: SynthesisResult, task: Any, backend: LLMBackend, messages: l
             problem = str(exc)
             asked = asked + [Message(role="assistant", content=completion.text), strict_request(problem)]
     if drafts is None:
-        drafts = [d for text in answers for d in prose_drafts(text, list(task.tags))][:MAX_EXPERIENCES]
+        by_title = {d.title: d for text in answers for d in prose_drafts(text, list(task.tags))}
+        drafts = list(by_title.values())[:MAX_EXPERIENCES]
         result.extraction_fallback = bool(drafts)
         if not drafts:
             read = "; no lesson could be read from the prose either" if answers else ""

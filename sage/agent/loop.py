@@ -89,6 +89,7 @@ def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
     seen: dict[str, Turn] = {}
     best_speedup: float | None = None
     last_feedback: Message | None = None
+    last_answer = ""
 
     for index in range(1, config.iterations + 2):
         try:
@@ -109,6 +110,7 @@ def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
             result.turns.append(Turn(index=index, status="llm_error", message=str(exc)))
             break
         charge(result, budget, conversation, chars(messages), completion)
+        last_answer = completion.text
         turn = _judge(task, completion, index, seen, episode, config, on_turn, shown)
         result.turns.append(turn)
         if on_turn:
@@ -130,8 +132,7 @@ def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
     if episode is not None:
         if config.memory_mode != "none" and any(t.evaluation is not None for t in result.turns):
             judged_last = result.turns[-1].evaluation is not None and last_feedback is not None
-            extract(result, task, backend, messages + [Message(role="assistant", content=result.turns[-1].source
-                                                                 or "")],
+            extract(result, task, backend, messages + [Message(role="assistant", content=last_answer)],
                     episode, conversation, budget, config.max_completion_tokens,
                     last_feedback.facts.get("feedback") if judged_last else None)
         report = episode.finish(_outcome(result, time.perf_counter() - start))

@@ -44,6 +44,8 @@ class ReferenceFacts(BaseModel):
 def reference_facts(task: Task, preset: str, cases: int | list[int] | None) -> list[ReferenceFacts]:
     """Per selected case; empty when the reference cannot be traced or timed (the
     evaluation then reports that as the task's problem, never the kernel's)."""
+    import torch
+
     from sage.bench.evaluate import ReferenceFailure, describe_inputs, reference_time_for, select_cases
     from sage.bench.reference import essential_work
     from sage.bench.tasks import ReferenceUnavailable, TaskLoadError
@@ -58,8 +60,6 @@ def reference_facts(task: Task, preset: str, cases: int | list[int] | None) -> l
             ref = reference_time_for(task, case, preset)
             if ref is None:
                 return []
-            import torch
-
             with torch.no_grad():
                 essential = essential_work(trace_graph(model, [a.clone() if isinstance(a, torch.Tensor) else a
                                                                for a in case]), hw)

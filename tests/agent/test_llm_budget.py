@@ -146,4 +146,4 @@ def test_a_prose_reflection_falls_back_to_reading_the_prose(tiny_task, memory):
         "Spell every vector instruction exactly as the DSL card lists it",
         # over 80 characters: cut to whole words
         "Relu over a flattened tensor needs no row tiling at all, so one long copy per…"]
-    assert len(result.new_experiences) >= 1
+    assert len(result.extracted) == 2 and len(result.new_experiences) >= 1
