@@ -1,5 +1,6 @@
 """The answer contract: one fenced python block (the kernel file) and one JSON object
-`{"adopted": ["E12", "R3"], "plan": "..."}`.
+`{"adopted": [...], "plan": "..."}`. The contract shows no example ids: a model with an
+empty memory copied them as adoptions.
 
 Anything else is a malformed answer: one failed attempt whose message tells the model
 exactly what to fix.
@@ -17,10 +18,10 @@ Answer with exactly two things:
 1. One fenced ```python block holding the complete kernel file (the DSL import, the
    kernel class, the @kernel function(s) and the host-side `forward`).
 2. One JSON object, on its own or in a ```json block:
-   {"adopted": ["E12", "R3"], "plan": "one or two sentences on what this kernel does and why"}
-   "adopted" lists the ids of the rules (R…) and experiences (E…) whose advice this
-   kernel actually applies; list only ids shown to you, and only those you applied.
-   Use [] if you applied none.
+   {"adopted": [], "plan": "one or two sentences on what this kernel does and why"}
+   "adopted" lists the ids of the rules and experiences shown in the task message
+   whose advice this kernel actually applies, copied exactly as shown there; an id
+   that was not shown is rejected. Keep it [] when you applied none or none was shown.
 No other code blocks."""
 
 _FENCE = re.compile(r"^```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)

@@ -7,6 +7,9 @@
 
 Each POST to /v1/chat/completions takes the next scripted item (answers and HTTP errors
 in the order they were queued) and records the request body in `server.requests`.
+An answer scripted with `prompt_tokens=None` reports `counted_tokens(body)`: the request's
+message characters over 4, the fake's stand-in for a tokenizer (tests compute the same
+figure from the recorded requests to check that every call was counted).
 An unscripted request gets HTTP 400, so a test that scripted too little fails loudly
 instead of being retried.
 """
@@ -26,8 +29,16 @@ from typing import Any
 @dataclass
 class ScriptedAnswer:
     text: str | Callable[[dict[str, Any]], str]   # or a function of the request body
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int | None = 0                 # None: counted_tokens(request)
+    completion_tokens: int | None = 0             # None: the answer's characters over 4
+
+
+CHARS_PER_TOKEN = 4
+
+
+def counted_tokens(body: dict[str, Any]) -> int:
+    """The prompt tokens the fake reports for a request scripted with prompt_tokens=None."""
+    return sum(len(m.get("content") or "") for m in body.get("messages", [])) // CHARS_PER_TOKEN
 
 
 @dataclass
@@ -46,12 +57,12 @@ class FakeOpenAIServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-openai", daemon=True)
 
     # -- scripting -------------------------------------------------------------------
-    def reply(self, text: str, *, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+    def reply(self, text: str, *, prompt_tokens: int | None = 0, completion_tokens: int | None = 0) -> None:
         with self._lock:
             self._script.append(ScriptedAnswer(text, prompt_tokens, completion_tokens))
 
-    def reply_with(self, answer: Callable[[dict[str, Any]], str], *, prompt_tokens: int = 0,
-                   completion_tokens: int = 0) -> None:
+    def reply_with(self, answer: Callable[[dict[str, Any]], str], *, prompt_tokens: int | None = 0,
+                   completion_tokens: int | None = 0) -> None:
         """An answer computed from the request it answers (e.g. naming an id the prompt showed)."""
         with self._lock:
             self._script.append(ScriptedAnswer(answer, prompt_tokens, completion_tokens))
@@ -123,7 +134,9 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._send(item.status, _error_body(item.message, "scripted_error"), item.headers)
             else:
                 text = item.text(body) if callable(item.text) else item.text
-                self._send(200, _completion_body(body.get("model", "fake"), text, item))
+                prompt = counted_tokens(body) if item.prompt_tokens is None else item.prompt_tokens
+                completion = len(text) // CHARS_PER_TOKEN if item.completion_tokens is None else item.completion_tokens
+                self._send(200, _completion_body(body.get("model", "fake"), text, prompt, completion))
 
         def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
             data = json.dumps(payload).encode()
@@ -142,7 +155,7 @@ def _error_body(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": None, "param": None}}
 
 
-def _completion_body(model: str, text: str, answer: ScriptedAnswer) -> dict[str, Any]:
+def _completion_body(model: str, text: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-fake-{time.monotonic_ns()}",
         "object": "chat.completion",
@@ -156,8 +169,8 @@ def _completion_body(model: str, text: str, answer: ScriptedAnswer) -> dict[str,
             }
         ],
         "usage": {
-            "prompt_tokens": answer.prompt_tokens,
-            "completion_tokens": answer.completion_tokens,
-            "total_tokens": answer.prompt_tokens + answer.completion_tokens,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
         },
     }

@@ -2,11 +2,17 @@
 the best correct kernel; then extraction and the episode's credit and consolidation, all
 written by `Episode.finish` in one transaction.
 
+Each turn's prompt is rebuilt by `Conversation`: the latest answer in full, the earlier
+attempts summarised, bounded by `max_prompt_tokens`.
+
 Faults and where they go:
 - a malformed answer is a failed attempt; the next turn says what broke the contract;
-- a repeated kernel ends the loop (the backend has nothing new to try);
-- the endpoint failing on the first turn aborts the episode (nothing is written: no
-  kernel was judged); failing on a later turn ends the loop with what was learned;
+- a repeated kernel is not judged again; the next turn says it was a repeat, and the
+  attempt budget decides when to stop (the offline synthesizer repeats its best kernel
+  only when it has nothing left to try, so for it a repeat ends the loop);
+- the endpoint failing, the run budget (`RunBudget`) or the prompt bound running out on
+  the first turn aborts the episode (nothing is written: no kernel was judged); on a
+  later turn it ends the loop with what was learned (`SynthesisResult.stopped` says why);
 - a reference that cannot run aborts the episode (`ReferenceProblem`): never the
   kernel's fault.
 """
@@ -22,10 +28,14 @@ from pydantic import BaseModel, Field
 from sage.agent.answer import MalformedAnswer, parse_answer
 from sage.agent.backends.base import BackendError, Completion, LLMBackend, Message
 from sage.agent.backends.offline import OFFLINE, NoKernel
-from sage.agent.feedback import error_feedback, incorrect_feedback, malformed_feedback, success_feedback
+from sage.agent.budget import BudgetExhausted, RunBudget, charge
+from sage.agent.conversation import Conversation, PromptTooLarge, chars
+from sage.agent.extraction import extract
+from sage.agent.feedback import (error_feedback, incorrect_feedback, malformed_feedback, repeat_feedback,
+                                 success_feedback)
 from sage.agent.prompt import ShownItem, system_message, task_brief, task_message
-from sage.agent.records import NewExperience, SynthesisResult, Turn
-from sage.agent.reflection import ReflectionError, parse_reflection, reflection_request
+from sage.agent.records import SynthesisResult, Turn
+from sage.agent.reference_facts import ReferenceFacts, reference_facts
 
 TurnCallback = Callable[[Turn, str], None]   # (turn, phase): phase is "evaluating" or "done"
 
@@ -38,6 +48,8 @@ class AgentConfig(BaseModel):
     k: int = Field(6, ge=0, description="experiences retrieved")
     cases: int | list[int] | None = Field(None, description="the first K cases, or these case indices (None: all)")
     limits: dict[str, float] | None = None
+    max_prompt_tokens: int | None = Field(None, ge=1, description="bound on every prompt (estimated)")
+    max_completion_tokens: int = Field(4096, ge=1, description="the backend's completion limit (budget checks)")
 
 
 class ReferenceProblem(RuntimeError):
@@ -49,8 +61,9 @@ class ReferenceProblem(RuntimeError):
 
 
 def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
-               on_turn: TurnCallback | None = None) -> SynthesisResult:
-    """One episode. `memory` is a sage.memory.Memory (or None to run without one)."""
+               on_turn: TurnCallback | None = None, budget: RunBudget | None = None) -> SynthesisResult:
+    """One episode. `memory` is a sage.memory.Memory (or None to run without one); `budget`
+    is the run's token/cost budget, shared by its episodes (None: unlimited)."""
     start = time.perf_counter()
     episode = None
     if memory is not None:
@@ -61,40 +74,67 @@ def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
     if episode is not None and config.k > 0:
         query = f"{task.name} {task.description} {' '.join(task.tags)}"
         experiences = [_experience_item(e) for e in episode.retrieve(query, list(task.tags), k=config.k)]
-    system = system_message(config.preset, require_card=backend.name != OFFLINE)
-    messages = [system, task_message(task_brief(task), rules, experiences)]
+    offline = backend.name == OFFLINE
+    budget = None if offline else budget   # the offline synthesizer spends no tokens
+    # The offline synthesizer reads facts, not prose: it does not need the reference described.
+    refs = [] if offline else reference_facts(task, config.preset, config.cases)
+    conversation = Conversation(system_message(config.preset, require_card=not offline),
+                                task_message(task_brief(task), rules, experiences, refs),
+                                max_prompt_tokens=config.max_prompt_tokens)
+    messages = conversation.first()
+    shown = {item.id for item in rules + experiences}
+    by_ref = {r.index: r for r in refs}
     result = SynthesisResult(task=task.key, backend=backend.name, memory_mode=config.memory_mode,
                              seed=config.seed, status="error")
-    seen: set[str] = set()
+    seen: dict[str, Turn] = {}
     best_speedup: float | None = None
+    last_feedback: Message | None = None
+    last_answer = ""
 
     for index in range(1, config.iterations + 2):
         try:
+            if budget is not None:
+                budget.check(conversation.tokens(messages), config.max_completion_tokens)
             completion = backend.complete(messages)
         except NoKernel as exc:
             result.status, result.reason = "no_kernel", str(exc)
             break
-        except BackendError as exc:
+        except BudgetExhausted as exc:
             if index == 1:
                 raise  # nothing was judged: the episode is abandoned, nothing written
+            result.stopped = f"stopped before attempt {index}: {exc}"
+            break
+        except BackendError as exc:
+            if index == 1:
+                raise
             result.turns.append(Turn(index=index, status="llm_error", message=str(exc)))
             break
-        messages.append(Message(role="assistant", content=completion.text))
-        turn = _judge(task, completion, index, seen, episode, config, on_turn)
+        charge(result, budget, conversation, chars(messages), completion)
+        last_answer = completion.text
+        turn = _judge(task, completion, index, seen, episode, config, on_turn, shown)
         result.turns.append(turn)
-        result.prompt_tokens += completion.prompt_tokens
-        result.completion_tokens += completion.completion_tokens
         if on_turn:
             on_turn(turn, "done")
-        if turn.status == "repeat":
+        if turn.status == "repeat" and offline:
             break
         if turn.status == "correct" and (best_speedup is None or (turn.speedup or 0.0) > best_speedup):
             best_speedup, result.best = turn.speedup or 0.0, len(result.turns) - 1
-        messages.append(_feedback(turn, best_speedup))
+        last_feedback = _feedback(turn, best_speedup, by_ref, result.turns)
+        if index == config.iterations + 1:
+            break
+        try:
+            messages = conversation.after(result.turns, completion.text, last_feedback)
+        except PromptTooLarge as exc:
+            result.stopped = f"stopped before attempt {index + 1}: {exc}"
+            break
 
     _summarise(result)
     if episode is not None:
-        _extract(result, task, backend, messages, episode, config)
+        if config.memory_mode != "none" and any(t.evaluation is not None for t in result.turns):
+            judged_last = result.turns[-1].evaluation is not None and last_feedback is not None
+            extract(result, task, backend, messages + [Message(role="assistant", content=last_answer)],
+                    episode, conversation, budget, config.max_completion_tokens,
+                    last_feedback.facts.get("feedback") if judged_last else None)
         report = episode.finish(_outcome(result, time.perf_counter() - start))
         result.episode_id, result.reward = report.episode_id, report.reward
         result.utilities = dict(report.credited)
@@ -105,8 +145,8 @@ def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
     return result
 
 
-def _judge(task: Any, completion: Completion, index: int, seen: set[str], episode: Any,
-           config: AgentConfig, on_turn: TurnCallback | None) -> Turn:
+def _judge(task: Any, completion: Completion, index: int, seen: dict[str, Turn], episode: Any,
+           config: AgentConfig, on_turn: TurnCallback | None, shown: set[str]) -> Turn:
     from sage.bench.evaluate import SKIP_STATUSES, evaluate_kernel
 
     base = dict(index=index, prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens)
@@ -120,12 +160,18 @@ def _judge(task: Any, completion: Completion, index: int, seen: set[str], episod
         return Turn(**base, status="malformed", message=str(exc))
     key = answer.source.strip()
     if key in seen:
-        return Turn(**base, status="repeat", plan=answer.plan, message="the same kernel as an earlier attempt")
-    seen.add(key)
+        original = seen[key]
+        return Turn(**base, status="repeat", plan=answer.plan, repeat_of=original.index, source=answer.source,
+                    message=f"the same kernel as attempt {original.index}")
     turn = Turn(**base, status="error", plan=answer.plan, source=answer.source)
-    if episode is not None and answer.adopted:
-        adoption = episode.declare_adopted(answer.adopted, attempt=index, reason=answer.plan[:500])
-        turn.adopted, turn.rejected = adoption.accepted, adoption.rejected
+    seen[key] = turn
+    if answer.adopted:
+        # Only ids this episode showed can be adopted; the memory checks again (and keeps the rejections).
+        adoption = episode.declare_adopted(answer.adopted, attempt=index, reason=answer.plan[:500]) \
+            if episode is not None else None
+        accepted = [i for i in (adoption.accepted if adoption else []) if i in shown]
+        turn.adopted = accepted
+        turn.rejected = [i for i in answer.adopted if i not in accepted]
     if on_turn:
         on_turn(turn, "evaluating")
     limits = None
@@ -154,20 +200,23 @@ def _fill(turn: Turn, evaluation: Any) -> None:
     elif evaluation.status == "incorrect":
         turn.message = evaluation.reason
     turn.speedup, turn.roofline_fraction = evaluation.speedup, evaluation.roofline_fraction
+    turn.device_speedup = evaluation.device_speedup
     timed = [c for c in evaluation.cases if c.time_us is not None]
     if timed:
         slowest = max(timed, key=lambda c: c.time_us)
         turn.cycles, turn.time_us, turn.bottleneck = slowest.cycles, slowest.time_us, slowest.bottleneck
 
 
-def _feedback(turn: Turn, best_speedup: float | None) -> Message:
+def _feedback(turn: Turn, best_speedup: float | None, refs: dict[int, ReferenceFacts], turns: list[Turn]) -> Message:
     if turn.status == "malformed":
         return malformed_feedback(turn.message or "")
+    if turn.status == "repeat":
+        return repeat_feedback(turn, next(t for t in turns if t.index == turn.repeat_of))
     if turn.status == "error":
         return error_feedback(turn.evaluation, turn.source or "")
     if turn.status == "incorrect":
         return incorrect_feedback(turn.evaluation)
-    return success_feedback(turn.evaluation, best_speedup)
+    return success_feedback(turn.evaluation, best_speedup, refs)
 
 
 def _summarise(result: SynthesisResult) -> None:
@@ -200,28 +249,6 @@ def _failure_reason(turns: list[Turn]) -> str | None:
     where = f" (line {best.error_line})" if best.error_line else ""
     what = f"{best.error_type}{where}: " if best.error_type else ""
     return f"attempt {best.index}: {what}{best.message}"
-
-
-def _extract(result: SynthesisResult, task: Any, backend: LLMBackend, messages: list[Message],
-             episode: Any, config: AgentConfig) -> None:
-    if config.memory_mode == "none" or not any(t.evaluation is not None for t in result.turns):
-        return
-    try:
-        best = result.turns[result.best].speedup if result.best is not None else None
-        judged_last = result.turns and result.turns[-1].evaluation is not None
-        last = _feedback(result.turns[-1], best).facts.get("feedback") if judged_last else None
-        completion = backend.complete(messages + [reflection_request(task.key, list(task.tags), result.turns,
-                                                                     last_feedback=last)])
-        drafts = parse_reflection(completion.text)
-    except (BackendError, ReflectionError) as exc:
-        result.extraction_problem = str(exc)
-        return
-    result.prompt_tokens += completion.prompt_tokens
-    result.completion_tokens += completion.completion_tokens
-    for d in drafts:
-        tags = d.tags or list(task.tags)
-        episode.add_experience(title=d.title, advice=d.advice, tags=tags, hints=d.hints)
-        result.extracted.append(NewExperience(title=d.title, tags=tags, hints=d.hints))
 
 
 def _outcome(result: SynthesisResult, elapsed: float) -> Any:

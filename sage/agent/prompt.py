@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from sage.agent.answer import ANSWER_CONTRACT
 from sage.agent.backends.base import Message
+from sage.agent.reference_facts import ReferenceFacts
 
 ROLE = """\
 You are an expert Ascend C kernel engineer. You write NPU kernels in sage's kernel DSL,
@@ -85,9 +86,22 @@ def system_message(preset: str, *, require_card: bool = True) -> Message:
         ROLE,
         "# The kernel DSL\n\n" + card,
         "# The hardware\n\n" + hardware_summary(preset),
+        "# Correctness\n\n" + correctness_section(),
         "# How to answer\n\n" + ANSWER_CONTRACT,
     ])
     return Message(role="system", content=text)
+
+
+def correctness_section() -> str:
+    """The rule the evaluation applies, in its own words (sage.bench.correctness.RULE), and
+    each dtype's tolerance read from the same table the comparison uses."""
+    from sage.bench.correctness import RULE, TOLERANCES
+
+    tolerances = ", ".join(f"{dtype} {tol:g}" for dtype, tol in TOLERANCES.items())
+    return (f"{RULE}\nTolerance by output dtype: {tolerances}; integer and bool outputs: exact.\n"
+            "Every evaluation draws fresh random inputs (the shapes and dtypes stay those of the cases), so a "
+            "kernel must be right for any values of that distribution, not for one draw: mind accumulation "
+            "precision (accumulate half inputs in float32) and the order of reductions.")
 
 
 class TaskBrief(BaseModel):
@@ -126,23 +140,31 @@ class ShownItem(BaseModel):
     utility: float = 0.0
 
 
-def task_message(brief: TaskBrief, rules: list[ShownItem], experiences: list[ShownItem]) -> Message:
+def task_message(brief: TaskBrief, rules: list[ShownItem], experiences: list[ShownItem],
+                 references: list[ReferenceFacts] | None = None) -> Message:
     parts = []
     if rules:
         parts.append("# Resident rules (proven on several operators)\n\n" + "\n".join(_item_line(r) for r in rules))
     if experiences:
         parts.append("# Experiences retrieved for this task\n\n" + "\n".join(_item_line(e) for e in experiences))
     if rules or experiences:
-        parts.append('List in "adopted" the ids whose advice your kernel applies, and only those.')
+        shown = ", ".join(i.id for i in rules + experiences)
+        parts.append(f'List in "adopted" the ids whose advice your kernel applies, and only those (shown: {shown}); '
+                     "any other id is rejected.")
+    else:
+        parts.append('No rules or experiences are shown for this task: "adopted" must be [].')
     cases = "\n".join(f"- case {i}: forward({', '.join(args)})" for i, args in enumerate(brief.cases))
     params = ("\nModel parameters, passed to forward as keyword arguments: " + ", ".join(brief.parameters)
               if brief.parameters else "")
     parts.append(
         f"# Task: {brief.name}\n\n{brief.description}\nTags: {', '.join(brief.tags) or 'none'}\n\n"
         f"Reference (PyTorch):\n```python\n{brief.source.rstrip()}\n```\n\n"
-        f"Your `forward` receives the same arguments. Cases (shapes and dtypes):\n{cases}{params}\n\n"
-        "Write the kernel file."
+        f"Your `forward` receives the same arguments. Cases (shapes and dtypes):\n{cases}{params}"
     )
+    if references:
+        parts.append("# The reference you are timed against (torch_npu eager, modelled)\n\n"
+                     + "\n".join(f"- {r.line()}" for r in references))
+    parts.append("Write the kernel file.")
     facts = {
         "task": brief.name,
         "rules": [r.model_dump() for r in rules],

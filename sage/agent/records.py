@@ -19,11 +19,13 @@ class Turn(BaseModel):
     message: str | None = None                   # error / mismatch / contract problem, in words
     error_type: str | None = None
     error_line: int | None = None
-    speedup: float | None = None
+    speedup: float | None = None                 # end to end (the score)
+    device_speedup: float | None = None
     roofline_fraction: float | None = None
     bottleneck: str | None = None
     cycles: int | None = None                    # slowest case
     time_us: float | None = None                 # slowest case
+    repeat_of: int | None = None                 # a repeat: the attempt whose kernel it repeats
     adopted: list[str] = []                      # accepted by the memory
     rejected: list[str] = []                     # declared but never shown: not credited
     plan: str = ""
@@ -55,8 +57,9 @@ class SynthesisResult(BaseModel):
     roofline_fraction: float | None = None
     bottleneck: str | None = None
     cycles: int | None = None
-    prompt_tokens: int = 0
+    prompt_tokens: int = 0                       # every call: the turns and the reflection
     completion_tokens: int = 0
+    calls: int = 0                               # completions received (turns and reflection requests)
     adopted: list[str] = []
     rejected: list[str] = []
     utilities: dict[str, tuple[float, float]] = {}   # credited id -> (U before, U after)
@@ -65,6 +68,8 @@ class SynthesisResult(BaseModel):
     merged_experiences: list[str] = []
     extracted: list[NewExperience] = []
     extraction_problem: str | None = None
+    extraction_fallback: bool = False            # the experiences were read from a prose reflection
+    stopped: str | None = None                   # why the loop stopped before its attempt budget
     promoted: dict[str, str] = {}
     demoted: list[str] = []
     episode_id: int | None = None

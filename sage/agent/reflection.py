@@ -3,6 +3,10 @@
 The request lists the attempts (what changed, what failed, what got faster); the answer
 is one JSON object `{"experiences": [{"title", "advice", "tags", "hints"}]}`. An LLM
 writes it by reflection; the offline synthesizer from the knob changes it made.
+
+Models often answer a reflection in prose. The loop then sends `strict_request` (the JSON
+object and nothing else) once; if that answer has no usable object either, `prose_drafts`
+reads the lessons out of the prose itself (one per bullet or paragraph), without hints.
 """
 
 from __future__ import annotations
@@ -71,8 +75,57 @@ def parse_reflection(text: str) -> list[ExperienceDraft]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ReflectionError(f"the reflection JSON could not be parsed: {exc.msg}") from exc
+        data = _first_object(text)
+        if data is None:
+            raise ReflectionError(f"the reflection JSON could not be parsed: {exc.msg}") from exc
     try:
         return Reflection.model_validate(data).experiences
     except ValidationError as exc:
         raise ReflectionError(f"the reflection JSON has the wrong shape: {exc.errors()[0]['msg']}") from exc
+
+
+def _first_object(text: str) -> dict | None:
+    """The first `{"experiences": ...}` object in prose that also holds other braces."""
+    decoder = json.JSONDecoder()
+    i = text.find("{")
+    while i != -1:
+        try:
+            obj, _ = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and "experiences" in obj:
+            return obj
+        i = text.find("{", i + 1)
+    return None
+
+
+def strict_request(problem: str) -> Message:
+    """The second request after an answer without a usable JSON object."""
+    return Message(role="user", content=(
+        f"That answer could not be stored: {problem}. Reply with the JSON object only, starting with {{ and "
+        'ending with }, no prose and no code fence: {"experiences": [{"title": "...", "advice": "...", '
+        '"tags": ["..."], "hints": {}}]}. {"experiences": []} if nothing is worth keeping.'),
+        facts={"reflect_strict": problem})
+
+
+_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+", re.MULTILINE)
+_MARKUP = re.compile(r"[*_`#]+")
+TITLE_CHARS = 80
+
+
+def prose_drafts(text: str, tags: list[str]) -> list[ExperienceDraft]:
+    """Lessons read out of a prose reflection: each bullet (or, without bullets, each
+    paragraph) of at least ten words is one experience; its first sentence is the title."""
+    body = _FENCED_JSON.sub("", text)
+    items = [p for p in _ITEM.split(body)[1:]] if _ITEM.search(body) else re.split(r"\n\s*\n", body)
+    drafts: list[ExperienceDraft] = []
+    for item in items:
+        clean = " ".join(_MARKUP.sub("", item).split())
+        if len(clean.split()) < 10:
+            continue
+        first = re.split(r"(?<=[.:;!?])\s", clean, maxsplit=1)[0].rstrip(".:;")
+        title = first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1].rsplit(" ", 1)[0] + "…"
+        drafts.append(ExperienceDraft(title=title, advice=clean[:800], tags=list(tags)))
+        if len(drafts) == MAX_EXPERIENCES:
+            break
+    return drafts

@@ -48,8 +48,19 @@ def synth(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="show what the kept kernel printed (printf, "
                                                                 "DumpTensor, print), truncated"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object instead of the summary"),
+    max_prompt_tokens: int = typer.Option(None, "--max-prompt-tokens", min=1,
+                                          help="bound on every prompt (estimated); the oldest attempt summaries go "
+                                               "first"),
+    max_tokens: int = typer.Option(None, "--max-tokens", min=1, help="token budget of the whole run (prompt + "
+                                                                     "completion, every call); stops cleanly"),
+    max_cost: float = typer.Option(None, "--max-cost", min=0, help="cost budget of the whole run in US$ (needs "
+                                                                   "--prices); stops cleanly"),
+    prices: str = typer.Option(None, "--prices", help="the model's prices: PROMPT,COMPLETION in US$ per million "
+                                                      "tokens, e.g. 3,15"),
 ) -> None:
     from sage.agent.backends.base import BackendError
+    from sage.agent.budget import BudgetExhausted
+    from sage.agent.conversation import PromptTooLarge
     from sage.agent.factory import make_backend
     from sage.agent.loop import AgentConfig, ReferenceProblem, synthesize
     from sage.agent.prompt import CardNotFound
@@ -64,6 +75,7 @@ def synth(
     settings = load_settings(model=model, base_url=base_url, iterations=iterations, memory_mode=memory_mode,
                              memory_url=memory_url, preset=preset, seed=seed)
     _check_preset(settings.preset)
+    budget = _budget(max_tokens, max_cost, prices)
     task.seed = settings.seed
     kernel_path = out or free_path(Path(f"{task.name}_kernel.py"))
     require_writable(kernel_path.parent.resolve(), "the kernel")
@@ -71,12 +83,17 @@ def synth(
     memory = _open_memory(settings.memory_url)
     backend = make_backend(settings, task)
     config = AgentConfig(preset=settings.preset, iterations=settings.iterations, memory_mode=settings.memory_mode,
-                         seed=settings.seed, cases=selected)
+                         seed=settings.seed, cases=selected, max_prompt_tokens=max_prompt_tokens,
+                         max_completion_tokens=settings.max_tokens)
     view = TurnView(task.key, backend.name)
     try:
         with Live(view.table(), console=err.console(), refresh_per_second=4, transient=as_json) as live:
             view.live = live
-            result = synthesize(task, backend, memory, config, on_turn=view.update)
+            result = synthesize(task, backend, memory, config, on_turn=view.update, budget=budget)
+    except BudgetExhausted as exc:
+        fail(f"the run budget cannot pay for the first call ({exc}); nothing was written", 1)
+    except PromptTooLarge as exc:
+        fail(f"the first prompt does not fit: {exc}")
     except BackendError as exc:
         fail(f"the LLM backend failed: {exc}", 1)
     except ReferenceProblem as exc:
@@ -134,7 +151,7 @@ class TurnView:
         else:
             status = {"correct": "[green]correct[/green]", "incorrect": "[red]wrong[/red]",
                       "error": f"[red]{turn.error_type or 'error'}[/red]", "malformed": "[red]malformed[/red]",
-                      "repeat": "[dim]repeat (done)[/dim]", "llm_error": "[red]LLM error[/red]"}[turn.status]
+                      "repeat": "[dim]repeat[/dim]", "llm_error": "[red]LLM error[/red]"}[turn.status]
             self.rows[turn.index] = [
                 str(turn.index), markup(status), f"{turn.cycles:,}" if turn.cycles else "",
                 f"{turn.speedup:.2f}x" if turn.speedup else "", turn.bottleneck or "",
@@ -151,6 +168,20 @@ class TurnView:
                             box=box.SIMPLE_HEAD)
 
 
+def _budget(max_tokens: int | None, max_cost: float | None, prices: str | None) -> Any:
+    from sage.agent.budget import Prices, RunBudget
+
+    if max_cost is not None and prices is None:
+        fail("--max-cost needs the model's --prices PROMPT,COMPLETION (US$ per million tokens)")
+    try:
+        parsed = Prices.parse(prices) if prices is not None else None
+    except ValueError as exc:
+        fail(f"--prices: {exc}")
+    if max_tokens is None and max_cost is None:
+        return None
+    return RunBudget(max_tokens=max_tokens, max_cost=max_cost, prices=parsed)
+
+
 def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:
     out = Console()
     rows: list[list[Cell]] = [["backend", result.backend],
@@ -161,7 +192,10 @@ def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:
                                if result.roofline_fraction is not None else "n/a"],
                               ["bottleneck", result.bottleneck or "n/a"], ["attempts", str(len(result.turns))]]
     if result.prompt_tokens or result.completion_tokens:
-        rows.append(["tokens", f"{result.prompt_tokens} prompt + {result.completion_tokens} completion"])
+        rows.append(["tokens", f"{result.prompt_tokens} prompt + {result.completion_tokens} completion in "
+                               f"{result.calls} calls (turns and reflection)"])
+    if result.stopped:
+        rows.append(["stopped", result.stopped])
     adopted = [f"{i} U {result.utilities[i][0]:+.2f}→{result.utilities[i][1]:+.2f}" if i in result.utilities else i
                for i in result.adopted]
     rows.append(["adopted", ", ".join(adopted) or "none"])
@@ -176,6 +210,8 @@ def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:
         rows.append(["merged into", ", ".join(result.merged_experiences)])
     if result.extracted:
         rows.append(["lessons", "; ".join(e.title for e in result.extracted)])
+    if result.extraction_fallback:
+        rows.append(["extraction", "the reflection answered in prose: lessons read from it, without knob hints"])
     if result.extraction_problem:
         rows.append(["extraction", result.extraction_problem])
     rows.append(["rules promoted", ", ".join(f"{e}→{r}" for e, r in result.promoted.items()) or "none"])

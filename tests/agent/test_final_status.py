@@ -1,5 +1,4 @@
-"""The final status of a synthesis names the best attempt's own error, never the repeat that
-ended the loop."""
+"""The final status of a synthesis names the best attempt's own error, never a repeat."""
 
 from tests.agent.test_loop_openai import _good_kernel
 
@@ -18,8 +17,9 @@ def test_a_repeated_broken_kernel_reports_the_kernels_error(tiny_task):
         server.reply(render_answer(broken, [], "first try"))
         server.reply(render_answer(broken, [], "the same again"))
         backend = OpenAIBackend(OpenAIConfig(model="fake", base_url=server.base_url), api_key="sk-test")
-        result = synthesize(tiny_task, backend, None, AgentConfig(iterations=3, memory_mode="none"))
+        result = synthesize(tiny_task, backend, None, AgentConfig(iterations=1, memory_mode="none"))
     assert [t.status for t in result.turns] == ["error", "repeat"]
+    assert result.turns[1].repeat_of == 1
     assert result.status == "error"
     assert "earlier attempt" not in result.reason
     assert result.reason.startswith(f"attempt 1: KernelRuntimeError (line {bad_line}): ")
