@@ -95,20 +95,22 @@ def _print(key: str, case: int, ref) -> None:
              f"({ref.roofline_bound}-bound); {ref.launches} launch(es), {ref.syncs} sync(s)")
     if ref.fused:
         title += f" — fused {ref.fused_op}"
-    # Names fold after . and _ (aten overloads), shapes after their x.
+    # Two tables so no name is cut at 80 columns: what each op is, then what it costs. Names
+    # fold after . and _ (aten overloads), shapes after their x.
     cols = [Col("#", "right", wrap=False), Col("op", folds="._"), Col("shapes", folds="x"), Col("dtypes"),
-            Col("class", folds="_( "), Col("vendor µs", "right", wrap=False), Col("expert µs", "right", wrap=False),
-            Col("roofline µs", "right", wrap=False), Col("bound"), Col("L2 hit MB", "right", wrap=False, optional=True),
-            Col("sync", optional=True)]
+            Col("class", folds="_( ")]
     rows = []
     for i, row in enumerate(ref.ops):
         shapes = " ".join("x".join(map(str, s)) or "()" for s in row.shapes)
         dts = " ".join(sorted(set(row.dtypes), key=row.dtypes.index))
         klass = row.op_class if row.group is None else f"{row.op_class} ({row.group})"
-        rows.append([str(i), row.op, shapes, dts, klass, _us(row.device_us), _us(row.expert_device_us),
-                     _us(row.roofline_us), row.bound, f"{row.l2_hit_bytes / 1e6:.2f}", "yes" if row.sync else ""])
-    # No outer border: eleven columns need the room at 80 columns.
+        rows.append([str(i), row.op, shapes, dts, klass])
     out.print(fitted_table(cols, rows, out.width, title=title, title_justify="left", box=box.SIMPLE_HEAD,
                            show_edge=False, pad_edge=False))
+    cols = [Col("#", "right", wrap=False), *(Col(c, "right") for c in ("vendor µs", "expert µs", "roofline µs")),
+            Col("bound", wrap=False), Col("L2 hit MB", "right"), Col("sync", wrap=False)]
+    rows = [[str(i), _us(row.device_us), _us(row.expert_device_us), _us(row.roofline_us), row.bound,
+             f"{row.l2_hit_bytes / 1e6:.2f}", "yes" if row.sync else ""] for i, row in enumerate(ref.ops)]
+    out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False))
     for note in ref.notes:
         out.text(f"note: {note}")
