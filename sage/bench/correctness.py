@@ -185,6 +185,21 @@ def compare_array(expected: np.ndarray, actual: np.ndarray, *, truth: np.ndarray
                        correct=mismatches == 0 and rel_l2 < l2_limit)
 
 
+def unwritten_elements(actual: np.ndarray, expected: np.ndarray) -> int:
+    """Elements of a kernel output whose every byte is still 0xFF, the fill of the DSL's
+    `empty()` (NaN in float types, -1 or the maximum in integer ones), where the eager
+    reference differs: elements no copy from the kernel ever reached."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.shape != expected.shape or actual.dtype.itemsize == 0 or actual.size == 0:
+        return 0
+    width = actual.dtype.itemsize
+    fill = np.all(np.ascontiguousarray(actual).view(np.uint8).reshape(actual.size, width) == 0xFF, axis=1)
+    same = np.ascontiguousarray(expected).view(np.uint8).reshape(expected.size, -1)
+    if same.shape[1] == width:
+        fill &= ~np.all(same == 0xFF, axis=1)
+    return int(np.count_nonzero(fill))
+
+
 def _round_to(t: np.ndarray, dtype: np.dtype) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         return t.astype(dtype).astype(np.float64)
