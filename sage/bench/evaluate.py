@@ -167,6 +167,7 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
             result.correct, result.reason = False, f"{where}: {NEVER_LAUNCHED}"
         elif not result.correct:
             result.reason = f"{where}: {_unwritten_reason(expected, run.outputs) or result.reason}"
+        if not result.correct:
             # A wrong kernel has no speed worth reporting.
             result.speedup = result.device_speedup = result.roofline_fraction = None
     evaluation = _summarise(head, results, time.perf_counter() - start)
@@ -210,6 +211,8 @@ class ReferenceCase(BaseModel):
     total_us: float | None                # end to end (the scored reference time)
     device_us: float | None = None
     breakdown: Any = None                 # the reference model's per-op figures, as it reports them
+    unsupported: str | None = None        # why no 910B kernel can take the case (not measured)
+    reference_error: str | None = None    # the CPU reference raised on this case (not measured)
 
 
 class ReferenceRun(BaseModel):
@@ -225,7 +228,17 @@ def measure_reference(task: Task, preset: str, cases: int | None) -> ReferenceRu
         model, selected = select_cases(task, cases)
         out = []
         for index, case in selected:
-            reference_outputs(model, case)
+            unsupported = task.case_support(case)
+            if unsupported:
+                out.append(ReferenceCase(index=index, inputs=describe_inputs(case), total_us=None,
+                                         unsupported=unsupported))
+                continue
+            try:
+                reference_outputs(model, case)
+            except ReferenceFailure as exc:
+                out.append(ReferenceCase(index=index, inputs=describe_inputs(case), total_us=None,
+                                         reference_error=f"case {index} ({describe_case(case)}): {exc}"))
+                continue
             ref = reference_time_for(task, case, preset)
             out.append(ReferenceCase(
                 index=index, inputs=describe_inputs(case),
@@ -238,8 +251,11 @@ def measure_reference(task: Task, preset: str, cases: int | None) -> ReferenceRu
         return ReferenceRun(status="reference_error", reason=str(exc))
     except TaskLoadError as exc:
         return ReferenceRun(status="reference_error", reason=exc.problem)
-    totals = [c.total_us for c in out]
-    return ReferenceRun(status="reference_ok", cases=out, total_us=sum(totals) if None not in totals else None)
+    if out and all(c.reference_error for c in out):
+        return ReferenceRun(status="reference_error", reason=out[0].reference_error, cases=out)
+    totals = [c.total_us for c in out if c.unsupported is None and c.reference_error is None]
+    return ReferenceRun(status="reference_ok", cases=out,
+                        total_us=sum(totals) if totals and None not in totals else None)
 
 
 class ReferenceFailure(Exception):
@@ -395,7 +411,7 @@ def _summarise(head: dict, results: list[CaseResult], wall_s: float) -> TaskEval
         **head, status=status, executed=executed, correct=correct,
         speedup=geomean([r.speedup for r in timed]) if executed and timed else None,
         device_speedup=geomean([r.device_speedup for r in timed]) if executed and timed else None,
-        roofline_fraction=sum(fractions) / len(fractions) if executed and fractions else None,
+        roofline_fraction=sum(fractions) / len(fractions) if correct and fractions else None,
         reason=reason, error=error, cases=results, wall_s=round(wall_s, 3),
     )
 
