@@ -170,14 +170,17 @@ def compare_array(expected: np.ndarray, actual: np.ndarray, *, truth: np.ndarray
     element_bad = finite & (diff > allowed)
 
     mismatches = int(np.count_nonzero(element_bad | nonfinite_bad))
-    rel_l2 = _rel_l2(t[finite], a[finite])
+    # A NaN or inf where the truth is finite (an output never written holds NaN) is an
+    # unbounded error: the figures say so instead of measuring only the finite elements.
+    unbounded = bool(np.any(nonfinite_bad & np.isfinite(t_out)))
+    rel_l2 = math.inf if unbounded else _rel_l2(t[finite], a[finite])
     both = finite & np.isfinite(e)
     ref_l2 = _rel_l2(t[both], e[both]) if truth is not None else 0.0
     l2_limit = max(tol, C * ref_l2)
     first = _first_failures(element_bad | nonfinite_bad, a, e, t, ref_err) if mismatches else []
     return OutputStats(**common, mismatches=mismatches,
-                       max_abs_error=float(diff.max(initial=0.0)),
-                       max_rel_error=float(rel.max(initial=0.0)),
+                       max_abs_error=math.inf if unbounded else float(diff.max(initial=0.0)),
+                       max_rel_error=math.inf if unbounded else float(rel.max(initial=0.0)),
                        rel_l2_error=rel_l2, rel_l2_limit=l2_limit,
                        reference_rel_l2_error=ref_l2 if truth is not None else None,
                        nonfinite_mismatches=int(np.count_nonzero(nonfinite_bad)),

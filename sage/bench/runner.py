@@ -163,7 +163,9 @@ def run_job(job: Job) -> list[ResultRow]:
     start = time.perf_counter()
     path = Path(job.path)
     try:
-        task = load_task(path, check_inputs=False)
+        # Inputs checked before any solver sees the task: a broken case file is the task's
+        # reference_error, never a "no kernel" or a kernel failure.
+        task = load_task(path, check_inputs=True)
     except ReferenceUnavailable as exc:
         return [failure_row(job, "reference_unavailable", "reference_unavailable", exc.reason)]
     except TaskLoadError as exc:
