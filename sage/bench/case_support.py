@@ -4,6 +4,11 @@ Task files may carry cases that no 910B kernel can run: the public NPUKernelBenc
 have fp64 and complex tensors (and complex scalars) among their cases. Such a case still
 loads and its reference still runs; `case_support` says why a kernel cannot be judged on
 it, so the evaluator reports the case as unsupported instead of failing or crashing.
+
+Some public cases are also far larger than a simulated run can take (one has 2.83 G
+elements): a case over `MAX_CASE_ELEMENTS` is unsupported with that reason. The case-file
+reader makes such tensors as `meta` tensors (shape and dtype, no data),
+so even generating the inputs costs nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +30,11 @@ UNSUPPORTED_DTYPES: dict[torch.dtype, str] = {
     torch.complex128: _NO_COMPLEX,
 }
 SUPPORTED_DTYPE_NAMES = frozenset(dt.name for dt in npu_dtypes.ALL)
+# Elements over all tensor arguments of one case. The sandbox gives a kernel 4 GiB
+# (`Limits.memory_mb`) and the simulator executes every element in Python-driven numpy:
+# 2**28 elements (1 GiB of fp32 inputs, as much again in outputs) is the largest case that
+# fits both the memory limit and the default wall-clock limit with room to spare.
+MAX_CASE_ELEMENTS = 1 << 28
 
 
 def case_support(case: Sequence[Any]) -> str | None:
@@ -34,6 +44,17 @@ def case_support(case: Sequence[Any]) -> str | None:
         reason = _unsupported(arg)
         if reason:
             return f"argument {position} ({describe_arg(arg)}): {reason}"
+    return size_support(case)
+
+
+def size_support(case: Sequence[Any]) -> str | None:
+    """None when the case's tensors fit a simulated run, else why not."""
+    total = sum(t.numel() for t in _tensors(case))
+    if total > MAX_CASE_ELEMENTS:
+        return (f"{total:,} elements in its tensors ({describe_case(case)}): more than the "
+                f"{MAX_CASE_ELEMENTS:,} a simulated run can take")
+    if any(t.is_meta for t in _tensors(case)):
+        return f"its inputs were not made ({describe_case(case)}: meta tensors carry no data)"
     return None
 
 
@@ -64,6 +85,14 @@ def describe_arg(arg: Any) -> str:
 
 def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
 
 
 def _unsupported(arg: Any) -> str | None:

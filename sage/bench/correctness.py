@@ -170,19 +170,37 @@ def compare_array(expected: np.ndarray, actual: np.ndarray, *, truth: np.ndarray
     element_bad = finite & (diff > allowed)
 
     mismatches = int(np.count_nonzero(element_bad | nonfinite_bad))
-    rel_l2 = _rel_l2(t[finite], a[finite])
+    # A NaN or inf where the truth is finite (an output never written holds NaN) is an
+    # unbounded error: the figures say so instead of measuring only the finite elements.
+    unbounded = bool(np.any(nonfinite_bad & np.isfinite(t_out)))
+    rel_l2 = math.inf if unbounded else _rel_l2(t[finite], a[finite])
     both = finite & np.isfinite(e)
     ref_l2 = _rel_l2(t[both], e[both]) if truth is not None else 0.0
     l2_limit = max(tol, C * ref_l2)
     first = _first_failures(element_bad | nonfinite_bad, a, e, t, ref_err) if mismatches else []
     return OutputStats(**common, mismatches=mismatches,
-                       max_abs_error=float(diff.max(initial=0.0)),
-                       max_rel_error=float(rel.max(initial=0.0)),
+                       max_abs_error=math.inf if unbounded else float(diff.max(initial=0.0)),
+                       max_rel_error=math.inf if unbounded else float(rel.max(initial=0.0)),
                        rel_l2_error=rel_l2, rel_l2_limit=l2_limit,
                        reference_rel_l2_error=ref_l2 if truth is not None else None,
                        nonfinite_mismatches=int(np.count_nonzero(nonfinite_bad)),
                        first_failures=first, truth=truth is not None,
                        correct=mismatches == 0 and rel_l2 < l2_limit)
+
+
+def unwritten_elements(actual: np.ndarray, expected: np.ndarray) -> int:
+    """Elements of a kernel output whose every byte is still 0xFF, the fill of the DSL's
+    `empty()` (NaN in float types, -1 or the maximum in integer ones), where the eager
+    reference differs: elements no copy from the kernel ever reached."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.shape != expected.shape or actual.dtype.itemsize == 0 or actual.size == 0:
+        return 0
+    width = actual.dtype.itemsize
+    fill = np.all(np.ascontiguousarray(actual).view(np.uint8).reshape(actual.size, width) == 0xFF, axis=1)
+    same = np.ascontiguousarray(expected).view(np.uint8).reshape(expected.size, -1)
+    if same.shape[1] == width:
+        fill &= ~np.all(same == 0xFF, axis=1)
+    return int(np.count_nonzero(fill))
 
 
 def _round_to(t: np.ndarray, dtype: np.dtype) -> np.ndarray:

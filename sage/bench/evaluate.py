@@ -11,7 +11,20 @@ The roofline fraction is the reference forward's essential-work bound over the k
 device work (launch costs excluded from both).
 
 A case whose kernel raises stops the evaluation (the task did not execute); a case that
-runs but is wrong does not, so every executed case has statistics.
+runs but is wrong does not, so every executed case has statistics. Every error and
+reference failure names its case and the case's shapes.
+
+Cases that say nothing about the kernel are not judged, and leave both correctness and
+speed: a case no 910B kernel can take (fp64 or complex arguments, more elements than a
+simulated run can hold: `Task.case_support`) is `unsupported` with that reason, and a case
+whose CPU reference raises (e.g. an op without a CPU kernel for fp16) has its
+`reference_error`. A task none of whose cases can be judged is `unsupported` (or
+`reference_error` when its reference failed on every case). A case whose outputs all have
+zero elements (`empty`) is judged on shape and dtype alone and needs no launch; it has no
+time to compare, so it leaves the speed means. An incorrect case gets no speedup or
+roofline fraction: a wrong kernel has no speed worth reporting. When an incorrect output
+still holds the 0xFF fill of `empty()`, the reason says it was never written, and when
+forward() launched no kernel at all, it says that.
 
 `measure_reference` is the same pass without a kernel: reference outputs on CPU and the
 reference time of each case (what `sage bench --reference-only` records).
@@ -30,23 +43,28 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from sage.bench.correctness import Comparison, OutputStats, compare_outputs, dtype_name
+from sage.bench.case_support import describe_arg, describe_case
+from sage.bench.correctness import Comparison, OutputStats, compare_outputs, dtype_name, unwritten_elements
 from sage.bench.tasks import (ReferenceUnavailable, Task, TaskLoadError, kernel_args,
                               parameter_kwargs, runtime_accelerator_reason, to_numpy)
 from sage.npu.results import ErrorInfo, Profile
 from sage.npu.sandbox import Limits, run_sandboxed
 
-Status = Literal["correct", "incorrect", "error", "no_kernel", "reference_unavailable", "reference_error"]
+Status = Literal["correct", "incorrect", "error", "no_kernel", "reference_unavailable", "reference_error",
+                 "unsupported"]
 # Statuses that say nothing about the kernel: such tasks leave the metrics' denominators.
-SKIP_STATUSES = frozenset({"reference_unavailable", "reference_error"})
+SKIP_STATUSES = frozenset({"reference_unavailable", "reference_error", "unsupported"})
 
 
 class CaseResult(BaseModel):
     model_config = ConfigDict(ser_json_inf_nan="strings")
 
     index: int
-    inputs: list[str] = []                    # "float16[64, 2117]" per tensor argument
+    inputs: list[str] = []                    # "float16[64, 2117]" per tensor argument, repr of the others
     correct: bool = False
+    unsupported: str | None = None            # why no 910B kernel can take the case (not judged)
+    reference_error: str | None = None        # the CPU reference raised on this case (not judged)
+    empty: bool = False                       # every output has zero elements: judged on shape and dtype, not timed
     error: ErrorInfo | None = None
     reason: str | None = None                 # why the comparison failed
     stats: list[OutputStats] = []
@@ -105,14 +123,21 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
     results: list[CaseResult] = []
     isolation_gaps: set[str] = set()
     for index, case in selected:
+        result = CaseResult(index=index, inputs=describe_inputs(case))
+        results.append(result)
+        result.unsupported = task.case_support(case)
+        if result.unsupported:
+            continue
+        where = f"case {index} ({describe_case(case)})"
         try:
             expected = reference_outputs(model, case)
         except ReferenceUnavailable as exc:
             return TaskEvaluation(**head, status="reference_unavailable", reason=exc.reason)
         except ReferenceFailure as exc:
-            return TaskEvaluation(**head, status="reference_error", reason=str(exc))
+            result.reference_error = f"{where}: {exc}"
+            continue
         truth = truth_outputs(model, case, len(expected))
-        result = CaseResult(index=index, inputs=describe_inputs(case))
+        result.empty = all(e.size == 0 for e in expected)
         ref = None
         try:
             ref = reference_time_for(task, case, preset)
@@ -123,19 +148,28 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
             result.reference_time_us, result.reference_device_us = ref.end_to_end_us, ref.device_us
         run = run_sandboxed(source, kernel_args(case), kwargs, preset=preset, filename=filename,
                             trace=trace, expected=output_specs(expected), limits=limits)
-        results.append(result)
         result.printed = run.printed or None
         isolation_gaps.update(run.isolation_gaps)
-        if run.error is None:
+        never_launched = _never_launched(run.profile, expected)
+        if run.error is None and not never_launched:
             run.error = physical_check(run.profile, expected, model, case, preset)
         if run.error is not None:
-            result.error = run.error
+            result.error = run.error.model_copy(update={"message": f"{where}: {run.error.message}"})
             break
-        _fill_profile(result, run.profile, ref)
+        if not result.empty:
+            _fill_profile(result, run.profile, ref)
         result.trace = run.trace
         comparison: Comparison = compare_outputs(expected, run.outputs or [], truth=truth,
                                                  int_step=1 if "quant" in task.tags else 0)
         result.correct, result.reason, result.stats = comparison.correct, comparison.reason, comparison.outputs
+        if never_launched:
+            # Outputs that no kernel computed are wrong even where empty()'s fill happens to match.
+            result.correct, result.reason = False, f"{where}: {NEVER_LAUNCHED}"
+        elif not result.correct:
+            result.reason = f"{where}: {_unwritten_reason(expected, run.outputs) or result.reason}"
+        if not result.correct:
+            # A wrong kernel has no speed worth reporting.
+            result.speedup = result.device_speedup = result.roofline_fraction = None
     evaluation = _summarise(head, results, time.perf_counter() - start)
     evaluation.isolation_gaps = sorted(isolation_gaps)
     return evaluation
@@ -178,6 +212,8 @@ class ReferenceCase(BaseModel):
     total_us: float | None                # end to end (the scored reference time)
     device_us: float | None = None
     breakdown: Any = None                 # the reference model's per-op figures, as it reports them
+    unsupported: str | None = None        # why no 910B kernel can take the case (not measured)
+    reference_error: str | None = None    # the CPU reference raised on this case (not measured)
 
 
 class ReferenceRun(BaseModel):
@@ -193,7 +229,17 @@ def measure_reference(task: Task, preset: str, cases: int | None) -> ReferenceRu
         model, selected = select_cases(task, cases)
         out = []
         for index, case in selected:
-            reference_outputs(model, case)
+            unsupported = task.case_support(case)
+            if unsupported:
+                out.append(ReferenceCase(index=index, inputs=describe_inputs(case), total_us=None,
+                                         unsupported=unsupported))
+                continue
+            try:
+                reference_outputs(model, case)
+            except ReferenceFailure as exc:
+                out.append(ReferenceCase(index=index, inputs=describe_inputs(case), total_us=None,
+                                         reference_error=f"case {index} ({describe_case(case)}): {exc}"))
+                continue
             ref = reference_time_for(task, case, preset)
             out.append(ReferenceCase(
                 index=index, inputs=describe_inputs(case),
@@ -206,8 +252,11 @@ def measure_reference(task: Task, preset: str, cases: int | None) -> ReferenceRu
         return ReferenceRun(status="reference_error", reason=str(exc))
     except TaskLoadError as exc:
         return ReferenceRun(status="reference_error", reason=exc.problem)
-    totals = [c.total_us for c in out]
-    return ReferenceRun(status="reference_ok", cases=out, total_us=sum(totals) if None not in totals else None)
+    if out and all(c.reference_error for c in out):
+        return ReferenceRun(status="reference_error", reason=out[0].reference_error, cases=out)
+    totals = [c.total_us for c in out if c.unsupported is None and c.reference_error is None]
+    return ReferenceRun(status="reference_ok", cases=out,
+                        total_us=sum(totals) if totals and None not in totals else None)
 
 
 class ReferenceFailure(Exception):
@@ -267,15 +316,28 @@ def output_specs(expected: list[np.ndarray]) -> list:
 
 
 def describe_inputs(case: list) -> list[str]:
-    out = []
-    for a in case:
-        if isinstance(a, torch.Tensor):
-            out.append(f"{str(a.dtype).removeprefix('torch.')}{list(a.shape)}")
-        elif isinstance(a, (int, float, bool)):
-            out.append(repr(a))
-        else:
-            out.append(type(a).__name__)
-    return out
+    """One entry per forward argument: "float16[0, 7]", "0.5", "None", "[float32[3], int64[]]"."""
+    return [describe_arg(a) for a in case]
+
+
+NEVER_LAUNCHED = ("the kernel was never launched: forward() returned its outputs without launching a kernel, "
+                  "so nothing computed them")
+
+
+def _never_launched(profile: Profile | None, expected: list[np.ndarray]) -> bool:
+    """forward() returned without a launch although the outputs have elements to compute."""
+    return profile is not None and profile.launches == 0 and any(e.size for e in expected)
+
+
+def _unwritten_reason(expected: list[np.ndarray], outputs: list[np.ndarray] | None) -> str | None:
+    """Why an incorrect output is wrong when elements of it still hold what `empty()` left there."""
+    for i, (e, a) in enumerate(zip(expected, outputs or [])):
+        count = unwritten_elements(a, e)
+        if count:
+            whole = "every element still holds" if count == a.size else f"{count} of {a.size} elements still hold"
+            return (f"output {i} ({dtype_name(a.dtype)}{list(a.shape)}) was never written: {whole} the 0xFF "
+                    f"fill of empty() (no copy from a kernel reached them)")
+    return None
 
 
 def geomean(values: Sequence[float]) -> float | None:
@@ -332,17 +394,25 @@ def _fill_profile(result: CaseResult, profile: Profile | None, ref: Any) -> None
 
 def _summarise(head: dict, results: list[CaseResult], wall_s: float) -> TaskEvaluation:
     error = next((r.error for r in results if r.error is not None), None)
-    executed = error is None and bool(results)
-    correct = executed and all(r.correct for r in results)
-    reason = next((r.reason for r in results if r.reason), None)
-    fractions = [r.roofline_fraction for r in results if r.roofline_fraction is not None]
+    judged = [r for r in results if r.unsupported is None and r.reference_error is None]
+    executed = error is None and bool(judged)
+    correct = executed and all(r.correct for r in judged)
+    reason = next((r.reason for r in judged if r.reason), None)
+    if error is not None:
+        status = "error"
+    elif not judged:
+        # Nothing about the kernel was learned: the task leaves the metrics (SKIP_STATUSES).
+        status = "unsupported" if any(r.unsupported for r in results) else "reference_error"
+        reason = next(r.unsupported or r.reference_error for r in results) if results else "no case selected"
+    else:
+        status = "correct" if correct else "incorrect"
+    timed = [r for r in judged if not r.empty]
+    fractions = [r.roofline_fraction for r in timed if r.roofline_fraction is not None]
     return TaskEvaluation(
-        **head,
-        status="error" if not executed else ("correct" if correct else "incorrect"),
-        executed=executed, correct=correct,
-        speedup=geomean([r.speedup for r in results]) if executed else None,
-        device_speedup=geomean([r.device_speedup for r in results]) if executed else None,
-        roofline_fraction=sum(fractions) / len(fractions) if executed and fractions else None,
+        **head, status=status, executed=executed, correct=correct,
+        speedup=geomean([r.speedup for r in timed]) if executed and timed else None,
+        device_speedup=geomean([r.device_speedup for r in timed]) if executed and timed else None,
+        roofline_fraction=sum(fractions) / len(fractions) if correct and fractions else None,
         reason=reason, error=error, cases=results, wall_s=round(wall_s, 3),
     )
 

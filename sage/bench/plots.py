@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 SPEEDUP_FILE = "speedup_distribution.png"
 ROOFLINE_FILE = "roofline_vs_reference.png"
 LEARNING_FILE = "learning_curve.png"
-SKIP_STATUSES = ("reference_unavailable", "reference_error")
+SKIP_STATUSES = ("reference_unavailable", "reference_error", "unsupported")   # as sage.bench.evaluate
 BOOTSTRAP_SAMPLES = 2000
 Z95 = 1.959964
 DPI = 110

@@ -115,7 +115,7 @@ class ReferenceSection:
 
 class SkippedSection:
     def render(self, rows: list[ResultRow], out: Path) -> str | None:
-        skipped = [r for r in final_rows(rows) if r.status in ("reference_unavailable", "reference_error")]
+        skipped = [r for r in final_rows(rows) if r.status in ("reference_unavailable", "reference_error", "unsupported")]
         if not skipped:
             return None
         lines = ["## Skipped (not counted)", "", "| task | why |", "|---|---|"]

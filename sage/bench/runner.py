@@ -8,7 +8,8 @@ is appended to `results.jsonl` at once (flushed to disk): one row per task and a
 exactly one of them `final` per task and epoch. `--resume` skips the (task, epoch) pairs
 that have a final row.
 
-A run never falls over. Task files are imported only in the workers; a job that raises,
+Helper modules in a task folder (Python files that define no task, see
+`tasks.is_helper_module`) are left out of the jobs. A run never falls over. Task files are imported only in the workers; a job that raises,
 kills its worker or passes the per-task deadline (`task_timeout_s`) becomes its task's
 row with status `error`, `crashed` or `timeout` and the reason, and the run goes on.
 
@@ -37,7 +38,7 @@ from sage.bench.evaluate import ReferenceRun, Status, TaskEvaluation, evaluate_k
 from sage.bench.executors import TaskCrash, make_executor
 from sage.bench.selection import (collect_tasks, default_task_timeout, job_key, select_task_files, task_key,
                                   task_order)
-from sage.bench.tasks import ReferenceUnavailable, Task, TaskLoadError, level_of, load_task
+from sage.bench.tasks import ReferenceUnavailable, Task, TaskLoadError, is_helper_module, level_of, load_task
 from sage.npu.sandbox import Limits
 
 RESULTS_FILE = "results.jsonl"
@@ -162,7 +163,9 @@ def run_job(job: Job) -> list[ResultRow]:
     start = time.perf_counter()
     path = Path(job.path)
     try:
-        task = load_task(path, check_inputs=False)
+        # Inputs checked before any solver sees the task: a broken case file is the task's
+        # reference_error, never a "no kernel" or a kernel failure.
+        task = load_task(path, check_inputs=True)
     except ReferenceUnavailable as exc:
         return [failure_row(job, "reference_unavailable", "reference_unavailable", exc.reason)]
     except TaskLoadError as exc:
@@ -228,7 +231,9 @@ def run_bench(config: BenchConfig, solver: Solver | None,
     _write_atomically(out / CONFIG_FILE, config.model_dump_json(indent=2) + "\n")
     finished = {(r.task, r.epoch) for r in existing if r.final}
 
-    paths = task_order([str(f) for f in select_task_files(config.target, config.levels, config.ops)], config.seed)
+    # Helper modules beside the tasks (a case-file reader, shared code) are not jobs.
+    paths = task_order([str(f) for f in select_task_files(config.target, config.levels, config.ops)
+                        if not is_helper_module(f)], config.seed)
     jobs_by_epoch = [[Job(path=p, epoch=e, seed=config.seed + e, key=job_key(config.run_id, e, task_key(Path(p))),
                           preset=config.preset, cases=config.cases, solver=solver)
                       for p in paths if (task_key(Path(p)), e) not in finished]

@@ -281,6 +281,17 @@ def task_files(folder: Path) -> list[Path]:
             and not any(_SKIP_DIR.match(part) for part in p.relative_to(folder).parts[:-1])]
 
 
+def is_helper_module(path: Path) -> bool:
+    """A Python file that parses and defines none of the task names: a module the tasks beside
+    it import (`NotATask` when loaded). Read, never imported. A file that does not parse is
+    not called a helper: it may be a broken task, which must get its row."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except (SyntaxError, ValueError, OSError):
+        return False
+    return not _TASK_NAMES & _defined_names(tree)
+
+
 def level_of(path: Path) -> int | None:
     """The level from the nearest `levelN` folder (also `npukernelbench_level2` style)."""
     for part in reversed(Path(path).parent.parts):

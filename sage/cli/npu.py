@@ -66,15 +66,21 @@ def run(
     evaluation = evaluate_kernel(task, kernel.read_text(encoding="utf-8", errors="replace"), preset=preset_name,
                                  cases=[case] if case is not None else None, filename=kernel.name,
                                  trace=trace is not None)
-    if evaluation.status in ("reference_unavailable", "reference_error"):
+    if evaluation.status in ("reference_unavailable", "reference_error", "unsupported"):
         fail(f"{task.path}: {evaluation.status.replace('_', ' ')}: {evaluation.reason}")
-    if trace is not None:
-        _write_trace(trace, evaluation)
+    trace_note = _write_trace(trace, evaluation) if trace is not None else None
     payload = run_payload(evaluation, seed=task.seed, preset=preset_name)
+    payload["trace_file"] = str(trace) if trace_note is None and trace is not None else None
     if as_json:
         print(json.dumps(payload))
     else:
         _print_run(task.key, preset_name, evaluation, payload, verbose)
+        if trace is not None:
+            err.print(trace_note or f"trace written to {escape(str(trace))} (open it in https://ui.perfetto.dev "
+                                    f"or chrome://tracing)", highlight=False)
+        if evaluation.isolation_gaps:   # said once, not per case
+            err.print(f"[yellow]note:[/yellow] the sandbox could not apply every isolation layer here: "
+                      f"{escape('; '.join(evaluation.isolation_gaps))}", highlight=False)
     raise typer.Exit(0 if evaluation.correct else 1)
 
 
@@ -122,15 +128,20 @@ def run_payload(evaluation: Any, *, seed: int, preset: str) -> dict:
         "device_fixed_us": profile.device_fixed_us if profile else None,
         "cases": [c.model_dump(mode="json", exclude={"profile"}) for c in cases],
         "printed": printed_by_case(evaluation.cases),
+        "isolation_gaps": evaluation.isolation_gaps,
     }
 
 
-def _write_trace(path: Path, evaluation: Any) -> None:
+def _write_trace(path: Path, evaluation: Any) -> str | None:
+    """Writes the first traced case; None when written, else the note saying why not."""
     events = next((c.trace for c in evaluation.cases if c.trace), None)
     if events is None:
-        err.print("[yellow]note:[/yellow] no trace: the kernel did not run to completion")
-        return
-    path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+        return "[yellow]note:[/yellow] no trace written: the kernel did not run to completion on any case"
+    try:
+        path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
+    except OSError as exc:
+        fail(f"{path}: cannot write the trace ({exc.strerror or exc})")
+    return None
 
 
 def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: bool) -> None:
@@ -148,13 +159,15 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: b
     rows = []
     for c in evaluation.cases:
         s = c.stats
-        rows.append([str(c.index), " ".join(compact_shape(i) for i in c.inputs),
-                     markup("[green]yes[/green]") if c.correct else markup("[red]no[/red]"),
+        rows.append([str(c.index), " ".join(compact_shape(i) for i in c.inputs), _verdict(c),
                      _g(max((x.max_abs_error for x in s), default=None)),
                      _g(max((x.rel_l2_error for x in s), default=None)),
                      str(sum(x.mismatches for x in s)) if s else "-"])
     out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD, pad_edge=False))
-    if any(c.time_us is not None for c in evaluation.cases):
+    for c in evaluation.cases:
+        if c.unsupported or c.reference_error:
+            out.print(f"case {c.index} not judged: {escape(c.unsupported or c.reference_error)}", highlight=False)
+    if any(c.speedup is not None for c in evaluation.cases):   # incorrect cases get no figures
         cols = [Col("case", "right", wrap=False),
                 *(Col(c, "right") for c in ("e2e µs", "ref e2e µs", "speedup e2e", "device µs", "ref device µs",
                                             "speedup device"))]
@@ -162,7 +175,7 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: b
                  _g(c.reference_device_us), _g(c.device_speedup, "x")] for c in evaluation.cases]
         out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD, pad_edge=False))
     first = evaluation.cases[0] if evaluation.cases else None
-    if payload["pipes"] and first is not None and first.profile is not None:
+    if payload["pipes"] and first is not None and first.profile is not None and first.correct:
         p = first.profile
         out.print(f"profile of case {payload['case']}: {p.time_us:.2f} µs end to end, {p.device_us:.2f} µs device "
                   f"({p.launches} launch(es): {p.host_dispatch_us:.2f} µs host dispatch, {p.device_fixed_us:.2f} µs "
@@ -202,6 +215,14 @@ def presets(as_json: bool = typer.Option(False, "--json", help="print a JSON lis
     if len(table.columns) < len(cols):   # too narrow for the column: the descriptions follow the table
         for r in rows:
             out.print(f"[bold]{r['name']}[/bold]: {escape(r['description'])}", highlight=False)
+
+
+def _verdict(case: Any) -> str:
+    if case.unsupported or case.reference_error:
+        return markup("[yellow]skip[/yellow]")       # the line under the table says why
+    if case.correct:
+        return markup("[green]empty[/green]") if case.empty else markup("[green]yes[/green]")
+    return markup("[red]no[/red]")
 
 
 def _g(v: float | None, suffix: str = "") -> str:

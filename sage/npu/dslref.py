@@ -85,7 +85,7 @@ SECTIONS = [
      "(indexing, `item()`, arithmetic) is a LaunchError. It allocates outputs, launches kernels with "
      "`kern[block_dim](args)` (each launch pays the launch overhead) and returns a handle or a tuple of "
      "fresh allocations (returning an input is an OutputSpecError).",
-     ["kernel", "empty", "empty_like", "sizeof"]),
+     ["kernel", "empty", "empty_like", "read_back", "sizeof"]),
     ("Blocks and memory",
      "Kernel APIs work only inside a launch. `TPosition` (alias `QuePosition`): VECIN/VECOUT/VECCALC in UB, "
      "A1/B1 in L1, A2 in L0A, B2 in L0B, CO1 in L0C. `InitBuffer` carves consecutive 32 B-aligned buffers "

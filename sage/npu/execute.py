@@ -172,7 +172,8 @@ def time_run(run: FunctionalRun, spec: HardwareSpec, *, trace: bool = False) -> 
         return KernelRun(None, err.info(), None, **extra)
     essential = sum(n for n, is_input in run.trace.allocations if is_input)
     essential += sum(o.nbytes for o in run.outputs or [])
-    return KernelRun(run.outputs, None, build_profile(timed, essential), build_trace(timed) if trace else None,
+    return KernelRun(run.outputs, None, build_profile(timed, essential, syncs=run.trace.syncs),
+                     build_trace(timed) if trace else None,
                      **extra)
 
 

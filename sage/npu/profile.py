@@ -26,9 +26,11 @@ run. Work the kernel itself chooses to do never raises its own bound.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sage.npu.replay import Replay
 from sage.npu.results import PIPES, PipeStat, Profile
-from sage.npu.timeline import LaunchCosts, kernel_steps, run_timeline
+from sage.npu.timeline import LaunchCosts, Step, kernel_steps, run_timeline
 
 
 def _pipe_stats(run: Replay) -> dict[str, PipeStat]:
@@ -45,7 +47,9 @@ def _pipe_stats(run: Replay) -> dict[str, PipeStat]:
             for p, name in enumerate(PIPES)}
 
 
-def build_profile(run: Replay, essential_bytes: int, essential_cube_flops: float = 0.0) -> Profile:
+def build_profile(run: Replay, essential_bytes: int, essential_cube_flops: float = 0.0,
+                  syncs: Sequence[int] = ()) -> Profile:
+    """`syncs`: per host read-back, the number of launches before it (a sync step there)."""
     spec = run.spec
     launches = run.launches
     clock = spec.cycles_per_us
@@ -60,7 +64,10 @@ def build_profile(run: Replay, essential_bytes: int, essential_cube_flops: float
     bottleneck = max(PIPES, key=lambda p: pipes[p].utilisation) if launches else "none"
     # The engine's interface: per launch, the device cycles of the kernel's own work.
     work_us = [lt.kernel_cycles / clock for lt in launches]
-    timeline = run_timeline(kernel_steps(work_us, [lt.name for lt in launches]), costs, keep_steps=False)
+    steps = kernel_steps(work_us, [lt.name for lt in launches])
+    for position in sorted(syncs, reverse=True):      # from the back, so earlier positions stay valid
+        steps.insert(position, Step(kind="sync", label="read_back"))
+    timeline = run_timeline(steps, costs, keep_steps=False)
     device_cycles = timeline.device_us * clock
     widest = max(launches, key=lambda lt: lt.cores_used, default=None)
     hbm = sum(lt.hbm_bytes for lt in launches)
@@ -68,6 +75,7 @@ def build_profile(run: Replay, essential_bytes: int, essential_cube_flops: float
     bound_us, bound_kind = roofline_bound_us(spec, essential_bytes, essential_cube_flops)
     return Profile(
         cycles=int(round(device_cycles)), time_us=round(timeline.end_to_end_us, 4), launches=len(launches),
+        syncs=timeline.syncs, sync_us=round(timeline.sync_us, 4),
         device_us=round(timeline.device_us, 4),
         launch_device_us=[round(costs.device_fixed_us + w, 4) for w in work_us],
         host_dispatch_us=round(timeline.host_dispatch_us, 4), device_fixed_us=round(timeline.device_fixed_us, 4),

@@ -30,6 +30,8 @@ class Profile(BaseModel):
     cycles: int                 # device cycles: every launch's work plus its device fixed cost
     time_us: float              # end to end (host dispatch overlapped with the device): the scored time
     launches: int
+    syncs: int = 0                       # host read-backs (read_back()), each a device->host sync
+    sync_us: float = 0.0                 # what they cost the host: syncs x the preset's sync_us
     device_us: float = 0.0      # the device alone: the sum of launch_device_us
     launch_device_us: list[float] = []   # per launch: its work plus the preset's device_fixed_us
     host_dispatch_us: float = 0.0        # host enqueue paid for all launches (hidden behind the device or not)

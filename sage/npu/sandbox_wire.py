@@ -49,7 +49,8 @@ def encode_job(header: dict, args: list, kwargs: dict) -> tuple[bytes, list[np.n
     def describe(value: Any) -> dict:
         nonlocal offset
         if isinstance(value, np.ndarray):
-            arr = np.ascontiguousarray(value)
+            # ascontiguousarray makes a 0-d array 1-d: a rank-0 input keeps its shape ()
+            arr = np.ascontiguousarray(value).reshape(value.shape)
             arrays.append(arr)
             entry = {"array": {"dtype": dtype_name(arr.dtype), "shape": list(arr.shape), "offset": offset}}
             offset += arr.nbytes

@@ -32,6 +32,7 @@ Matmul = handles.public(matmul.Matmul)
 
 _api = handles.api
 kernel, empty, empty_like = _api(host.kernel), _api(host.empty), _api(host.empty_like)
+read_back = _api(host.read_back)
 DataCopy, DataCopyPad = _api(datamove.DataCopy), _api(datamove.DataCopyPad)
 SetAtomicAdd, SetAtomicMax = _api(datamove.SetAtomicAdd), _api(datamove.SetAtomicMax)
 SetAtomicMin, SetAtomicNone = _api(datamove.SetAtomicMin), _api(datamove.SetAtomicNone)
@@ -67,7 +68,7 @@ __all__ = [
     "float32", "float16", "half", "bfloat16", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
     "bool_", "sizeof",
     # host
-    "kernel", "empty", "empty_like", "GmHandle",
+    "kernel", "empty", "empty_like", "read_back", "GmHandle",
     # blocks and memory
     "GetBlockIdx", "GetBlockNum", "GlobalTensor", "LocalTensor", "TPipe", "TQue", "TQueBind", "TBuf", "TPosition", "QuePosition",
     # data movement

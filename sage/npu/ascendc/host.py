@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from sage.npu import dtypes
+from sage.npu.ascendc import handles
 from sage.npu.errors import LaunchError
 from sage.npu.sim import core as core_mod
 from sage.npu.sim.session import GmBuffer, Session
@@ -129,6 +130,36 @@ def empty(shape, dtype=dtypes.float32) -> GmHandle:
 def empty_like(x: GmHandle, dtype=None) -> GmHandle:
     """A fresh GM allocation of x's shape (and dtype unless given)."""
     return empty(x.shape, x.dtype if dtype is None else dtype)
+
+
+# A data-dependent output size (nonzero, masked_select, unique, repeat_interleave with tensor
+# repeats) needs a count from the device before the host can allocate the output: torch_npu
+# reads it back with a device->host sync, and so may forward(). Each read-back is charged as a
+# sync step of the eager timeline (the preset's `launch.sync_us`, after the device drained), and
+# a forward() may read back only this many scalars in all, so a host side cannot compute the
+# operator from read-back data instead of in a kernel.
+MAX_READ_BACK_SCALARS = 8
+
+
+def read_back(x: GmHandle, count: int = 1) -> list:
+    """First `count` elements of x on the host, for a data-dependent output size; one device->host sync, 8 scalars per forward() at most.
+
+    A kernel counts, the host reads the count back and allocates the output."""
+    session = current_session("read_back()")
+    if core_mod._current is not None:
+        raise LaunchError("read_back() is a host call (in forward), not a kernel API")
+    x = handles.unwrap(x) if handles.is_handle(x) else x
+    if not isinstance(x, GmHandle):
+        raise LaunchError(f"read_back() reads a GM tensor, not a {type(x).__name__}")
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= x.numel():
+        raise LaunchError(f"read_back(x, count): count must be an int in 1..{x.numel()} (x has shape {x.shape})")
+    used = sum(session.trace.read_backs)
+    if used + count > MAX_READ_BACK_SCALARS:
+        raise LaunchError(f"read_back(): {used + count} scalars read back in this forward(), more than the "
+                          f"{MAX_READ_BACK_SCALARS} allowed (read back counts and sizes, compute in kernels)")
+    session.trace.syncs.append(len(session.trace.launches))
+    session.trace.read_backs.append(count)
+    return [v.item() for v in x._buf.data[:count]]
 
 
 class Kernel:

@@ -35,6 +35,7 @@ RECORD = np.dtype([("pipe", "<i1"), ("kind", "<i1"), ("op", "<i1"), ("name", "<i
                    ("gbuf", "<i4"), ("glo", "<i8"), ("ghi", "<i8"), ("ndeps", "<i4")])
 _FIELDS = ("pipe", "kind", "op", "a", "b", "c", "d", "gbuf", "glo", "ghi")   # record tuple order, before deps
 MAX_HEADER_BYTES = 1 << 20
+MAX_SYNCS = 8                  # host read-backs per forward (ascendc.host.MAX_READ_BACK_SCALARS)
 MAX_DEPS_PER_RECORD = 64       # a real instruction waits for at most a few per buffer it touches
 _SIZE_LIMIT = 1 << 46          # no count or byte size in a record is larger than this
 
@@ -78,6 +79,10 @@ class LaunchTrace:
 class RunTrace:
     allocations: list[tuple[int, bool]] = field(default_factory=list)   # (bytes, is an input), in order
     launches: list[LaunchTrace] = field(default_factory=list)
+    # Host read-backs (`read_back()`): per sync, how many launches came before it, and the
+    # scalars it read. The replay charges each as a sync step of the eager timeline.
+    syncs: list[int] = field(default_factory=list)
+    read_backs: list[int] = field(default_factory=list)
 
     @property
     def instructions(self) -> int:
@@ -113,7 +118,7 @@ def encode(trace: RunTrace) -> bytes:
                            "core": block.core_type, "block": block.block, "sub": block.sub})
         launches.append({"name": lt.name, "block_dim": lt.block_dim, "blocks": blocks, "type": lt.kernel_type})
     header = json.dumps({"names": list(names), "allocations": [[n, bool(i)] for n, i in trace.allocations],
-                         "launches": launches}).encode()
+                         "launches": launches, "syncs": trace.syncs}).encode()
     return len(header).to_bytes(8, "little") + header + b"".join(parts)
 
 
@@ -134,6 +139,7 @@ def decode(data: bytes | memoryview, max_records: int, vector_ops: int | None = 
         names = [str(n)[:200] for n in _list(header["names"], 1 << 16)]
         allocations = [(_int(n, "allocation size"), bool(i)) for n, i in _list(header["allocations"], 1 << 16)]
         launch_specs = _list(header["launches"], 1 << 16)
+        syncs = [_int(n, "sync position") for n in _list(header.get("syncs", []), MAX_SYNCS)]
     except (KeyError, TypeError, ValueError, RecursionError) as exc:
         raise TraceError(f"trace header is malformed: {exc}") from None
     sizes = np.array([n for n, _ in allocations] or [0], dtype=np.int64)
@@ -176,11 +182,13 @@ def decode(data: bytes | memoryview, max_records: int, vector_ops: int | None = 
         launches.append(lt)
     if pos != len(view):
         raise TraceError(f"{len(view) - pos} bytes after the last block")
+    if syncs != sorted(syncs) or any(n > len(launches) for n in syncs):
+        raise TraceError(f"sync positions {syncs[:8]} are not in launch order within {len(launches)} launches")
     _validate(blocks_read, len(names), sizes, len(allocations),
               _default_vector_ops() if vector_ops is None else vector_ops)
     for block, arr, deps in blocks_read:
         block.records = _records(arr, deps, names)
-    return RunTrace(allocations, launches)
+    return RunTrace(allocations, launches, syncs)
 
 
 _VALID_GM_PATH = np.array([i in GM_PATHS for i in range(len(PATHS))])
