@@ -503,3 +503,67 @@ def _conv_transposed(x, weight, bias, stride, padding, dilation, output_padding,
     zp = constant_pad_nd(z, pad, 0.0)
     w = flip(weight, list(range(2, 2 + n))).transpose(0, 1)
     return _conv_im2col(zp, w, bias, [1] * n, [0] * n, [1] * n)
+
+
+# -- reductions the compiler takes in two steps ----------------------------------------------------
+def _runs(x: torch.Tensor, dims: list[int]) -> list[list[int]]:
+    """The reduced axes grouped into runs that are adjacent in memory, innermost run first."""
+    order = sorted((d for d in range(x.dim()) if x.shape[d] > 1), key=lambda d: x.stride(d))
+    runs: list[list[int]] = []
+    prev = None
+    for d in order:
+        if d in dims:
+            if runs and prev in runs[-1]:
+                runs[-1].append(d)
+            else:
+                runs.append([d])
+        prev = d
+    return runs
+
+
+def _split_reduce(fn, x, dims, keepdim, **kw):
+    """A reduction over axes that are not one run in memory, as one reduction per run (the
+    innermost first); a reduction of everything over many elements, as rows then their sums."""
+    rank = x.dim()
+    dims = _dims(x, dims)
+    runs = _runs(x, dims)
+    if len(runs) <= 1:
+        if len(dims) == rank and rank and x.numel() > 16384 and x.is_contiguous():
+            cols = next((c for c in range(4096, 255, -1) if x.numel() % c == 0), None)
+            if cols is not None:
+                half = x.dtype in (torch.float16, torch.bfloat16) and fn is torch.sum
+                part = fn((x.float() if half else x).reshape(-1, cols), [1], keepdim=False, **kw)
+                out = fn(part, [0], keepdim=False)
+                out = out.to(x.dtype) if half else out
+                return out.reshape([1] * rank) if keepdim else out
+        return NotImplemented
+    half = x.dtype in (torch.float16, torch.bfloat16) and fn is torch.sum
+    out = x.float() if half else x         # partial sums stay in float32, as torch accumulates
+    for run in runs:
+        out = fn(out, run, keepdim=True, **kw)
+        kw = {}
+    out = out.to(x.dtype) if half else out
+    return out if keepdim else out.squeeze(dims)
+
+
+def sum_(x, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        x = x.to(dtype)
+    return _split_reduce(torch.sum, x, dim, keepdim)
+
+
+def amax(x, dim=(), keepdim=False):
+    return _split_reduce(torch.amax, x, dim, keepdim)
+
+
+def amin(x, dim=(), keepdim=False):
+    return _split_reduce(torch.amin, x, dim, keepdim)
+
+
+def mean(x, dim=None, keepdim=False, *, dtype=None):
+    dims = _dims(x, dim)
+    n = math.prod(x.shape[d] for d in dims)
+    total = sum_(x, dims, keepdim, dtype=dtype)
+    if total is NotImplemented:
+        return NotImplemented
+    return total * (1.0 / n) if n else total

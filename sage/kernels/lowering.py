@@ -52,6 +52,7 @@ class Lowerer:
     dtype: str = "float32"   # the compute dtype (comparisons against scalars are typed by it)
     repeat_form: bool = False  # broadcasts and reductions in mask/repeat form (see the module doc)
     dying: list[Val] = field(default_factory=list)   # operands of the op being lowered on their last use
+    reduce_rows: bool = False  # the tile program reduces over rows itself (Reduce nodes are its roots)
 
     # -- bookkeeping -------------------------------------------------------------------
     def emit(self, line: str) -> None:

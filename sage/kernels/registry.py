@@ -330,6 +330,7 @@ _DECOMPOSED: dict[str, Callable] = {
     "upsample_nearest1d": d.upsample_nearest, "upsample_nearest2d": d.upsample_nearest,
     "upsample_nearest3d": d.upsample_nearest, "upsample_bilinear2d": d.upsample_bilinear2d,
     "convolution": d.convolution, "_convolution": d.convolution,
+    "sum": d.sum_, "mean": d.mean, "amax": d.amax, "amin": d.amin,
 }
 _DECOMPOSED_INPLACE: dict[str, Callable] = {"index_put": d.index_put_, "_unsafe_index_put": d.index_put_}
 # Ops whose output shape depends on the values they read: a kernel must allocate its

@@ -15,6 +15,7 @@ from sage.kernels import AtenCall, Graph, base_name, op_def
 
 # Free ops that create a storage with a known value (the recorder marks them views).
 _CONSTANT_MAKERS = {"scalar_tensor", "lift_fresh_copy", "lift_fresh"}
+_ALLOCATIONS = {"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"}
 _HOST_READS = {"_local_scalar_dense", "item", "is_nonzero", "tolist"}
 UNSUPPORTED_DTYPES = {"float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "uint64"}
 
@@ -84,7 +85,9 @@ def build_program(graph: Graph, n_args: int) -> Built:
         if name in _CONSTANT_MAKERS:
             prog.nodes.append(_constant_node(prog, gnode, ref(gnode.outs[0], what), consts, what))
             continue
-        if call.free:
+        # A "view" op that made a new storage copied (aten.to returns self or a copy): a node.
+        fresh = any(graph.storage[v] not in storage_buf for v in gnode.outs) and name not in _ALLOCATIONS
+        if call.free and not (fresh and gnode.args):
             for v in gnode.outs:           # a view, or an allocation (its contents come later)
                 ref(v, what)
             if gnode.args and any(ref(v, what).buf in derived for v in gnode.args):

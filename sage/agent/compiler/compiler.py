@@ -88,13 +88,13 @@ def compile_cases(cases: list[CaseProgram], schedule_for: ScheduleFor | None, ta
 def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, target: Target) -> Variant:
     prog = case.built.program
     variant = Variant(signature=case.signature, args=case.args)
-    used: set[int] = set()
     for g, (group, key) in enumerate(zip(case.plan.groups, case.keys)):
         sched = schedules.setdefault(key, schedule_for(key))
         launch = lower_group(group, prog, f"g{g}", sched, target)
         if launch is not None:
             variant.launches.append(launch)
-            used |= _buffers_of(group)
+    named = {b.name: b.id for b in prog.buffers.values()}
+    used = {named[a] for launch in variant.launches for a in launch.args if a in named}
     returned: set[int] = set()
     for j, ref in enumerate(prog.outputs):
         buf = prog.buffers[ref.buf]
@@ -113,10 +113,6 @@ def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, targ
             variant.temps.append((buf.name, max(buf.numel, 1), buf.dtype))
     variant.temps.sort()
     return variant
-
-
-def _buffers_of(group: Group) -> set[int]:
-    return {r.buf for n in group.nodes for r in list(n.ins) + list(n.outs) if r is not None}
 
 
 def _copy_out(prog: Program, ref: Ref, name: str, target: Target, schedule_for: ScheduleFor,

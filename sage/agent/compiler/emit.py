@@ -24,6 +24,7 @@ class Launch:
     source: str                # the generator's file text (module-level definitions)
     call: str                  # the host line that launches it
     label: str                 # what it computes, for comments and plans
+    args: list[str] = field(default_factory=list)   # the buffers it reads and writes
 
 
 @dataclass

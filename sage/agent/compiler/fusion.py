@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from sage.agent.compiler.build import Built, Unsupported
 from sage.agent.compiler.ir import Node, Program, Ref
 from sage.agent.compiler.pointwise import IotaOperand, pointwise_of, is_reduce, prim_of
-from sage.agent.compiler.tilegroup import TileGroup, Virtual, new_group
-from sage.kernels import Const, Expr
+from sage.agent.compiler.tilegroup import TileGroup, Virtual, leaves_of, new_group
+from sage.kernels import Const, Expr, Op
 
 
 @dataclass
@@ -61,9 +61,24 @@ def virtual_buffers(prog: Program, consts: dict[int, float]) -> dict[int, Virtua
             continue        # a kernel that is not a tile program reads it from GM
         if isinstance(pw.expr, Const):
             out[ref.buf] = Virtual("const", pw.expr.value)
-        elif pw.operands and isinstance(pw.operands[0], IotaOperand) and len(ref.shape) == 1:
+        elif pw.operands and isinstance(pw.operands[0], IotaOperand) and len(ref.shape) == 1 \
+                and _ops(pw.expr) <= 1:
             out[ref.buf] = Virtual("iota", pw.operands[0].start, pw.operands[0].step)
+        elif _ops(pw.expr) <= INLINE_OPS and not any(
+                r is not None and any(w.index > node.index for w in prog.writers(r.buf)) for r in node.ins):
+            out[ref.buf] = Virtual("expr", node=node, pw=pw)
     return out
+
+
+# A pointwise node this cheap (a cast, a negation, a scale) is recomputed where it is read
+# rather than written to GM and read back.
+INLINE_OPS = 2
+
+
+def _ops(expr: Expr) -> int:
+    if isinstance(expr, Op):
+        return (expr.name != "identity") + sum(_ops(a) for a in expr.args)
+    return 0
 
 
 def plan_groups(built: Built) -> Plan:
@@ -108,6 +123,8 @@ def _prim_kind(node: Node) -> str:
 def _place(node: Node, pw, groups: list[Group], writer: dict[int, int], touch: dict[int, set[int]],
            virtual: dict[int, Virtual]) -> Group | None:
     sources = sorted({writer[r.buf] for r in node.ins if r is not None and r.buf in writer}, reverse=True)
+    if groups and len(groups) - 1 not in sources:
+        sources.insert(0, len(groups) - 1)       # an independent node of the same shape: same launch
     for gi in sources:
         g = groups[gi]
         if g.tile is None:
@@ -129,6 +146,13 @@ def _stores(prog: Program, groups: list[Group], virtual: dict[int, Virtual]) -> 
     """Which values each tile group writes to GM."""
     read_by: dict[int, set[int]] = {}
     for g in groups:
+        if g.tile is not None:           # what its expressions load (inlined producers' operands included)
+            for writes in g.tile.writes.values():
+                for _, expr, _ in writes:
+                    for leaf in leaves_of(expr):
+                        if leaf.buf is not None:
+                            read_by.setdefault(leaf.buf, set()).add(g.index)
+            continue
         for n in g.nodes:
             for r in n.ins:
                 if r is not None:

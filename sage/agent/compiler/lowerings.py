@@ -33,7 +33,8 @@ def tile_launch(spec: TileSpec, knobs: Knobs, target: Target, label: str) -> Lau
     except TileTooBig as exc:
         raise Unsupported(f"{label}: {exc}") from None
     outs = "; ".join(render(o.expr) for o in spec.outputs)
-    return Launch(source, f"{spec.name}_launch({', '.join(tile_args(spec))})", f"{label}: {outs}")
+    args = tile_args(spec)
+    return Launch(source, f"{spec.name}_launch({', '.join(args)})", f"{label}: {outs}", args)
 
 
 def copy_launch(prog: Program, src: Ref, dst_name: str, name: str, target: Target) -> Launch | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from sage.agent.compiler.ir import Layout, Node, Ref
+from sage.agent.compiler.ir import Layout, Node, Ref, contiguous_strides
 from sage.agent.compiler.pointwise import IotaOperand, Pointwise, prim_of, reduce_dims
 from sage.kernels import Const, Expr, Inp, Op, Reduce
 
@@ -41,11 +41,43 @@ class LeafRef:
 
 @dataclass
 class Virtual:
-    """A buffer that is a pure function of its index: an arange, or a fill."""
+    """A buffer the groups compute where they read it instead of loading it: an arange, a
+    fill, or a cheap pointwise node (a cast, a negation) inlined into its readers."""
 
-    kind: str                    # "iota" | "const"
+    kind: str                    # "iota" | "const" | "expr"
     start: float = 0.0
     step: float = 0.0
+    node: Node | None = None     # expr: the producer and its expression
+    pw: Pointwise | None = None
+
+
+def compose(gm: GMap, full: tuple[int, ...], shape: tuple[int, ...], lay: Layout) -> GMap | None:
+    """A read of a dense buffer of `shape` through `gm` (over the group's axes `full`),
+    followed back through `lay` (a layout over `shape`): the composite map, or None when
+    the read does not stay on the buffer's axes (a reshape that mixes them)."""
+    cs = contiguous_strides(shape)
+    axes = [d for d in range(len(shape)) if shape[d] > 1]
+    idx = [0] * len(shape)
+    rem = gm.offset
+    for d in axes:
+        idx[d], rem = divmod(rem, cs[d])
+    if rem:
+        return None
+    reach = list(idx)
+    strides = []
+    for a, st in enumerate(gm.strides):
+        if st == 0 or full[a] == 1:
+            strides.append(0)
+            continue
+        d = next((d for d in axes if cs[d] <= st and st % cs[d] == 0), None)
+        if d is None:
+            return None
+        k = st // cs[d]
+        reach[d] += k * (full[a] - 1)
+        if reach[d] >= shape[d]:
+            return None
+        strides.append(k * lay.strides[d])
+    return GMap(tuple(strides), lay.offset + sum(i * s for i, s in zip(idx, lay.strides)))
 
 
 @dataclass
@@ -56,6 +88,7 @@ class TileGroup:
     writes: dict[int, list[tuple[GMap, Expr, Node]]] = field(default_factory=dict)   # buffer -> writes, in order
     exprs: dict[int, Expr] = field(default_factory=dict)                # node index -> its output's expression
     reads: dict[int, set[GMap]] = field(default_factory=dict)           # buffer -> maps it is loaded through
+    row_mode: bool = False       # the reduced axes are not innermost in memory: reduce over tile rows
 
     # -- levels ---------------------------------------------------------------------------------
     def level_of(self, shape: tuple[int, ...]) -> str | None:
@@ -96,15 +129,42 @@ class TileGroup:
         gm = self.gmap(ref.layout, shape)
         if gm is None:
             return None
-        v = virtual.get(ref.buf)
+        return self.read(ref.buf, gm, ref.dtype, virtual)
+
+    def read(self, buf: int, gm: GMap, dtype: str, virtual: dict[int, Virtual]) -> Expr | LeafRef | None:
+        v = virtual.get(buf)
         if v is not None and v.kind == "const":
             return Const(v.start)
+        if v is not None and v.kind == "iota":
+            return LeafRef(None, GMap(tuple(s * v.step for s in gm.strides), v.start + v.step * gm.offset), dtype)
         if v is not None:
-            return LeafRef(None, GMap(tuple(s * v.step for s in gm.strides), v.start + v.step * gm.offset), ref.dtype)
-        if ref.buf in self.writes:
-            made, expr, _ = self.writes[ref.buf][-1]
+            return self._inline(v, gm, virtual)
+        if buf in self.writes:
+            made, expr, _ = self.writes[buf][-1]
             return expr if made == gm else None
-        return LeafRef(ref.buf, gm, ref.dtype)
+        return LeafRef(buf, gm, dtype)
+
+    def _inline(self, v: Virtual, gm: GMap, virtual: dict[int, Virtual]) -> Expr | None:
+        """The producer's expression at the points `gm` reads (its operands followed back)."""
+        assert v.node is not None and v.pw is not None
+        out = v.node.outs[0]
+        subs: list = []
+        for operand in v.pw.operands:
+            if isinstance(operand, IotaOperand):
+                subs.append(LeafRef(None, GMap(tuple(s * operand.step for s in gm.strides),
+                                               operand.start + operand.step * gm.offset), out.dtype))
+                continue
+            ref = v.node.ins[operand]
+            try:
+                lay = ref.layout.broadcast_to(out.shape)
+            except ValueError:
+                return None
+            g2 = compose(gm, self.full, out.shape, lay)
+            got = self.read(ref.buf, g2, ref.dtype, virtual) if g2 is not None else None
+            if got is None:
+                return None
+            subs.append(got)
+        return substitute(v.pw.expr, subs)
 
     def node_expr(self, node: Node, pw: Pointwise | None, virtual: dict[int, Virtual]) -> Expr | None:
         """The node's output as an expression over group values and LeafRefs, or None when
@@ -158,6 +218,8 @@ class TileGroup:
         expr = self.node_expr(node, pw, virtual)
         if expr is None:
             return None
+        if self.row_mode and self.level_of(out.shape) == "full" and _has_reduce(expr):
+            return None              # row mode finishes after the last row: no second pass over the rows
         if node.inplace or out.buf in self.reads:
             # an in-place write must touch exactly what the group reads of that buffer
             gm = self.gmap(out.layout, out.shape)
@@ -168,6 +230,7 @@ class TileGroup:
     def add(self, node: Node, expr: Expr, pw: Pointwise | None) -> None:
         if pw is None and not self.rdims:
             self.rdims = frozenset(reduce_dims(node)[0])
+            self.row_mode = reduces_outer(node)
         out = node.outs[0]
         gm = self.gmap(out.layout, out.shape)
         assert gm is not None
@@ -182,8 +245,35 @@ class TileGroup:
 def new_group(node: Node, pw: Pointwise | None) -> TileGroup:
     if pw is None:
         dims, _ = reduce_dims(node)
-        return TileGroup(tuple(node.ins[0].shape), frozenset(dims))
+        return TileGroup(tuple(node.ins[0].shape), frozenset(dims), row_mode=reduces_outer(node))
     return TileGroup(tuple(node.outs[0].shape), frozenset())
+
+
+def reduces_outer(node: Node) -> bool:
+    """A reduction whose input's innermost axis in memory is kept: it reduces over rows."""
+    src = node.ins[0]
+    dims, _ = reduce_dims(node)
+    axes = [d for d, n in enumerate(src.shape) if n > 1]
+    kept = [d for d in axes if d not in dims]
+    if not kept or not any(d in dims for d in axes):
+        return False
+    inner = min(axes, key=lambda d: (src.layout.strides[d], -d))
+    return inner not in dims
+
+
+def _has_reduce(expr) -> bool:
+    return any(isinstance(e, Reduce) for e in _walk(expr))
+
+
+def _walk(expr):
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        yield e
+        if isinstance(e, Op):
+            stack.extend(e.args)
+        elif isinstance(e, Reduce):
+            stack.append(e.arg)
 
 
 def substitute(expr: Expr, subs: list) -> Expr:

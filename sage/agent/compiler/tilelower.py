@@ -38,7 +38,7 @@ def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_
             leaf_ids.setdefault(leaf, len(leaf_ids))
     leaves = list(leaf_ids)
     maps = [lf.gmap for lf in leaves] + [o[1] for o in outs]
-    dims, strides = _canonical(tile.full, tile.rdims, maps, outs)
+    dims, strides, row = _canonical(tile.full, tile.rdims, maps, outs, tile.row_mode)
     offsets = [m.offset for m in maps]
     accesses: list[Access | Iota] = []
     for k, lf in enumerate(leaves):
@@ -55,8 +55,10 @@ def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_
                      offset=offsets[len(leaves) + j])
         outputs.append(TileOutput(expr=_number(expr, leaf_ids), access=acc))
     compute = _compute_dtype(accesses, outputs, fp32)
-    spec = TileSpec(name=name, dims=dims, row=None, leaves=tuple(accesses), outputs=tuple(outputs), compute=compute)
-    row = row_axis if row_axis is not None else _row_axis(spec)
+    spec = TileSpec(name=name, dims=dims, row=None, leaves=tuple(accesses), outputs=tuple(outputs), compute=compute,
+                    reduce_rows=row is not None)
+    if row is None:
+        row = row_axis if row_axis is not None and row_axis < len(dims) - 1 else _row_axis(spec)
     return spec.model_copy(update={"row": row})
 
 
@@ -70,15 +72,18 @@ def _number(expr: Expr, ids: dict[LeafRef, int]) -> Expr:
     return expr
 
 
-def _canonical(full: tuple[int, ...], rdims: frozenset[int], maps: list[GMap],
-               outs: list) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+def _canonical(full: tuple[int, ...], rdims: frozenset[int], maps: list[GMap], outs: list,
+               row_mode: bool = False) -> tuple[tuple[int, ...], list[tuple[int, ...]], int | None]:
+    """(dims, strides of every map, the row axis when the program reduces over rows)."""
     kept = [i for i in range(len(full)) if i not in rdims and full[i] > 1]
     red = [i for i in range(len(full)) if i in rdims and full[i] > 1]
     n_leaves = len(maps) - len(outs)
     primary = next((m for m in maps[n_leaves:] if all(m.strides[i] for i in kept)), maps[n_leaves] if outs else None)
+    lead = next((m for m in maps[:n_leaves] if all(m.strides[i] for i in red)), None)
+    if row_mode and lead is not None and kept and red:
+        return _row_canonical(full, kept, red, maps, lead)
     if primary is not None:
         kept.sort(key=lambda i: -primary.strides[i])
-    lead = next((m for m in maps[:n_leaves] if all(m.strides[i] for i in red)), None)
     if lead is not None:
         red.sort(key=lambda i: -lead.strides[i])
     axes: list[list[int]] = [[i] for i in kept] + [[i] for i in red]
@@ -91,12 +96,32 @@ def _canonical(full: tuple[int, ...], rdims: frozenset[int], maps: list[GMap],
     if red and sum(1 for ax in merged if ax[0] in rdims) > 1:
         raise Unsupported("a reduction over axes that do not merge into one run in memory")
     if not merged:
-        return (1,), [(0,) for _ in maps]
+        return (1,), [(0,) for _ in maps], None
     dims = tuple(_size(ax, full) for ax in merged)
     strides = [tuple(m.strides[ax[-1]] for ax in merged) for m in maps]
-    if red and not any(ax[0] in rdims for ax in merged[-1:]):
+    if rdims and not red:            # reduced axes of size 1: a column axis of one element
         dims, strides = dims + (1,), [s + (0,) for s in strides]
-    return dims, strides
+    return dims, strides, None
+
+
+def _row_canonical(full, kept: list[int], red: list[int], maps: list[GMap], lead: GMap):
+    """Row mode: loop axes, the reduced axis (the tile's rows), the innermost kept axis."""
+    kept.sort(key=lambda i: -lead.strides[i])
+    red.sort(key=lambda i: -lead.strides[i])
+    runs: list[list[int]] = []
+    for group in (kept[:-1], red, kept[-1:]):
+        merged: list[list[int]] = []
+        for ax in ([i] for i in group):
+            if merged and _mergeable(merged[-1], ax, full, maps):
+                merged[-1] = merged[-1] + ax
+            else:
+                merged.append(ax)
+        if group is red and len(merged) > 1:
+            raise Unsupported("a reduction over axes that do not merge into one run in memory")
+        runs += merged
+    row = len(runs) - 2
+    dims = tuple(_size(ax, full) for ax in runs)
+    return dims, [tuple(m.strides[ax[-1]] for ax in runs) for m in maps], row
 
 
 def _size(ax: list[int], full: tuple[int, ...]) -> int:

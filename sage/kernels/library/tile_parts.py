@@ -37,6 +37,11 @@ def _ceil(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
+def _pitch(n: int, es: int) -> int:
+    """Elements of a UB row of n elements of es bytes, padded to the 32 B block."""
+    return _ceil(n * es, 32) // es
+
+
 @dataclass
 class TileLayout:
     spec: TileSpec
@@ -80,16 +85,25 @@ class TileLayout:
         spec, knobs = self.spec, self.knobs
         budget = self.target.ub_bytes - UB_RESERVED
         cols = spec.cols
-        nc = cols if self.reduce or cols <= knobs.tile_len else max(self.align, knobs.tile_len // self.align * self.align)
+        persistent = self.reduce and not spec.reduce_rows
+        nc = cols if persistent or cols <= knobs.tile_len else max(self.align, knobs.tile_len // self.align * self.align)
+        if spec.reduce_rows:
+            # a block takes whole column chunks: make enough of them for every core
+            cores = knobs.block_dim or self.target.vector_cores
+            loops = math.prod(spec.dims[a] for a in spec.loops)
+            per = -(-cores // max(loops, 1))
+            if per > 1:
+                want = max(256 // self.es_c, _ceil(-(-cols // per), self.align))
+                nc = min(nc, want)
         while True:
             s = _ceil(nc, self.align)
-            nr = 1 if nc < cols else max(1, min(spec.rows, MAX_ROWS, knobs.tile_len // s))
+            nr = 1 if nc < cols and not spec.reduce_rows else max(1, min(spec.rows, MAX_ROWS, knobs.tile_len // s))
             while nr >= 1:
                 if self._bytes(nr, nc, s, made, masked, int_temp) <= budget:
                     self.nr, self.nc, self.s = nr, nc, s
                     return
                 nr = nr // 2 if nr > 1 else 0
-            if self.reduce or nc <= self.align:
+            if persistent or nc <= self.align:
                 raise ValueError(f"a tile row of {cols} columns does not fit in UB with the program's buffers")
             nc = max(self.align, nc // 2 // self.align * self.align)
 
@@ -110,13 +124,15 @@ class TileLayout:
         for j, out in enumerate(spec.outputs):
             es, plan = DTYPE_SIZE[out.access.dtype], self.out_plans[j]
             total += bn * {"col": _ceil(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32,
-                           "transposed": nc * _ceil(nr, 32), "elements": nr * nc * 32 // es}.get(plan, tile) * es
+                           "transposed": nc * _pitch(nr, es), "elements": nr * nc * 32 // es}.get(plan, tile) * es
             if plan in ("transposed", "elements", "col_strided"):
-                total += tile * es + 4 * {"transposed": nc * _ceil(nr, 32), "elements": nr * nc * 32 // es,
+                total += tile * es + 4 * {"transposed": nc * _pitch(nr, es), "elements": nr * nc * 32 // es,
                                           "col_strided": nr * 32 // es}[plan]
         total += made.get("full", 0) * tile * csz + made.get("row", 0) * (s + CMP_PAD) * csz
         total += made.get("col", 0) * (_ceil(nr, 64) + CMP_PAD) * csz
         total += made.get("brcb", 0) * (_ceil(nr, 64) + CMP_PAD) * 32
+        if spec.reduce_rows:
+            total += (s + CMP_PAD) * csz * 4     # accumulators
         total += (tile // 8 + 64) if masked else 0
         total += tile * 4 if int_temp else 0
         if self.needs_ramp:
@@ -130,17 +146,21 @@ class TileLayout:
         _, sc = self.spec.strides_of(leaf)
         return {"rows": nr * s + CMP_PAD, "row_loop": nr * s + CMP_PAD, "row": s + CMP_PAD,
                 "col": _ceil(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32, "scalar": 32 // es,
-                "span": nr * _ceil((nc - 1) * sc + 1, 32), "transposed": nc * _ceil(nr, 32),
+                "span": nr * _pitch((nc - 1) * sc + 1, es), "transposed": nc * _pitch(nr, es),
                 "elements": nr * nc * 32 // es}[plan] * es
 
-    def constants(self, knobs: Knobs, target: Target) -> list[str]:
+    def constants(self, knobs: Knobs, target: Target, work_items: bool = False) -> list[str]:
+        """Module constants; with `work_items` a block's unit of work is a column chunk
+        with all its rows (row-mode reductions), else one tile."""
         spec = self.spec
         n_ct, n_rt = -(-spec.cols // self.nc), -(-spec.rows // self.nr)
         loops = math.prod(spec.dims[a] for a in spec.loops)
+        if work_items:
+            n_rt = 1
         return [f"BUFFER_NUM = {self.bn}", f"CORES = {target.vector_cores}", f"BLOCK_DIM = {knobs.block_dim}",
                 f"ALIGN = {self.align}", f"LANES = {256 // self.es_c}", f"EPB = {32 // self.es_c}",
                 f"C = {spec.cols}", f"DR = {spec.rows}", f"NC = {self.nc}", f"NR = {self.nr}", f"S = {self.s}",
-                f"N_CT = {n_ct}", f"N_RT = {n_rt}", f"T = {loops * n_ct * n_rt}",
+                f"N_CT = {n_ct}", f"N_RT = {-(-spec.rows // self.nr)}", f"T = {loops * n_ct * n_rt}",
                 f"CMP_PAD = {CMP_PAD}", f"TILE_ELEMS = {self.nr * self.s + CMP_PAD}", f"S_PAD = {self.s + CMP_PAD}",
                 f"NR_PAD = {_ceil(self.nr, 64) + CMP_PAD}", f"RAMP = {max(self.s, self.nr, self.nc) + 64}"]
 
@@ -218,12 +238,12 @@ class Emit:
         for j, out in enumerate(spec.outputs):
             es, plan = DTYPE_SIZE[out.access.dtype], lay.out_plans[j]
             count = {"col": _ceil(lay.nr, 64) + CMP_PAD, "col_strided": lay.nr * 32 // es + 32,
-                     "transposed": lay.nc * _ceil(lay.nr, 32), "elements": lay.nr * lay.nc * 32 // es}.get(
+                     "transposed": lay.nc * _pitch(lay.nr, es), "elements": lay.nr * lay.nc * 32 // es}.get(
                 plan, lay.nr * lay.s + CMP_PAD)
             body += [f"self.qo{j} = TQue(TPosition.VECOUT, BUFFER_NUM)",
                      f"self.pipe.InitBuffer(self.qo{j}, BUFFER_NUM, {_ceil(count * es, 32)})"]
             if plan in ("transposed", "elements", "col_strided"):
-                table = {"transposed": lay.nc * _ceil(lay.nr, 32), "elements": lay.nr * lay.nc * 32 // es,
+                table = {"transposed": lay.nc * _pitch(lay.nr, es), "elements": lay.nr * lay.nc * 32 // es,
                          "col_strided": lay.nr * 32 // es}[plan]
                 body += [f"self.oo{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.oo{j}, {_ceil(table * 4, 32)})",
                          f"self.yb{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.yb{j}, buf_bytes(TILE_ELEMS, {es}))"]
@@ -252,10 +272,10 @@ class Emit:
                 es = DTYPE_SIZE[leaf.dtype]
                 _, sc = spec.strides_of(leaf)
                 if plan == "span":
-                    pitch = _ceil((lay.nc - 1) * sc + 1, 32)
+                    pitch = _pitch((lay.nc - 1) * sc + 1, es)
                     a, b = pitch * es, sc * es
                 elif plan == "transposed":
-                    a, b = es, _ceil(lay.nr, 32) * es
+                    a, b = es, _pitch(lay.nr, es) * es
                 elif plan == "elements":
                     a, b = lay.nc * 32, 32
                 else:          # col_strided: one value per 32 B block
@@ -268,8 +288,7 @@ class Emit:
             plan = lay.out_plans[j]
             es = DTYPE_SIZE[out.access.dtype]
             if plan == "transposed":    # dst c * TP + r  <-  src r * S + c
-                body.append(f"offsets(self.oo{j}.Get(int32), ramp, NC, {_ceil(lay.nr, 32)}, {es}, S * {es}, "
-                            f"{_ceil(lay.nr, 32)})")
+                body.append(f"offsets(self.oo{j}.Get(int32), ramp, NC, NR, {es}, S * {es}, {_pitch(lay.nr, es)})")
             elif plan in ("elements", "col_strided"):   # one source element per 32 B block
                 per = 32 // es
                 rows, cols, a = (lay.nr, lay.nc, lay.s * es) if plan == "elements" else (1, lay.nr, 0)
@@ -282,12 +301,12 @@ class Emit:
         return body
 
     # -- CopyIn ------------------------------------------------------------------------------
-    def copy_in(self) -> list[str]:
+    def copy_in(self, only: set[int] | None = None) -> list[str]:
         spec, lay = self.spec, self.lay
         body: list[str] = []
         copy_auto = self.lay.knobs.copy_mode == "auto"
         for i, leaf in enumerate(spec.leaves):
-            if not isinstance(leaf, Access):
+            if not isinstance(leaf, Access) or (only is not None and i not in only):
                 continue
             es, plan, dt = DTYPE_SIZE[leaf.dtype], lay.plans[i], dsl_dtype(leaf.dtype)
             sr, sc = spec.strides_of(leaf)
@@ -314,12 +333,12 @@ class Emit:
             elif plan == "scalar":
                 body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, {es}, 0, 0, 0), {pad})")
             elif plan == "span":
-                pitch = _ceil((lay.nc - 1) * sc + 1, 32)
+                pitch = _pitch((lay.nc - 1) * sc + 1, es)
                 body += [f"span = (nc - 1) * {sc} + 1",
                          f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, span * {es}, ({sr} - span) * {es}, "
                          f"gap_to(span * {es}, {pitch * es}), 0), {pad})"]
             elif plan == "transposed":
-                tp = _ceil(lay.nr, 32)
+                tp = _pitch(lay.nr, es)
                 body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nc, nr * {es}, ({sc} - nr) * {es}, "
                             f"gap_to(nr * {es}, {tp * es}), 0), {pad})")
             else:   # elements: each element in its own 32 B block
@@ -402,7 +421,7 @@ class Emit:
         else:
             lines.append(f"Adds({target}, {ref}, 0, {count})")
         if target != f"y{j}":
-            n_out = {"transposed": f"NC * {_ceil(lay.nr, 32)}", "elements": f"NR * NC * {32 // es}",
+            n_out = {"transposed": f"NC * {_pitch(lay.nr, es)}", "elements": f"NR * NC * {32 // es}",
                      "col_strided": f"NR * {32 // es}"}[plan]
             lines.append(f"Gather(y{j}, z{j}, self.oo{j}.Get(int32), 0, {n_out})")
         lines.append(f"self.qo{j}.EnQue(y{j})")
@@ -411,10 +430,12 @@ class Emit:
     def free_leaves(self, leaves: list[int]) -> list[str]:
         return [f"self.q{i}.FreeTensor(x{i})" for i in leaves]
 
-    def copy_out(self) -> list[str]:
+    def copy_out(self, only: set[int] | None = None) -> list[str]:
         spec, lay = self.spec, self.lay
         body: list[str] = []
         for j, out in enumerate(spec.outputs):
+            if only is not None and j not in only:
+                continue
             acc = out.access
             es, plan, dt = DTYPE_SIZE[acc.dtype], lay.out_plans[j], dsl_dtype(acc.dtype)
             sr, sc = spec.strides_of(acc)
@@ -436,7 +457,7 @@ class Emit:
             elif plan == "col_strided":
                 body.append(f"{ind}DataCopyPad({g}[{b}], y, DataCopyExtParams(nr, {es}, 0, {(sr - 1) * es}, 0))")
             elif plan == "transposed":
-                tp = _ceil(lay.nr, 32)
+                tp = _pitch(lay.nr, es)
                 body.append(f"{ind}DataCopyPad({g}[{b}], y, DataCopyExtParams(nc, nr * {es}, gap_to(nr * {es}, "
                             f"{tp * es}), ({sc} - nr) * {es}, 0))")
             else:

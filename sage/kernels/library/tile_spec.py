@@ -61,6 +61,7 @@ class TileSpec(BaseModel):
     leaves: tuple[Access | Iota, ...]
     outputs: tuple[TileOutput, ...]
     compute: str                   # float32 | float16 | int32
+    reduce_rows: bool = False      # Reduce nodes reduce over the row axis (all of it), not the columns
 
     @property
     def cols(self) -> int:
