@@ -17,9 +17,9 @@ from sage.kernels.chain import Const, Expr, Inp, Kind, Op, Reduce, const, inp, o
 from sage.kernels.layout import broadcast_layout, grouped_layout
 from sage.kernels.library import (
     HEADER, KERNEL_DTYPES, LIB_DTYPES, REDUCTIONS, VENDOR_CUBE_KNOBS, VENDOR_KNOBS, CubeKnobs, ElementwiseSpec, Knobs,
-    MatmulSpec, RowSpec, dsl_dtype, elementwise_source, elementwise_tiling, matmul_source, row_source, row_tiling,
+    MatmulSpec, RowSpec, dsl_dtype, elementwise_source, suffixed, elementwise_tiling, matmul_source, row_source, row_tiling,
 )
-from sage.kernels.library.tile import TileTooBig, tile_args, tile_source
+from sage.kernels.library.tile import TileGeometry, TileTooBig, tile_args, tile_geometry, tile_source
 from sage.kernels.library.tile_spec import Access, Iota, TileOutput, TileSpec
 from sage.kernels.library.tile_spec import load_plan as tile_load_plan
 from sage.kernels.lowering import Lowerer, Val
@@ -33,7 +33,8 @@ from sage.kernels.target import Target, target_for, target_of
 from sage.kernels.vector_ops import VECTOR_OPS, VectorOp
 
 __all__ = [
-    "Access", "Iota", "Prim", "Reduce", "TileOutput", "TileSpec", "TileTooBig", "chain_context", "tile_args",
+    "Access", "Iota", "Prim", "Reduce", "TileGeometry", "TileOutput", "TileSpec", "TileTooBig", "chain_context",
+    "tile_args", "tile_geometry",
     "tile_load_plan",
     "tile_source",
     "CUBE_OPS", "FREE_OPS", "HEADER", "KERNEL_DTYPES", "LIB_DTYPES", "MATMUL_OPS", "OPS", "REDUCTIONS", "ROW_OPS",
@@ -43,6 +44,6 @@ __all__ = [
     "RowSpec", "Target", "TensorMeta", "Val", "VectorOp", "WorkRule",
     "base_name", "broadcast_layout", "broadcasts", "call_chain", "chain_for", "const", "cost_class_of", "dsl_dtype",
     "dtype_size", "elementwise_source", "elementwise_tiling", "grouped_layout", "inp", "is_free", "matmul_source",
-    "op", "op_def", "ops_in", "record_aten", "record_forward", "render", "row_source", "row_tiling", "target_for",
+    "op", "op_def", "ops_in", "record_aten", "record_forward", "render", "row_source", "row_tiling", "suffixed", "target_for",
     "target_of", "trace_graph",
 ]

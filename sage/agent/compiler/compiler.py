@@ -35,6 +35,7 @@ class CaseProgram:
     built: Built
     plan: Plan
     keys: list[GroupKey]          # one per group
+    case: list = field(default_factory=list)   # the traced forward arguments (timing runs reuse them)
 
 
 @dataclass
@@ -71,7 +72,7 @@ def trace_cases(task: Any) -> list[CaseProgram]:
         plan = plan_groups(built)
         names = [f"a{i}" for i in range(len(case))] + sorted(built.program.params)
         keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]
-        out.append(CaseProgram(signature, names, built, plan, keys))
+        out.append(CaseProgram(signature, names, built, plan, keys, list(case)))
     return out
 
 

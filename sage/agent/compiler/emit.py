@@ -10,13 +10,10 @@ shape-specialised compiled module does.
 
 from __future__ import annotations
 
-import ast
-import io
-import tokenize
 from dataclasses import dataclass, field
 from typing import Any
 
-from sage.kernels import HEADER, dsl_dtype
+from sage.kernels import HEADER, dsl_dtype, suffixed
 
 
 @dataclass
@@ -34,24 +31,6 @@ class Variant:
     temps: list[tuple[str, int, str]] = field(default_factory=list)    # (name, elements, dtype)
     launches: list[Launch] = field(default_factory=list)
     returns: list[str] = field(default_factory=list)
-
-
-def suffixed(source: str, suffix: str) -> str:
-    """`source` without its header, every module-level name renamed `<name><suffix>`."""
-    body = source.replace(HEADER, "", 1) if source.startswith(HEADER) else source
-    tree = ast.parse(body)
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    tokens = []
-    for tok in tokenize.generate_tokens(io.StringIO(body).readline):
-        if tok.type == tokenize.NAME and tok.string in names:
-            tok = tok._replace(string=tok.string + suffix)
-        tokens.append(tok)
-    return tokenize.untokenize(tokens).strip("\n") + "\n"
 
 
 def kernel_file(variants: list[Variant], title: str) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from sage.agent.compiler.build import Built, Unsupported
 from sage.agent.compiler.ir import Node, Program, Ref
 from sage.agent.compiler.pointwise import IotaOperand, pointwise_of, is_reduce, prim_of
-from sage.agent.compiler.tilegroup import TileGroup, Virtual, leaves_of, new_group
+from sage.agent.compiler.tilegroup import GMap, TileGroup, Virtual, compose, leaves_of, new_group
 from sage.kernels import Const, Expr, Op
 
 
@@ -64,10 +64,33 @@ def virtual_buffers(prog: Program, consts: dict[int, float]) -> dict[int, Virtua
         elif pw.operands and isinstance(pw.operands[0], IotaOperand) and len(ref.shape) == 1 \
                 and _ops(pw.expr) <= 1:
             out[ref.buf] = Virtual("iota", pw.operands[0].start, pw.operands[0].step)
-        elif _ops(pw.expr) <= INLINE_OPS and not any(
-                r is not None and any(w.index > node.index for w in prog.writers(r.buf)) for r in node.ins):
+        elif _ops(pw.expr) <= INLINE_OPS and _inlinable(prog, node, pw, out):
             out[ref.buf] = Virtual("expr", node=node, pw=pw)
     return out
+
+
+def _inlinable(prog: Program, node: Node, pw, virtual: dict[int, Virtual]) -> bool:
+    """Every reader can follow its view of the node's output back to the node's operands,
+    the operands are not themselves inlined (no chains) and nothing overwrites them later."""
+    out = node.outs[0]
+    operands = [node.ins[k] for k in pw.operands if not isinstance(k, IotaOperand)]
+    if any(r is None or (r.buf in virtual and virtual[r.buf].kind == "expr")
+           or any(w.index > node.index for w in prog.writers(r.buf)) for r in operands):
+        return False
+    for reader in prog.readers(out.buf):
+        shape = reader.ins[0].shape if is_reduce(reader) else reader.outs[0].shape
+        for ref in reader.ins:
+            if ref is None or ref.buf != out.buf:
+                continue
+            try:
+                lay = ref.layout.broadcast_to(tuple(shape))
+                srcs = [r.layout.broadcast_to(out.shape) for r in operands]
+            except ValueError:
+                return False
+            gm = GMap(lay.strides, lay.offset)
+            if any(compose(gm, tuple(shape), out.shape, s) is None for s in srcs):
+                return False
+    return True
 
 
 # A pointwise node this cheap (a cast, a negation, a scale) is recomputed where it is read

@@ -19,6 +19,8 @@ Reductions come in two modes:
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
 from sage.kernels.chain import Expr, Inp, Op, Reduce, inputs_of, render
 from sage.kernels.library.knobs import VENDOR_KNOBS, Knobs
 from sage.kernels.library.source import HEADER, dsl_dtype, method
@@ -38,6 +40,37 @@ def tile_source(spec: TileSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target |
     target = target or target_for()
     lay = plan_tile(spec, knobs, target)
     return _Writer(spec, knobs, target, lay).write()
+
+
+class TileGeometry(BaseModel):
+    """What a schedule makes of a tile program (for cost models): the tile, the queue
+    depth, the tiles, and the copy plans and vector instructions of one tile."""
+
+    nr: int
+    nc: int
+    pitch: int
+    buffer_num: int
+    tiles: int                     # units of work dealt to blocks (tiles, or row-mode column chunks)
+    rows_per_item: int             # row tiles per unit of work (row mode), else 1
+    plans: dict[int, str]
+    out_plans: list[str]
+    vector_lines: int              # instructions written for one tile's compute
+
+
+def tile_geometry(spec: TileSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target | None = None) -> TileGeometry:
+    target = target or target_for()
+    lay = plan_tile(spec, knobs, target)
+    w = _Writer(spec, knobs, target, lay)
+    source = w.write()
+    n_ct = -(-spec.cols // lay.nc)
+    n_rt = -(-spec.rows // lay.nr)
+    loops = 1
+    for a in spec.loops:
+        loops *= spec.dims[a]
+    return TileGeometry(nr=lay.nr, nc=lay.nc, pitch=lay.s, buffer_num=lay.bn,
+                        tiles=loops * n_ct * (1 if spec.reduce_rows else n_rt),
+                        rows_per_item=n_rt if spec.reduce_rows else 1, plans=dict(lay.plans),
+                        out_plans=list(lay.out_plans), vector_lines=w.vector_lines or source.count("\n") // 10)
 
 
 def tile_args(spec: TileSpec) -> list[str]:
@@ -62,6 +95,7 @@ class _Writer:
         self.e = Emit(spec, lay)
         self.masked = self.int_temp = False
         self.made: dict[str, int] = {}
+        self.vector_lines = 0
         self.rows = spec.reduce_rows
         # row mode: the reductions, and which outputs are finished after the last row tile
         self.reduces: list[Reduce] = []
@@ -210,6 +244,7 @@ class _Writer:
                      "pnc = (nc + CMP_PAD - 1) // CMP_PAD * CMP_PAD", "pnr = (nr + CMP_PAD - 1) // CMP_PAD * CMP_PAD"]
         if low.int_temp:
             gets.append("ti = self.tib.Get(int32)")
+        self.vector_lines += sum(1 for ln in low.lines if "(" in ln and not ln.lstrip().startswith(("for", "if", "else")))
         return pre + gets + low.lines + post
 
     def _fold(self, low: Lowerer, kind: str, x: Val, j: int) -> list[str]:

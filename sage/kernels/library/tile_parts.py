@@ -200,6 +200,8 @@ class Emit:
             self.base_of[("leaf", i)] = len(self.base_of)
         for j in range(len(spec.outputs)):
             self.base_of[("out", j)] = len(self.base_of)
+        for j in range(len(spec.outputs)):
+            self.base_of[("guard", j)] = len(self.base_of)
 
     def bases(self) -> list[str]:
         spec = self.spec
@@ -212,6 +214,9 @@ class Emit:
             terms += [f"j0 * {sr}"] if sr else []
             terms += [f"c0 * {sc}"] if sc else []
             out.append(" + ".join(terms))
+        for o in spec.outputs:               # whether this tile stores each output (see _guard)
+            cond = self._guard(o.access)
+            out.append(f"(1 if {cond} else 0)" if cond else "1")
         return out
 
     def _b(self, what: str, i: int) -> str:
@@ -445,7 +450,7 @@ class Emit:
             body.append(f"y = self.qo{j}.DeQue({dt})")
             ind = "    " if guard else ""
             if guard:
-                body.append(f"if {guard}:")
+                body.append(f"if {self._b('guard', j)}:")
             if plan == "rows":
                 body.append(f"{ind}DataCopyPad({g}[{b}], y, DataCopyExtParams({rows}, nc * {es}, row_gap(nc, {es}), "
                             f"({sr} - nc) * {es}, 0))")
