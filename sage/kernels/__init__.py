@@ -20,6 +20,7 @@ from sage.kernels.library import (
     MatmulSpec, RowSpec, dsl_dtype, elementwise_source, suffixed, elementwise_tiling, matmul_source, row_source, row_tiling,
 )
 from sage.kernels.library.tile import TileGeometry, TileTooBig, tile_args, tile_geometry, tile_source
+from sage.kernels.library.mm import MatOperand, MmOut, MmSpec, mm_args, mm_source
 from sage.kernels.library.tile_spec import Access, Iota, TileOutput, TileSpec
 from sage.kernels.library.tile_spec import load_plan as tile_load_plan
 from sage.kernels.lowering import Lowerer, Val
@@ -33,7 +34,7 @@ from sage.kernels.target import Target, target_for, target_of
 from sage.kernels.vector_ops import VECTOR_OPS, VectorOp
 
 __all__ = [
-    "Access", "Iota", "Prim", "Reduce", "TileGeometry", "TileOutput", "TileSpec", "TileTooBig", "chain_context",
+    "Access", "Iota", "MatOperand", "MmOut", "MmSpec", "Prim", "mm_args", "mm_source", "Reduce", "TileGeometry", "TileOutput", "TileSpec", "TileTooBig", "chain_context",
     "tile_args", "tile_geometry",
     "tile_load_plan",
     "tile_source",

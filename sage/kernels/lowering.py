@@ -19,6 +19,7 @@ expects the kernel to define `LANES` (elements per 256 B repeat) and `EPB` (elem
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from sage.kernels.chain import Const, Expr, Inp, Kind, Op, Reduce
@@ -103,7 +104,7 @@ class Lowerer:
         if isinstance(e, Inp):
             val = self.inputs[e.index]
         elif isinstance(e, Const):
-            val = Val("scalar", repr(e.value))
+            val = Val("scalar", literal(e.value))
         elif isinstance(e, Reduce):
             arg = self._eval(e.arg, uses, memo)
             self.dying = [arg] if self.repeat_form and arg.temp and uses[e.arg] == 1 else []
@@ -175,8 +176,8 @@ class Lowerer:
             if isinstance(o, Param):
                 if node is None:
                     raise ValueError(f"parameter {o.key!r} outside an op node")
-                return repr(node.param(o.key, o.default))
-            return o if isinstance(o, str) else repr(o)
+                return literal(node.param(o.key, o.default))
+            return o if isinstance(o, str) else literal(o)
 
         for instr, operands in recipe:
             self.emit(f"{instr}({', '.join(text(o) for o in operands)})")
@@ -404,6 +405,13 @@ def _strip_identity(e: Expr) -> Expr:
     if isinstance(e, Reduce):
         return Reduce(e.kind, _strip_identity(e.arg))
     return e
+
+
+def literal(v: float | int) -> str:
+    """A number as kernel source: infinities and NaN as float("...") (repr would write inf)."""
+    if isinstance(v, float) and (math.isinf(v) or math.isnan(v)):
+        return f'float("{v}")'
+    return repr(v)
 
 
 # The row pitch of a tile in 32 B blocks of the compute dtype (tile programs).

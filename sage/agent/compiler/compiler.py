@@ -20,6 +20,7 @@ from sage.agent.compiler.emit import Launch, Variant, kernel_file
 from sage.agent.compiler.fusion import Group, Plan, plan_groups
 from sage.agent.compiler.ir import Layout, Program, Ref
 from sage.agent.compiler.lowerings import lower_group
+from sage.agent.compiler.rewrite import absorb_upcasts
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
 from sage.kernels import Target, trace_graph
 
@@ -55,11 +56,16 @@ class CompiledTask:
 
 
 def trace_cases(task: Any) -> list[CaseProgram]:
-    """Trace and partition every case; Unsupported names the first op that cannot lower."""
+    """Trace and partition every case; Unsupported names the first op that cannot lower.
+
+    Every case is traced twice on independently drawn inputs: a reference whose trace
+    changes with the values (Python control flow on `.tolist()` / `.item()`, which reads
+    device data on the host) cannot become one static program."""
     model = task.make_model()
     out: list[CaseProgram] = []
     seen: set[tuple] = set()
-    for case in task.cases():
+    again = task.cases()
+    for i, case in enumerate(task.cases()):
         signature = _signature(case)
         if signature in seen:
             continue
@@ -68,7 +74,12 @@ def trace_cases(task: Any) -> list[CaseProgram]:
         graph = trace_graph(model, args, decompose=True)
         if not graph.outputs:
             raise Unsupported("the forward returns no tensor")
+        if i < len(again) and _fingerprint(graph) != _fingerprint(trace_graph(
+                model, [a.clone() if isinstance(a, torch.Tensor) else a for a in again[i]], decompose=True)):
+            raise Unsupported("the reference's operations depend on tensor values it reads on the host "
+                              "(.tolist()/.item() driving Python control flow); no static kernel program matches it")
         built = build_program(graph, len(case))
+        absorb_upcasts(built.program)
         plan = plan_groups(built)
         names = [f"a{i}" for i in range(len(case))] + sorted(built.program.params)
         keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]
@@ -124,6 +135,11 @@ def _copy_out(prog: Program, ref: Ref, name: str, target: Target, schedule_for: 
     if ref.layout.numel == 0:
         return []
     return [copy_launch(prog, ref, name, f"copy_{name}", target)]
+
+
+def _fingerprint(graph) -> list:
+    return [(n.call.name, n.call.overload, repr(n.call.scalars), [tuple(t.shape) for t in n.call.inputs])
+            for n in graph.nodes]
 
 
 def _signature(case: list) -> tuple:

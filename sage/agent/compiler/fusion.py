@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from sage.agent.compiler.build import Built, Unsupported
 from sage.agent.compiler.ir import Node, Program, Ref
 from sage.agent.compiler.pointwise import IotaOperand, pointwise_of, is_reduce, prim_of
-from sage.agent.compiler.tilegroup import GMap, TileGroup, Virtual, compose, leaves_of, new_group
+from sage.agent.compiler.tilegroup import GMap, LeafRef, TileGroup, Virtual, compose, leaves_of, new_group
 from sage.kernels import Const, Expr, Op
 
 
@@ -118,6 +118,8 @@ def plan_groups(built: Built) -> Plan:
         group = _place(node, pw, groups, writer, touch, virtual) if tileable else None
         if group is None:
             group = Group(len(groups), "tile" if tileable else _prim_kind(node))
+            if group.kind == "matmul":
+                group.tile = epilogue_group(node)
             if tileable:
                 group.tile = new_group(node, pw)
                 expr = group.tile.accepts(node, pw, virtual)
@@ -136,6 +138,21 @@ def plan_groups(built: Built) -> Plan:
     return Plan(groups, virtual)
 
 
+# The product of a matmul group, as its epilogue reads it (a GM workspace the lowering names).
+PRODUCT = -1
+
+
+def epilogue_group(node: Node) -> TileGroup:
+    """A matmul's epilogue: pointwise work on its product, over the product's shape."""
+    out = node.outs[0]
+    tile = TileGroup(tuple(out.shape), frozenset())
+    gm = tile.gmap(out.layout, out.shape)
+    acc = "int32" if node.ins[0] is not None and node.ins[0].dtype == "int8" else "float32"
+    assert gm is not None
+    tile.writes[out.buf] = [(gm, LeafRef(PRODUCT, gm, acc), node)]
+    return tile
+
+
 def _prim_kind(node: Node) -> str:
     prim = prim_of(node)
     if prim is None or prim.kind in ("reduce", "fill", "iota"):
@@ -150,7 +167,7 @@ def _place(node: Node, pw, groups: list[Group], writer: dict[int, int], touch: d
         sources.insert(0, len(groups) - 1)       # an independent node of the same shape: same launch
     for gi in sources:
         g = groups[gi]
-        if g.tile is None:
+        if g.tile is None or (g.kind == "matmul" and pw is None):
             continue
         if any(r is not None and writer.get(r.buf, -1) > gi for r in node.ins):
             continue
@@ -169,11 +186,15 @@ def _stores(prog: Program, groups: list[Group], virtual: dict[int, Virtual]) -> 
     """Which values each tile group writes to GM."""
     read_by: dict[int, set[int]] = {}
     for g in groups:
+        if g.kind == "matmul":
+            for r in g.nodes[0].ins:
+                if r is not None:
+                    read_by.setdefault(r.buf, set()).add(g.index)
         if g.tile is not None:           # what its expressions load (inlined producers' operands included)
             for writes in g.tile.writes.values():
                 for _, expr, _ in writes:
                     for leaf in leaves_of(expr):
-                        if leaf.buf is not None:
+                        if leaf.buf is not None and leaf.buf >= 0:
                             read_by.setdefault(leaf.buf, set()).add(g.index)
             continue
         for n in g.nodes:

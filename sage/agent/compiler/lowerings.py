@@ -22,6 +22,8 @@ def lower_group(group: Group, prog: Program, name: str, sched: Schedule, target:
             return None
         spec = tile_spec(group, prog, name, fp32=sched.fp32_compute, row_axis=sched.row_axis)
         return tile_launch(spec, sched.knobs(), target, group.describe())
+    if group.kind == "matmul":
+        return matmul_launch(group, prog, name, sched, target)
     raise Unsupported(f"{group.nodes[0].describe()}: the {group.kind} lowering is not written yet")
 
 
@@ -49,3 +51,118 @@ def copy_launch(prog: Program, src: Ref, dst_name: str, name: str, target: Targe
                     outputs=(TileOutput(expr=Op("identity", (Inp(0),)), access=out),),
                     compute=src.dtype if src.dtype in ("float32", "float16", "int32") else "float32")
     return tile_launch(spec, Knobs(tile_len=8192, copy_mode="auto"), target, f"copy to {dst_name}")
+
+
+# -- matrix products -----------------------------------------------------------------------------
+def matmul_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    from sage.agent.compiler.fusion import PRODUCT
+    from sage.kernels import MatOperand, MmOut, MmSpec, mm_args, mm_source
+
+    node = group.nodes[0]
+    a, b, out = node.ins[0], node.ins[1], node.outs[0]
+    assert a is not None and b is not None
+    batched = len(out.shape) == 3
+    m, k = a.shape[-2], a.shape[-1]
+    n = b.shape[-1]
+    batch = out.shape[0] if batched else 1
+    if 0 in (m, n, batch):
+        return None
+    if k == 0:
+        raise Unsupported(f"{node.describe()}: a product over K = 0")
+    ma, mb = _operand(prog, a, batched, "A", node), _operand(prog, b, batched, "B", node)
+    acc = "int32" if a.dtype == "int8" else "float32"
+    direct = _direct_store(group, out, acc)
+    epilogue = None
+    mm_out = None
+    if direct is not None:
+        buf = prog.buffers[direct.buf]
+        mm_out = MmOut(arg=buf.name, dtype=direct.dtype, numel=buf.numel, offset=direct.layout.offset,
+                       batch_stride=direct.layout.strides[0] if batched else 0, row_stride=direct.layout.strides[-2])
+    else:
+        epilogue = _epilogue_spec(group, prog, f"{name}e", (batch, m, n), acc, PRODUCT)
+    spec = MmSpec(name=name, batch=batch, m=m, n=n, k=k, a=ma, b=mb, out=mm_out, epilogue=epilogue)
+    try:
+        source = mm_source(spec, sched.cube_knobs(), target=target, epilogue_knobs=sched.knobs())
+    except ValueError as exc:
+        raise Unsupported(f"{node.describe()}: {exc}") from None
+    args = mm_args(spec)
+    label = group.describe() + (f": epilogue {'; '.join(render(o.expr) for o in epilogue.outputs)}" if epilogue else "")
+    return Launch(source, f"{name}_launch({', '.join(args)})", label, args)
+
+
+def _operand(prog: Program, ref: Ref, batched: bool, what: str, node) -> "MatOperand":
+    from sage.kernels import MatOperand
+
+    lay = ref.layout
+    rows, cols = lay.shape[-2], lay.shape[-1]
+    rs, cs = lay.strides[-2], lay.strides[-1]
+    if cols == 1:
+        cs = 1
+    if rows == 1 and cs != 1:
+        rs = 1
+    if cs != 1 and rs != 1:
+        raise Unsupported(f"{node.describe()}: operand {what} has neither contiguous rows nor columns "
+                          f"(strides {lay.strides})")
+    bs = (lay.strides[0] if lay.shape[0] > 1 else 0) if batched else 0
+    buf = prog.buffers[ref.buf]
+    return MatOperand(arg=buf.name, dtype=ref.dtype, numel=buf.numel, offset=lay.offset, batch_stride=bs,
+                      row_stride=rs, col_stride=cs)
+
+
+def _direct_store(group: Group, out: Ref, acc: str) -> Ref | None:
+    """The product alone, written where the cube can put it (dense rows, a dtype Fixpipe writes)."""
+    from sage.agent.compiler.fusion import PRODUCT
+    from sage.agent.compiler.tilegroup import LeafRef
+
+    if len(group.stores) != 1:
+        return None
+    _, ref, expr = group.stores[0]
+    while isinstance(expr, Op) and expr.name == "identity":
+        expr = expr.args[0]
+    if not (isinstance(expr, LeafRef) and expr.buf == PRODUCT):
+        return None
+    ok_dtype = ref.dtype in (("int32",) if acc == "int32" else ("float32", "float16", "bfloat16"))
+    if not ok_dtype or ref.layout.strides[-1] != 1 or ref.shape != out.shape:
+        return None
+    return ref
+
+
+def _epilogue_spec(group: Group, prog: Program, name: str, dims: tuple[int, int, int], acc: str,
+                   product: int) -> TileSpec:
+    """The epilogue as a tile program over (batch, M, N), the workspace as its leaf 0."""
+    from sage.agent.compiler.tilegroup import LeafRef, leaves_of
+    from sage.agent.compiler.tilelower import _compute_dtype, _number
+    from sage.kernels import Iota
+
+    tile = group.tile
+    assert tile is not None
+    lead = 3 - len(tile.full)
+    batch, m, n = dims
+
+    def widen(strides: tuple[int, ...]) -> tuple[int, ...]:
+        return (0,) * lead + tuple(strides)
+
+    ids: dict = {}
+    ws = Access(arg="ws", dtype=acc, numel=batch * m * n, strides=(m * n, n, 1))
+    leaves: list = [ws]
+    for _, _, expr in group.stores:
+        for leaf in reversed(leaves_of(expr)):
+            if leaf.buf == product:
+                ids.setdefault(leaf, 0)
+            elif leaf not in ids:
+                ids[leaf] = len(leaves)
+                if leaf.buf is None:
+                    leaves.append(Iota(coefs=widen(leaf.gmap.strides), offset=leaf.gmap.offset))
+                else:
+                    buf = prog.buffers[leaf.buf]
+                    leaves.append(Access(arg=buf.name, dtype=buf.dtype, numel=buf.numel,
+                                         strides=widen(leaf.gmap.strides), offset=leaf.gmap.offset))
+    outputs = []
+    for _, ref, expr in group.stores:
+        gm = tile.gmap(ref.layout, ref.shape)
+        assert gm is not None
+        buf = prog.buffers[ref.buf]
+        outputs.append(TileOutput(expr=_number(expr, ids), access=Access(
+            arg=buf.name, dtype=ref.dtype, numel=buf.numel, strides=widen(gm.strides), offset=gm.offset)))
+    compute = _compute_dtype(leaves, outputs, True)
+    return TileSpec(name=name, dims=dims, row=1, leaves=tuple(leaves), outputs=tuple(outputs), compute=compute)
