@@ -20,6 +20,8 @@ demo: $(STAMP)
 	$(BIN)/sage synth --op softmax
 	$(BIN)/sage memory inspect
 
+# The summary lists every skipped test with its reason (-rs, pyproject.toml) and how to run
+# it (tests/conftest.py): the PostgreSQL tests need SAGE_TEST_POSTGRES_URL (bash .ci/start-postgres).
 test: $(STAMP)
 	$(BIN)/python -m pytest
 

@@ -1,24 +1,31 @@
-"""Speed of the simulator: wall time and simulated instructions per second.
+"""Speed of the simulator: simulated instructions per CPU-second, split into functional run and replay.
 
 The headline workload is a 4096 x 4096 fp16 row softmax on 48 blocks
 (examples/kernels/softmax.py); the example matmuls show a cube-heavy and an
-instruction-heavy (vector-unit matmul) kernel. Each is run `--repeat` times in-process
-(`run_kernel_source`, no sandbox) and the median wall and CPU times are reported: on a
-shared machine the CPU time is the simulator's own cost, the wall time includes waiting.
+instruction-heavy (vector-unit matmul) kernel. Each is run `--repeat` times in-process (no
+sandbox): the functional run (`run_functional`: the kernel's numpy work and its records)
+and the replay (`time_run`: costing the records and scheduling them on the cores) are timed
+apart, and the median of each is reported. CPU time is the simulator's own cost on a
+shared machine; wall time includes waiting.
 
-    .venv/bin/python benchmarks/simulator_speed.py [--repeat 3] [--preset ascend910b2]
+    .venv/bin/python benchmarks/simulator_speed.py [--repeat 3] [--preset ascend910b2] [--json]
+
+--json prints a list with one object per workload: name, instructions, cpu_s (functional +
+replay), instructions_per_cpu_s, and the split functional_cpu_s / replay_cpu_s.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 
-from sage.npu.execute import run_kernel_source
+from sage.npu.execute import run_functional, time_run
+from sage.npu.hardware import load_preset
 
 KERNELS = Path(__file__).resolve().parents[1] / "examples" / "kernels"
 
@@ -37,32 +44,45 @@ def workloads() -> list[tuple[str, str, list]]:
     ]
 
 
-def measure(kernel: str, args: list, repeat: int, preset: str) -> tuple[float, float, object]:
+def measure(kernel: str, args: list, repeat: int, preset: str) -> dict:
+    spec = load_preset(preset)
     source = (KERNELS / kernel).read_text()
-    walls, cpus = [], []
+    wall, functional, timing = [], [], []
     run = None
     for _ in range(repeat):
-        started, cpu_started = time.perf_counter(), time.process_time()
-        run = run_kernel_source(source, args, preset=preset, filename=kernel)
-        walls.append(time.perf_counter() - started)
-        cpus.append(time.process_time() - cpu_started)
+        started, cpu0 = time.perf_counter(), time.process_time()
+        done = run_functional(source, args, spec=spec, filename=kernel)
+        cpu1 = time.process_time()
+        run = time_run(done, spec)
+        cpu2 = time.process_time()
+        wall.append(time.perf_counter() - started)
+        functional.append(cpu1 - cpu0)
+        timing.append(cpu2 - cpu1)
         if run.error is not None:
             raise RuntimeError(f"{kernel}: {run.error}")
-    return statistics.median(walls), statistics.median(cpus), run
+    f, r = statistics.median(functional), statistics.median(timing)
+    return {"instructions": run.profile.instructions, "cpu_s": round(f + r, 4),
+            "instructions_per_cpu_s": round(run.profile.instructions / (f + r)), "functional_cpu_s": round(f, 4),
+            "replay_cpu_s": round(r, 4), "wall_s": round(statistics.median(wall), 4),
+            "simulated_us": run.profile.time_us}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--preset", default="ascend910b2")
+    parser.add_argument("--json", action="store_true", help="one JSON list instead of the table")
     args = parser.parse_args()
+    rows = [{"name": label, **measure(kernel, inputs, args.repeat, args.preset)} for label, kernel, inputs in workloads()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
     print(f"{'workload':42} {'instructions':>12} {'wall s':>7} {'CPU s':>7} {'instr/CPU s':>11} "
-          f"{'simulated us':>12}")
-    for label, kernel, inputs in workloads():
-        wall, cpu, run = measure(kernel, inputs, args.repeat, args.preset)
-        p = run.profile
-        print(f"{label:42} {p.instructions:>12,} {wall:>7.2f} {cpu:>7.2f} {p.instructions / cpu:>11,.0f} "
-              f"{p.time_us:>12.1f}")
+          f"{'functional':>10} {'replay':>7} {'simulated us':>12}")
+    for r in rows:
+        print(f"{r['name']:42} {r['instructions']:>12,} {r['wall_s']:>7.2f} {r['cpu_s']:>7.2f} "
+              f"{r['instructions_per_cpu_s']:>11,} {r['functional_cpu_s']:>10.3f} {r['replay_cpu_s']:>7.3f} "
+              f"{r['simulated_us']:>12.1f}")
     return 0
 
 

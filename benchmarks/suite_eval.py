@@ -12,12 +12,19 @@ benchmark starts from an empty cache in a temporary folder, so the first pass is
 start; `--passes 2` repeats it on the now warm cache; `--cache-dir DIR` uses a given cache.
 
     .venv/bin/python benchmarks/suite_eval.py [--workers 2] [--level N] [--passes 2] [--kernels DIR]
+    .venv/bin/python benchmarks/suite_eval.py --out runs/expert_kernels   # keep the kernel pass's rows
+
+The reference model is analytic (docs/reference-model.md), so the reference pass no longer
+simulates anything; the kernel pass simulates every candidate at full size. With `--out`,
+the kernel pass's rows are kept in OUT (results.jsonl, report.md, command.txt) for
+`benchmarks/offline_suite.py` to put into docs/results.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import statistics
 import sys
 import tempfile
@@ -41,7 +48,9 @@ def main() -> int:
     parser.add_argument("--preset", default="ascend910b2")
     parser.add_argument("--passes", type=int, default=1, help="reference passes (the 2nd on a warm cache)")
     parser.add_argument("--cache-dir", type=Path, default=None, help="reference cache (default: a fresh one)")
+    parser.add_argument("--out", type=Path, default=None, help="keep the kernel pass's rows in this folder")
     args = parser.parse_args()
+    command = "python " + " ".join(shlex.quote(a) for a in [f"benchmarks/{Path(__file__).name}", *sys.argv[1:]])
 
     with tempfile.TemporaryDirectory(prefix="sage-suite-eval-") as tmp:
         # Workers inherit the environment: they all share this cache.
@@ -68,10 +77,15 @@ def main() -> int:
                 written = write_library_kernels(kernels, preset=args.preset)
                 print(f"library kernel files written for {len(written)} tasks")
             solver = KernelDirSolver(kernels=kernels, preset=args.preset, cases=args.cases)
-            kconfig = config.model_copy(update={"out": Path(tmp) / "kernels"})
+            kconfig = config.model_copy(update={"out": args.out or Path(tmp) / "kernels"})
             started = time.perf_counter()
             krun = run_bench(kconfig, solver=solver)
             report(f"kernel pass ({kernels})", krun.rows, time.perf_counter() - started, args.workers)
+            if args.out is not None:
+                from sage.bench.report import write_report
+
+                (args.out / "command.txt").write_text(command + "\n", encoding="utf-8")
+                write_report(args.out)
     return 0 if ok else 1
 
 

@@ -10,16 +10,24 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-SAGE_HOME = Path.home() / ".sage"
-DEFAULT_MEMORY_URL = f"sqlite:///{SAGE_HOME / 'memory.db'}"
+OFFLINE_MODEL = "offline"   # `--model offline`: the built-in synthesizer, as leaving the model unset
+
+
+def sage_home() -> Path:
+    """~/.sage of this process's HOME (read at each call: tests and users switch HOME)."""
+    return Path.home() / ".sage"
+
+
+def default_memory_url() -> str:
+    return f"sqlite:///{sage_home() / 'memory.db'}"
 
 
 def _config_files() -> list[Path]:
     """Later files win: the user's file, then the project's sage.toml."""
-    return [p for p in (SAGE_HOME / "config.toml", Path.cwd() / "sage.toml") if p.is_file()]
+    return [p for p in (sage_home() / "config.toml", Path.cwd() / "sage.toml") if p.is_file()]
 
 
 class _TomlSource(PydanticBaseSettingsSource):
@@ -39,9 +47,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SAGE_", extra="ignore")
 
     preset: str = Field("ascend910b2", description="hardware preset name or path to a preset TOML")
-    memory_url: str = Field(DEFAULT_MEMORY_URL, description="SQLAlchemy URL of the experience memory")
+    memory_url: str = Field(default_factory=default_memory_url, description="SQLAlchemy URL of the experience memory")
     memory_mode: str = Field("sage", description="none | uniform | atu | sage")
-    model: str | None = Field(None, description="LLM model name; unset means the offline synthesizer")
+    model: str | None = Field(None, description="LLM model name; unset or 'offline' means the offline synthesizer")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (else OPENAI_BASE_URL)")
     temperature: float = 0.2
     max_tokens: int = 4096
@@ -50,6 +58,12 @@ class Settings(BaseSettings):
     iterations: int = 4
     seed: int = 0
     runs_dir: Path = Path("runs")
+
+    @field_validator("model")
+    @classmethod
+    def _offline_is_no_model(cls, value: str | None) -> str | None:
+        # `--model offline` names the built-in synthesizer, not a model to ask an endpoint for.
+        return None if value is not None and value.strip().lower() == OFFLINE_MODEL else value
 
     @classmethod
     def settings_customise_sources(

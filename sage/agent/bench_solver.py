@@ -3,6 +3,10 @@
 Picklable (a pydantic model of settings): the runner ships it to worker processes, and
 each `solve` opens the memory itself, so concurrent workers share one database (SQLite
 with WAL and one writer transaction per episode, or PostgreSQL for a cluster).
+
+The episode is stored under the runner's job key. A job whose episode is already stored
+(the run was killed after the episode, before its row) is not learned again: its rows are
+rebuilt from the stored episode.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ class AgentSolver(BaseModel):
     memory_mode: str = "sage"
     iterations: int = Field(4, ge=0)
     preset: str = "ascend910b2"
-    cases: int | None = None
+    cases: int | list[int] | None = None   # the first K cases, or these case indices
     k: int = 6
 
     @classmethod
@@ -41,7 +45,11 @@ class AgentSolver(BaseModel):
     def name(self) -> str:
         return f"agent:{self.model or 'offline'}:{self.memory_mode}"
 
-    def solve(self, task: Any, *, epoch: int, seed: int) -> Any:
+    @property
+    def max_attempts(self) -> int:
+        return self.iterations + 1
+
+    def solve(self, task: Any, *, epoch: int, seed: int, job_key: str | None = None) -> Any:
         from sage.agent.backends.base import BackendError
         from sage.agent.factory import make_backend
         from sage.agent.loop import AgentConfig, ReferenceProblem, synthesize
@@ -51,7 +59,10 @@ class AgentSolver(BaseModel):
         settings = _Settings(self, seed)
         config = AgentConfig(preset=self.preset, iterations=self.iterations, memory_mode=self.memory_mode,
                              seed=seed, k=self.k, cases=self.cases)
-        with Memory(self.memory_url) as memory:
+        with Memory(self.memory_url, episode_key=job_key) as memory:
+            stored = memory.finished_episode(job_key) if job_key is not None else None
+            if stored is not None:
+                return _restored(task, stored)
             try:
                 result = synthesize(task, make_backend(settings, task), memory, config)
             except ReferenceProblem as exc:
@@ -81,6 +92,25 @@ class AgentSolver(BaseModel):
         if result.status == "no_kernel":
             extra["reason"] = result.reason
         return SolveResult(attempts=attempts, best=best, extra=extra)
+
+
+def _restored(task: Any, episode: Any) -> Any:
+    """The SolveResult of a job whose episode is stored: one attempt per judged kernel, from
+    what the episode kept (status, speedup, roofline; not the per-case details)."""
+    from sage.bench.evaluate import TaskEvaluation
+    from sage.bench.runner import Attempt, SolveResult
+
+    judged = [a for a in episode.attempts if a.status in ("correct", "incorrect", "error")]
+    attempts = [Attempt(source=a.source, extra={"turn": a.number}, evaluation=TaskEvaluation(
+        task=task.key, level=task.level, tags=task.tags, status=a.status, executed=a.status != "error",
+        correct=a.status == "correct", speedup=a.speedup, roofline_fraction=a.roofline_fraction,
+        reason=a.error_message)) for a in judged]
+    correct = [i for i, a in enumerate(judged) if a.status == "correct"]
+    best = max(correct, key=lambda i: (judged[i].speedup or 0.0, -i)) if correct else None
+    extra = {"memory_mode": episode.mode, "episode_id": episode.episode_id, "reward": episode.reward,
+             "adopted": episode.adopted, "restored": True,
+             "reason": "rebuilt from the episode already stored for this job (not learned again)"}
+    return SolveResult(attempts=attempts, best=best, extra=extra)
 
 
 _SETTING_FLAGS = {"model", "base_url", "memory_url", "memory_mode", "iterations", "temperature", "max_tokens"}

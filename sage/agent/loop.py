@@ -55,7 +55,7 @@ def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
     episode = None
     if memory is not None:
         episode = memory.start_episode(task=task.key, op_tags=list(task.tags), model=backend.name,
-                                       mode=config.memory_mode, seed=config.seed)
+                                       mode=config.memory_mode, seed=config.seed, preset=config.preset)
     rules = [_rule_item(memory, r) for r in episode.rules] if episode is not None else []
     experiences = []
     if episode is not None and config.k > 0:
@@ -179,11 +179,27 @@ def _summarise(result: SynthesisResult) -> None:
         result.bottleneck, result.cycles = best.bottleneck, best.cycles
     elif result.status != "no_kernel":
         result.status = "incorrect" if any(t.status == "incorrect" for t in judged) else "error"
-        if result.reason is None and result.turns:
-            last = next((t for t in reversed(result.turns) if t.message), None)
-            result.reason = last.message if last else None
+        if result.reason is None:
+            result.reason = _failure_reason(result.turns)
     result.adopted = sorted({i for t in result.turns for i in t.adopted}, key=_id_order)
     result.rejected = sorted({i for t in result.turns for i in t.rejected}, key=_id_order)
+
+
+# Which failed attempt the final status reports: one that ran (wrong output) says more
+# than one that raised, which says more than an unreadable answer; then the latest.
+# A repeated kernel is never it: its "error" is only that it was tried before.
+_FAILURE_RANK = {"incorrect": 3, "error": 2, "malformed": 1, "llm_error": 0}
+
+
+def _failure_reason(turns: list[Turn]) -> str | None:
+    """The best failed attempt's own error, named with its attempt number."""
+    failed = [t for t in turns if t.status in _FAILURE_RANK and t.message]
+    if not failed:
+        return None
+    best = max(failed, key=lambda t: (_FAILURE_RANK[t.status], t.index))
+    where = f" (line {best.error_line})" if best.error_line else ""
+    what = f"{best.error_type}{where}: " if best.error_type else ""
+    return f"attempt {best.index}: {what}{best.message}"
 
 
 def _extract(result: SynthesisResult, task: Any, backend: LLMBackend, messages: list[Message],
@@ -191,7 +207,11 @@ def _extract(result: SynthesisResult, task: Any, backend: LLMBackend, messages: 
     if config.memory_mode == "none" or not any(t.evaluation is not None for t in result.turns):
         return
     try:
-        completion = backend.complete(messages + [reflection_request(task.key, list(task.tags), result.turns)])
+        best = result.turns[result.best].speedup if result.best is not None else None
+        judged_last = result.turns and result.turns[-1].evaluation is not None
+        last = _feedback(result.turns[-1], best).facts.get("feedback") if judged_last else None
+        completion = backend.complete(messages + [reflection_request(task.key, list(task.tags), result.turns,
+                                                                     last_feedback=last)])
         drafts = parse_reflection(completion.text)
     except (BackendError, ReflectionError) as exc:
         result.extraction_problem = str(exc)

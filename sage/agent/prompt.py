@@ -57,8 +57,9 @@ def hardware_summary(preset: str) -> str:
         f"Hardware preset `{hw.name}`: {c.aiv_cores} vector cores (AIV), {c.aic_cores} cube cores (AIC), "
         f"{c.clock_mhz:g} MHz, HBM {c.hbm_gbps:g} GB/s shared by all cores, L2 {c.l2_bytes // 2**20} MiB.",
         f"- Launch: block_dim <= {hw.launch.max_block_dim_vector} for vector kernels, "
-        f"<= {hw.launch.max_block_dim_cube} for cube kernels; about {hw.launch.overhead_us:g} us fixed per launch "
-        "(so one fused kernel beats a chain of launches).",
+        f"<= {hw.launch.max_block_dim_cube} for cube kernels; each launch costs "
+        f"{hw.launch.host_dispatch_us:g} us of host dispatch (overlapped with the device) and "
+        f"{hw.launch.device_fixed_us:g} us of device time (so one fused kernel beats a chain of launches).",
         f"- Per core: UB {b.ub_bytes} B (vector operands {b.ub_block_bytes} B aligned), L1 {b.l1_bytes} B, "
         f"L0A {b.l0a_bytes} B, L0B {b.l0b_bytes} B, L0C {b.l0c_bytes} B (fp32 accumulators).",
         f"- Vector: one repeat covers {hw.vector.repeat_bytes} B, at most {hw.vector.max_repeat} repeats per "

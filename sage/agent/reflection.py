@@ -38,7 +38,9 @@ class ReflectionError(ValueError):
     pass
 
 
-def reflection_request(task_name: str, tags: list[str], turns: list[Turn]) -> Message:
+def reflection_request(task_name: str, tags: list[str], turns: list[Turn],
+                       last_feedback: dict | None = None) -> Message:
+    """`last_feedback`: the facts of the last attempt's evaluation, which no refinement turn carried."""
     lines = [f"The episode on `{task_name}` is over. What happened, attempt by attempt:"]
     for t in turns:
         what = {"correct": f"correct, speedup {t.speedup:.2f}x, bottleneck {t.bottleneck}" if t.speedup else "correct",
@@ -54,7 +56,7 @@ def reflection_request(task_name: str, tags: list[str], turns: list[Turn]) -> Me
         'Answer with one JSON object only: {"experiences": [{"title": "...", "advice": "...", "tags": ["..."], '
         '"hints": {"buffer_num": 2}}]}'
     )
-    facts = {"reflect": {"task": task_name, "tags": tags}}
+    facts = {"reflect": {"task": task_name, "tags": tags, "last_feedback": last_feedback}}
     return Message(role="user", content="\n".join(lines), facts=facts)
 
 

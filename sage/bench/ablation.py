@@ -146,42 +146,16 @@ class LevelAblationSection:
 
 
 class LearningCurveSection:
-    """learning_curve.png: correctness rate and geometric-mean speedup of the solved tasks
-    per epoch, one line per mode."""
+    """learning_curve.png (sage.bench.plots): correctness rate and geometric-mean speedup of the
+    solved tasks per epoch, one line and 95 % band per mode."""
 
     def render(self, rows: list[ResultRow], out: Path) -> str | None:
-        metrics = ablation_metrics(rows)
-        if not metrics:
-            return None
-        import matplotlib
+        from sage.bench.plots import learning_curve
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, (acc, fast) = plt.subplots(1, 2, figsize=(9, 3.6))
-        # Modes often tie: distinct markers and dashes keep overlapping lines visible.
-        styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":")]
-        for i, (mode, epochs) in enumerate(metrics.items()):
-            marker, dash = styles[i % len(styles)]
-            look = dict(marker=marker, linestyle=dash, markersize=8 - 1.5 * (i % len(styles)), label=mode)
-            xs = [e + 1 for e in epochs]
-            acc.plot(xs, [100 * (m.correctness_rate or 0.0) for m in epochs.values()], **look)
-            speed = [(e + 1, m.geomean_speedup) for e, m in epochs.items() if m.geomean_speedup is not None]
-            fast.plot([x for x, _ in speed], [s for _, s in speed], **look)
-        epochs_all = sorted({e + 1 for epochs in metrics.values() for e in epochs})
-        for ax, label in ((acc, "correct tasks (%)"), (fast, "geomean speedup of solved (x)")):
-            ax.set_xlabel("epoch")
-            ax.set_ylabel(label)
-            ax.set_xticks(epochs_all)
-            ax.grid(alpha=0.3)
-        acc.set_ylim(-2, 102)
-        fast.axhline(1.0, color="black", linestyle="--", linewidth=1)
-        acc.legend(title="memory", loc="best")
-        fig.suptitle("Learning curve per memory mode")
-        fig.tight_layout()
-        fig.savefig(Path(out) / LEARNING_CURVE_FILE, dpi=110)
-        plt.close(fig)
-        return "\n".join(["## Learning curve", "", f"![Learning curve]({LEARNING_CURVE_FILE})"])
+        finals = {mode: {e: [r.evaluation for r in rs] for e, rs in epochs.items()}
+                  for mode, epochs in _finals_by_mode_epoch(rows).items()}
+        plot = learning_curve(finals, Path(out))
+        return "\n".join(["## Learning curve", "", plot.markdown()]) if plot is not None else None
 
 
 def ablation_sections() -> list[ReportSection]:
@@ -242,7 +216,8 @@ def _header(out: Path) -> str:
     lines = [f"# Memory ablation: {config.get('target', out.name)}", "",
              f"- modes: {', '.join(dirs)} (each in its own folder with its own memory and report)",
              f"- preset: {config.get('preset', '?')}; epochs: {config.get('epochs', '?')}; "
-             f"seed: {config.get('seed', '?')}; cases: {'all' if cases is None else f'first {cases}'}"]
+             f"seed: {config.get('seed', '?')}; cases: {'all' if cases is None else f'first {cases}'}; "
+             f"sage {config.get('sage_version', '?')}"]
     if walls:
         lines.append("- wall time: " + ", ".join(f"{m} {walls[m]:.0f} s" for m in dirs if m in walls))
     return "\n".join(lines) + "\n"

@@ -1,10 +1,14 @@
 """Evaluating one kernel on one task: reference in torch, kernel in the sandboxed simulator.
 
 For every case the inputs are made fresh (`Task.cases()` regenerates them on each call),
-the reference runs on CPU torch, the kernel runs through `run_sandboxed` on the same
-values, and the outputs are compared with the rules of `correctness.py`. The reference
-time of the case comes from the torch_npu stand-in (`sage.bench.reference`), so
-speedup = reference time / kernel time, both including the launch overhead of each kernel.
+the reference runs on CPU torch twice (eager in the task's dtypes, and the float64 truth),
+the kernel runs through `run_sandboxed` on the same values, and the outputs are compared
+with the rule of `correctness.py`. The reference time of the case comes from the torch_npu
+stand-in (`sage.bench.reference`); both sides go through the same eager timeline
+(`sage.npu.timeline`), so the speedup is reported twice: end to end (reference end-to-end /
+kernel end-to-end: the headline, what fast_p and the agent's reward use) and device-only.
+The roofline fraction is the reference forward's essential-work bound over the kernel's
+device work (launch costs excluded from both).
 
 A case whose kernel raises stops the evaluation (the task did not execute); a case that
 runs but is wrong does not, so every executed case has statistics.
@@ -15,6 +19,7 @@ reference time of each case (what `sage bench --reference-only` records).
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import math
 import time
@@ -46,11 +51,16 @@ class CaseResult(BaseModel):
     reason: str | None = None                 # why the comparison failed
     stats: list[OutputStats] = []
     cycles: int | None = None
-    time_us: float | None = None
-    reference_time_us: float | None = None
+    time_us: float | None = None              # end to end (host dispatch overlapped with the device): scored
+    device_us: float | None = None            # the kernel's launches on the device alone
+    reference_time_us: float | None = None    # the vendor's end-to-end time
+    reference_device_us: float | None = None
     reference_problem: str | None = None      # why there is no reference time (the time model failed)
-    speedup: float | None = None
-    roofline_fraction: float | None = None
+    speedup: float | None = None              # end to end: reference_time_us / time_us
+    device_speedup: float | None = None       # reference_device_us / device_us
+    roofline_fraction: float | None = None    # essential-work bound / device work (launch excluded)
+    roofline_bound_us: float | None = None
+    roofline_bound: str | None = None         # memory | cube: which essential bound
     bottleneck: str | None = None
     profile: Profile | None = None
     printed: str | None = None                # what the kernel printed (bounded)
@@ -66,7 +76,8 @@ class TaskEvaluation(BaseModel):
     status: Status
     executed: bool = False
     correct: bool = False
-    speedup: float | None = None              # geometric mean over the cases
+    speedup: float | None = None              # end to end, geometric mean over the cases (the headline)
+    device_speedup: float | None = None       # device only, geometric mean over the cases
     roofline_fraction: float | None = None    # mean over the cases
     reason: str | None = None
     error: ErrorInfo | None = None            # the first kernel error
@@ -100,12 +111,16 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
             return TaskEvaluation(**head, status="reference_unavailable", reason=exc.reason)
         except ReferenceFailure as exc:
             return TaskEvaluation(**head, status="reference_error", reason=str(exc))
+        truth = truth_outputs(model, case, len(expected))
         result = CaseResult(index=index, inputs=describe_inputs(case))
+        ref = None
         try:
-            result.reference_time_us = reference_time_us(task, case, preset)
+            ref = reference_time_for(task, case, preset)
         except ReferenceFailure as exc:
             # Correctness does not need the time model: the case is still judged, without a speedup.
             result.reference_problem = str(exc)
+        if ref is not None:
+            result.reference_time_us, result.reference_device_us = ref.end_to_end_us, ref.device_us
         run = run_sandboxed(source, kernel_args(case), kwargs, preset=preset, filename=filename,
                             trace=trace, expected=output_specs(expected), limits=limits)
         results.append(result)
@@ -116,9 +131,9 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
         if run.error is not None:
             result.error = run.error
             break
-        _fill_profile(result, run.profile, result.reference_time_us)
+        _fill_profile(result, run.profile, ref)
         result.trace = run.trace
-        comparison: Comparison = compare_outputs(expected, run.outputs or [],
+        comparison: Comparison = compare_outputs(expected, run.outputs or [], truth=truth,
                                                  int_step=1 if "quant" in task.tags else 0)
         result.correct, result.reason, result.stats = comparison.correct, comparison.reason, comparison.outputs
     evaluation = _summarise(head, results, time.perf_counter() - start)
@@ -159,7 +174,8 @@ def essential_cube_flops(model: torch.nn.Module, case: list) -> float:
 class ReferenceCase(BaseModel):
     index: int
     inputs: list[str]
-    total_us: float | None
+    total_us: float | None                # end to end (the scored reference time)
+    device_us: float | None = None
     breakdown: Any = None                 # the reference model's per-op figures, as it reports them
 
 
@@ -180,7 +196,8 @@ def measure_reference(task: Task, preset: str, cases: int | None) -> ReferenceRu
             ref = reference_time_for(task, case, preset)
             out.append(ReferenceCase(
                 index=index, inputs=describe_inputs(case),
-                total_us=None if ref is None else float(ref.total_us),
+                total_us=None if ref is None else float(ref.end_to_end_us),
+                device_us=None if ref is None else float(ref.device_us),
                 breakdown=ref.model_dump(mode="json") if isinstance(ref, BaseModel) else None))
     except ReferenceUnavailable as exc:
         return ReferenceRun(status="reference_unavailable", reason=exc.reason)
@@ -211,10 +228,20 @@ def reference_outputs(model: torch.nn.Module, case: list) -> list[np.ndarray]:
     return [to_numpy(t) if isinstance(t, torch.Tensor) else np.asarray(t) for t in _flatten(out)]
 
 
-def reference_time_us(task: Task, case: list, preset: str) -> float | None:
-    """The torch_npu stand-in's time for this case, or None while that model is absent."""
-    ref = reference_time_for(task, case, preset)
-    return None if ref is None else float(ref.total_us)
+def truth_outputs(model: torch.nn.Module, case: list, count: int) -> list[np.ndarray] | None:
+    """The reference on the same inputs with floating inputs, parameters and buffers promoted
+    to float64 (explicit casts inside it stay as written): the truth of correctness.py. None
+    when that forward cannot run in float64 (the eager output then stands in for the truth)."""
+    promoted = copy.deepcopy(model).double()
+    args = [a.detach().clone().double() if isinstance(a, torch.Tensor) and a.is_floating_point()
+            else (a.clone() if isinstance(a, torch.Tensor) else a) for a in case]
+    try:
+        with torch.no_grad():
+            out = promoted(*args)
+    except (RuntimeError, TypeError, ValueError, NotImplementedError):
+        return None   # e.g. an op without a float64 kernel, or float64 meeting an explicit float32 operand
+    flat = [to_numpy(t) if isinstance(t, torch.Tensor) else np.asarray(t) for t in _flatten(out)]
+    return flat if len(flat) == count else None
 
 
 def reference_time_for(task: Task, case: list, preset: str) -> Any:
@@ -278,16 +305,28 @@ def select_cases(task: Task, cases: int | Sequence[int] | None) -> tuple[torch.n
     return model, [(i, groups[i]) for i in indices]
 
 
-def _fill_profile(result: CaseResult, profile: Profile | None, ref_us: float | None) -> None:
+def _fill_profile(result: CaseResult, profile: Profile | None, ref: Any) -> None:
     if profile is None:
         return
+    work_us = profile.device_us - profile.device_fixed_us
+    if ref is not None and work_us > 0:
+        # The essential-work bound of the reference forward (gathered rows, not whole tables;
+        # the reference's matmul FLOPs) replaces the simulator's input+output-bytes bound.
+        profile = profile.model_copy(update={
+            "roofline_bound_us": round(ref.roofline_us, 4), "roofline_bound": ref.roofline_bound,
+            "roofline_fraction": round(ref.roofline_us / work_us, 4)})
     result.profile = profile
     result.cycles = profile.cycles
     result.time_us = profile.time_us
+    result.device_us = profile.device_us
     result.roofline_fraction = profile.roofline_fraction
+    result.roofline_bound_us = profile.roofline_bound_us
+    result.roofline_bound = profile.roofline_bound
     result.bottleneck = profile.bottleneck
-    if ref_us is not None and profile.time_us > 0:
-        result.speedup = ref_us / profile.time_us
+    if ref is not None and profile.time_us > 0:
+        result.speedup = ref.end_to_end_us / profile.time_us
+    if ref is not None and profile.device_us > 0:
+        result.device_speedup = ref.device_us / profile.device_us
 
 
 def _summarise(head: dict, results: list[CaseResult], wall_s: float) -> TaskEvaluation:
@@ -301,6 +340,7 @@ def _summarise(head: dict, results: list[CaseResult], wall_s: float) -> TaskEval
         status="error" if not executed else ("correct" if correct else "incorrect"),
         executed=executed, correct=correct,
         speedup=geomean([r.speedup for r in results]) if executed else None,
+        device_speedup=geomean([r.device_speedup for r in results]) if executed else None,
         roofline_fraction=sum(fractions) / len(fractions) if executed and fractions else None,
         reason=reason, error=error, cases=results, wall_s=round(wall_s, 3),
     )

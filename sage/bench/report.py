@@ -78,15 +78,16 @@ class TaskTableSection:
         finals = sorted(_kernel_finals(rows), key=lambda r: (r.level if r.level is not None else -1, r.task))
         if not finals:
             return None
-        lines = ["## Tasks", "", "| task | status | cases ok | speedup | roofline | bottleneck | note |",
-                 "|---|---|---|---|---|---|---|"]
+        lines = ["## Tasks", "", "Speedups per task are geometric means over its cases; end to end is the scored one.", "",
+                 "| task | status | cases ok | speedup end-to-end | speedup device | roofline | bottleneck | note |",
+                 "|---|---|---|---|---|---|---|---|"]
         for r in finals:
             e = r.evaluation
             ok = f"{sum(c.correct for c in e.cases)}/{len(e.cases)}" if e.cases else "-"
             bottleneck = next((c.bottleneck for c in e.cases if c.bottleneck), None)
             note = f"{e.error.type}: {e.error.message}" if e.error else (e.reason or "")
-            lines.append(f"| {r.task} | {e.status} | {ok} | {_num(e.speedup, 'x')} | {_pct(e.roofline_fraction)} "
-                         f"| {bottleneck or '-'} | {_cell(note)} |")
+            lines.append(f"| {r.task} | {e.status} | {ok} | {_num(e.speedup, 'x')} | {_num(e.device_speedup, 'x')} "
+                         f"| {_pct(e.roofline_fraction)} | {bottleneck or '-'} | {_cell(note)} |")
         return "\n".join(lines)
 
 
@@ -104,10 +105,11 @@ class ReferenceSection:
                  f"The reference ran on a CPU for {len(ok)} of {len(refs)} tasks; {len(timed)} have a reference "
                  f"time. Wall time of the measurements: {sum(r.wall_s for r in refs):.1f} s (summed over workers).",
                  "",
-                 "| task | cases | reference µs per case | wall s |", "|---|---|---|---|"]
+                 "| task | cases | end-to-end µs per case | device µs per case | wall s |", "|---|---|---|---|---|"]
         for r in ok:
             per_case = ", ".join(_num(c.total_us) for c in r.reference.cases)
-            lines.append(f"| {r.task} | {len(r.reference.cases)} | {per_case} | {r.wall_s:.2f} |")
+            device = ", ".join(_num(c.device_us) for c in r.reference.cases)
+            lines.append(f"| {r.task} | {len(r.reference.cases)} | {per_case} | {device} | {r.wall_s:.2f} |")
         return "\n".join(lines)
 
 
@@ -125,62 +127,35 @@ class SkippedSection:
 
 
 class PlotsSection:
-    """speedup_distribution.png and roofline_by_level.png (kernel runs with correct tasks)."""
+    """The plots of sage.bench.plots: speedup distribution, roofline fraction against reference
+    time and, over several epochs, the learning curve; each caption counts what is not drawn."""
 
     def render(self, rows: list[ResultRow], out: Path) -> str | None:
-        correct = [r.evaluation for r in _kernel_finals(rows) if r.evaluation.correct]
-        if not correct:
+        from sage.bench import plots
+
+        finals = [r.evaluation for r in _kernel_finals(rows)]
+        if not finals:
             return None
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        made = []
-        speedups = [e.speedup for e in correct if e.speedup]
-        if speedups:
-            import numpy as np
-
-            lo, hi = min(min(speedups), 1.0) / 1.25, max(max(speedups), 1.0) * 1.25
-            fig, ax = plt.subplots(figsize=(6, 3.5))
-            # Log-spaced bins: speedups are ratios, 0.5x and 2x are equally far from 1x.
-            ax.hist(speedups, bins=np.geomspace(lo, hi, min(30, max(6, len(speedups))) + 1), color="#4477aa")
-            ax.axvline(1.0, color="black", linestyle="--", linewidth=1, label="reference (1x)")
-            ax.set_xscale("log")
-            ax.set_xlabel("speedup over the reference (log scale)")
-            ax.set_ylabel("correct tasks")
-            ax.set_title(f"Speedup of the {len(speedups)} correct tasks")
-            ax.legend(loc="upper right")
-            fig.tight_layout()
-            fig.savefig(out / "speedup_distribution.png", dpi=110)
-            plt.close(fig)
-            made.append(("Speedup distribution", "speedup_distribution.png"))
-        by_level: dict[str, list[float]] = {}
-        for e in correct:
-            if e.roofline_fraction is not None:
-                by_level.setdefault(f"L{e.level}" if e.level is not None else "other", []).append(e.roofline_fraction)
-        if by_level:
-            labels = sorted(by_level)
-            fig, ax = plt.subplots(figsize=(6, 3.5))
-            ax.boxplot([by_level[k] for k in labels], tick_labels=labels)
-            for i, k in enumerate(labels, start=1):
-                ax.scatter([i] * len(by_level[k]), by_level[k], s=12, color="#4477aa", alpha=0.7, zorder=3)
-            ax.set_ylabel("fraction of the roofline bound")
-            ax.set_title("Roofline fraction of the correct tasks, by level")
-            ax.set_ylim(0, max(1.0, max(max(v) for v in by_level.values())))
-            fig.tight_layout()
-            fig.savefig(out / "roofline_by_level.png", dpi=110)
-            plt.close(fig)
-            made.append(("Roofline fraction by level", "roofline_by_level.png"))
-        return "\n".join(["## Plots", ""] + [f"![{title}]({name})" for title, name in made]) if made else None
+        by_epoch = {e: [r.evaluation for r in final_rows(rows, e) if r.mode == "kernel" and r.evaluation is not None]
+                    for e in sorted({r.epoch for r in rows})}
+        mode = next((str(r.extra["memory_mode"]) for r in rows if r.extra.get("memory_mode")), "this run")
+        made = [p for p in (plots.speedup_distribution(finals, out), plots.roofline_vs_reference(finals, out),
+                            plots.learning_curve({mode: by_epoch}, out)) if p is not None]
+        body = [p.markdown() for p in made] or [f"No plot: {plots.not_drawn(finals)}."]
+        return "\n\n".join(["## Plots", *body])
 
 
 def metrics_table(metrics: dict[str, SuiteMetrics]) -> list[str]:
-    lines = ["| | tasks | executed | correct | fast_1 | fast_1 (solved) | geomean speedup | roofline | skipped |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    """End to end (the headline) first, then the same on device time alone."""
+    lines = ["| | tasks | executed | correct | fast_1 e2e | fast_1.1 e2e | geomean e2e (solved) | geomean e2e (all, "
+             "fail = 1x) | fast_1 device | fast_1.1 device | geomean device (solved) | geomean device (all) | roofline "
+             "| skipped |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, m in metrics.items():
         lines.append(f"| {name} | {m.tasks} | {_pct(m.execution_rate)} | {_pct(m.correctness_rate)} "
-                     f"| {_pct(m.fast_1)} | {_pct(m.fast_1_solved)} | {_num(m.geomean_speedup, 'x')} "
+                     f"| {_pct(m.fast_1)} | {_pct(m.fast_1_1)} | {_num(m.geomean_speedup, 'x')} "
+                     f"| {_num(m.geomean_speedup_all, 'x')} | {_pct(m.device_fast_1)} | {_pct(m.device_fast_1_1)} "
+                     f"| {_num(m.device_geomean_speedup, 'x')} | {_num(m.device_geomean_speedup_all, 'x')} "
                      f"| {_pct(m.mean_roofline_fraction)} | {m.skipped} |")
     return lines
 
@@ -194,7 +169,7 @@ def _header(out: Path, rows: list[ResultRow]) -> str:
     lines = [f"# Benchmark report: {config.get('target', out.name)}", "",
              f"- results: `{RESULTS_FILE}` ({len(rows)} rows, {len(final_rows(rows))} tasks in the last epoch)",
              f"- preset: {config.get('preset', '?')}; solver: {', '.join(solvers) or '-'}; "
-             f"epochs: {len(epochs)}"]
+             f"epochs: {len(epochs)}; seed: {config.get('seed', '?')}; sage {config.get('sage_version', '?')}"]
     return "\n".join(lines) + "\n"
 
 

@@ -3,9 +3,18 @@
 A run evaluates every selected task once per epoch. Who writes the kernel is a `Solver`
 (ready kernel files from a folder, or the agent); without a solver the run measures the
 reference model alone (reference outputs on CPU + the torch_npu stand-in's time). Jobs
-run on an `Executor` (this process, a local process pool, or Ray) and every finished task
-is appended to `results.jsonl` at once: one row per task and attempt, exactly one of them
-`final` per task and epoch. `--resume` skips the (task, epoch) pairs that have a final row.
+run on an `Executor` (worker processes on this machine, or Ray) and every finished task
+is appended to `results.jsonl` at once (flushed to disk): one row per task and attempt,
+exactly one of them `final` per task and epoch. `--resume` skips the (task, epoch) pairs
+that have a final row.
+
+A run never falls over. Task files are imported only in the workers; a job that raises,
+kills its worker or passes the per-task deadline (`task_timeout_s`) becomes its task's
+row with status `error`, `crashed` or `timeout` and the reason, and the run goes on.
+
+Every job has a key, (run id, epoch, task), that stays the same when the run resumes. A
+learning solver ties its memory episode to it, so a job whose episode was stored but whose
+row was lost (the run killed in between) is not learned twice when it runs again.
 
 Solvers must be picklable: they travel to the worker processes with their job.
 """
@@ -13,24 +22,28 @@ Solvers must be picklable: they travel to the worker processes with their job.
 from __future__ import annotations
 
 import json
-import random
-import re
+import os
 import time
+import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import IO, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sage.bench.evaluate import ReferenceRun, TaskEvaluation, evaluate_kernel, measure_reference
-from sage.bench.executors import make_executor
-from sage.bench.tasks import (ReferenceUnavailable, Skipped, Task, TaskLoadError, level_of, load_task,
-                              load_tasks, suite_files)
+from sage import __version__
+from sage.bench.evaluate import ReferenceRun, Status, TaskEvaluation, evaluate_kernel, measure_reference
+from sage.bench.executors import TaskCrash, make_executor
+from sage.bench.selection import (collect_tasks, default_task_timeout, job_key, select_task_files, task_key,
+                                  task_order)
+from sage.bench.tasks import ReferenceUnavailable, Task, TaskLoadError, level_of, load_task
 from sage.npu.sandbox import Limits
 
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "run.json"
+# Row status of a job that produced no result, by how it ended.
+CRASH_STATUS = {"raised": "error", "crashed": "crashed", "timeout": "timeout"}
 
 
 class Attempt(BaseModel):
@@ -47,8 +60,9 @@ class SolveResult(BaseModel):
 
 class Solver(Protocol):
     name: str
+    max_attempts: int                     # kernels judged per task at most (sets the default deadline)
 
-    def solve(self, task: Task, *, epoch: int, seed: int) -> SolveResult: ...
+    def solve(self, task: Task, *, epoch: int, seed: int, job_key: str | None = None) -> SolveResult: ...
 
 
 class KernelDirSolver(BaseModel):
@@ -57,9 +71,10 @@ class KernelDirSolver(BaseModel):
 
     kernels: Path
     preset: str = "ascend910b2"
-    cases: int | None = None
+    cases: int | list[int] | None = None   # the first K cases, or these case indices
     limits: Limits | None = None
     name: str = "kernels"
+    max_attempts: int = 1
 
     def kernel_file(self, task: Task) -> Path | None:
         for candidate in (self.kernels / f"{task.key}.py", self.kernels / f"{task.name}.py"):
@@ -67,7 +82,7 @@ class KernelDirSolver(BaseModel):
                 return candidate
         return None
 
-    def solve(self, task: Task, *, epoch: int, seed: int) -> SolveResult:
+    def solve(self, task: Task, *, epoch: int, seed: int, job_key: str | None = None) -> SolveResult:
         path = self.kernel_file(task)
         if path is None:
             return SolveResult()
@@ -89,6 +104,11 @@ class ResultRow(BaseModel):
     final: bool = True
     mode: Literal["kernel", "reference"] = "kernel"
     solver: str = ""
+    # Replaying a row: `--seed <seed>` makes the same case inputs (Task.seed), on `preset`,
+    # with this sage. None in rows written before they were recorded.
+    seed: int | None = None
+    preset: str | None = None
+    sage_version: str | None = None
     status: str
     evaluation: TaskEvaluation | None = None
     reference: ReferenceRun | None = None
@@ -102,8 +122,9 @@ class Job(BaseModel):
     path: str
     epoch: int = 0
     seed: int = 0
+    key: str | None = None                # stable across resumes, see job_key()
     preset: str = "ascend910b2"
-    cases: int | None = None
+    cases: int | list[int] | None = None
     solver: Any = None                    # a picklable Solver, or None for reference-only
 
 
@@ -114,15 +135,18 @@ class BenchConfig(BaseModel):
     target: str = "npukernelbench"        # the suite, or a task file / folder
     levels: list[int] | None = None
     ops: list[str] | None = None
-    cases: int | None = None
+    cases: int | list[int] | None = None  # the first K cases of each task, or these case indices
     workers: int = 2
-    executor: Literal["local", "ray"] = "local"
+    executor: Literal["local", "ray", "inline"] = "local"   # inline: tests and debugging only
     ray_address: str | None = None
     preset: str = "ascend910b2"
     out: Path
     resume: bool = False
     epochs: int = 1
     seed: int = 0
+    task_timeout_s: float | None = Field(None, gt=0, description="per-task deadline; None: default_task_timeout")
+    run_id: str | None = None             # set by run_bench, kept by --resume
+    sage_version: str = __version__       # the sage that wrote the run (run.json)
 
 
 class BenchRun(BaseModel):
@@ -133,51 +157,23 @@ class BenchRun(BaseModel):
     wall_s: float
 
 
-def collect_tasks(target: str, levels: list[int] | None = None,
-                  ops: list[str] | None = None) -> tuple[list[Task], list[Skipped]]:
-    """The tasks of the suite ("npukernelbench") or of a path, filtered by level and name."""
-    if target == "npukernelbench":
-        tasks, skipped = [], []
-        for f in suite_files():
-            t, s = load_tasks(f, check_inputs=False)
-            tasks += t
-            skipped += s
-    else:
-        path = Path(target)
-        if not path.exists():
-            raise TaskLoadError(path, "no such file or folder (use 'npukernelbench' for the suite)")
-        tasks, skipped = load_tasks(path, check_inputs=False)
-    if levels is not None:
-        tasks = [t for t in tasks if t.level in levels]
-        skipped = [s for s in skipped if s.level in levels]
-    if ops:
-        wanted = set(ops)
-        tasks = [t for t in tasks if wanted & _names(t.name, t.key)]
-        skipped = [s for s in skipped if wanted & _names(s.name, f"level{s.level}/{s.name}")]
-    return tasks, skipped
-
-
 def run_job(job: Job) -> list[ResultRow]:
     """One task, one epoch: the rows it produces. Runs in a worker process."""
     start = time.perf_counter()
     path = Path(job.path)
     try:
         task = load_task(path, check_inputs=False)
-    except (TaskLoadError, ReferenceUnavailable) as exc:
-        kind = "reference_unavailable" if isinstance(exc, ReferenceUnavailable) else "reference_error"
-        reason = exc.reason if isinstance(exc, ReferenceUnavailable) else exc.problem
-        key, level = _key(path), level_of(path)
-        if job.solver is None:
-            return [ResultRow(task=key, level=level, path=str(path), epoch=job.epoch, mode="reference",
-                              solver="reference", status=kind, reference=ReferenceRun(status=kind, reason=reason))]
-        return [ResultRow(task=key, level=level, path=str(path), epoch=job.epoch, solver=job.solver.name,
-                          status=kind, evaluation=TaskEvaluation(task=key, level=level, status=kind, reason=reason))]
+    except ReferenceUnavailable as exc:
+        return [failure_row(job, "reference_unavailable", "reference_unavailable", exc.reason)]
+    except TaskLoadError as exc:
+        return [failure_row(job, "reference_error", "reference_error", exc.problem)]
+    task.seed = job.seed
     head = dict(task=task.key, level=task.level, tags=task.tags, path=str(task.path), epoch=job.epoch)
     if job.solver is None:
         ref = measure_reference(task, job.preset, job.cases)
         return [ResultRow(**head, mode="reference", solver="reference", status=ref.status, reference=ref,
                           wall_s=round(time.perf_counter() - start, 3))]
-    result: SolveResult = job.solver.solve(task, epoch=job.epoch, seed=job.seed)
+    result: SolveResult = job.solver.solve(task, epoch=job.epoch, seed=job.seed, job_key=job.key)
     wall = round(time.perf_counter() - start, 3)
     if not result.attempts:
         return [ResultRow(**head, solver=job.solver.name, status="no_kernel", extra=result.extra, wall_s=wall,
@@ -189,13 +185,22 @@ def run_job(job: Job) -> list[ResultRow]:
             for i, a in enumerate(result.attempts)]
 
 
-def task_order(paths: list[str], seed: int) -> list[str]:
-    """The order a run submits its tasks in, the same in every epoch: shuffled by `seed` so a
-    learning solver does not always meet a level's easy tasks first, and fixed by it so
-    runs that differ only in the solver (the memory ablation) see the tasks alike."""
-    ordered = sorted(paths)
-    random.Random(seed).shuffle(ordered)
-    return ordered
+def failure_row(job: Job, status: str, evaluation_status: Status, reason: str) -> ResultRow:
+    """The row of a job that judged nothing: a task file that does not load, or a job that
+    raised, crashed or timed out (`status`), with the one-line reason."""
+    path = Path(job.path)
+    key, level = task_key(path), level_of(path)
+    head = dict(task=key, level=level, path=str(path), epoch=job.epoch, status=status)
+    if job.solver is None:
+        ref_status = evaluation_status if evaluation_status == "reference_unavailable" else "reference_error"
+        return ResultRow(**head, mode="reference", solver="reference",
+                         reference=ReferenceRun(status=ref_status, reason=reason))
+    return ResultRow(**head, solver=job.solver.name,
+                     evaluation=TaskEvaluation(task=key, level=level, status=evaluation_status, reason=reason))
+
+
+def crash_row(job: Job, crash: TaskCrash) -> ResultRow:
+    return failure_row(job, CRASH_STATUS[crash.kind], "error", crash.reason)
 
 
 def choose_best(attempts: list[Attempt]) -> int:
@@ -216,20 +221,23 @@ def run_bench(config: BenchConfig, solver: Solver | None,
     if config.resume:
         check_resumable(out, config)
     existing = read_rows(results) if config.resume else []
+    config = config.model_copy(update={"run_id": _run_id(out, config)})
     # Rewritten from the rows that parsed, so a line torn by a crash does not end up
     # in the middle of the file once new rows are appended.
-    results.write_text("".join(r.model_dump_json() + "\n" for r in existing), encoding="utf-8")
-    (out / CONFIG_FILE).write_text(config.model_dump_json(indent=2) + "\n")
+    _write_atomically(results, "".join(r.model_dump_json() + "\n" for r in existing))
+    _write_atomically(out / CONFIG_FILE, config.model_dump_json(indent=2) + "\n")
     finished = {(r.task, r.epoch) for r in existing if r.final}
 
-    tasks, skipped = collect_tasks(config.target, config.levels, config.ops)
-    paths = task_order([str(t.path) for t in tasks] + [s.path for s in skipped], config.seed)
-    jobs_by_epoch = [[Job(path=p, epoch=e, seed=config.seed + e, preset=config.preset, cases=config.cases,
-                          solver=solver) for p in paths if (_key(Path(p)), e) not in finished]
+    paths = task_order([str(f) for f in select_task_files(config.target, config.levels, config.ops)], config.seed)
+    jobs_by_epoch = [[Job(path=p, epoch=e, seed=config.seed + e, key=job_key(config.run_id, e, task_key(Path(p))),
+                          preset=config.preset, cases=config.cases, solver=solver)
+                      for p in paths if (task_key(Path(p)), e) not in finished]
                      for e in range(config.epochs)]
     total = sum(len(j) for j in jobs_by_epoch)
     if on_start:
         on_start(total)
+    case_count = len(config.cases) if isinstance(config.cases, list) else config.cases
+    timeout = config.task_timeout_s or default_task_timeout(case_count, solver.max_attempts if solver else 1)
     rows = list(existing)
     executor = make_executor(config.executor, config.workers, ray_address=config.ray_address)
     try:
@@ -237,17 +245,40 @@ def run_bench(config: BenchConfig, solver: Solver | None,
             # Epochs run one after the other: a learning solver must see epoch e finished
             # before it starts e + 1.
             for jobs in jobs_by_epoch:
-                for job_rows in executor.map(run_job, jobs):
+                for job, outcome in executor.map(run_job, jobs, timeout_s=timeout):
+                    job_rows = [crash_row(job, outcome)] if isinstance(outcome, TaskCrash) else outcome
                     for row in job_rows:
-                        fh.write(row.model_dump_json() + "\n")
-                        rows.append(row)
-                    fh.flush()
+                        row.seed, row.preset, row.sage_version = job.seed, job.preset, __version__
+                    _append(fh, job_rows)
+                    rows += job_rows
                     if on_row:
                         on_row(next((r for r in job_rows if r.final), job_rows[-1]))
     finally:
         executor.close()
     return BenchRun(out=out, rows=rows, ran=total, resumed=len(finished),
                     wall_s=round(time.perf_counter() - start, 3))
+
+
+def _run_id(out: Path, config: BenchConfig) -> str:
+    stored = _stored_config(out).get("run_id") if config.resume else None
+    return stored or config.run_id or uuid.uuid4().hex[:16]
+
+
+def _append(fh: IO[str], rows: list[ResultRow]) -> None:
+    # One write per job, on disk before the next job's: a killed run loses only the jobs in flight.
+    fh.write("".join(r.model_dump_json() + "\n" for r in rows))
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    # A run killed while rewriting results.jsonl must not lose the rows it had.
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 class ResultsCorrupt(ValueError):
@@ -259,14 +290,16 @@ class ResumeMismatch(ValueError):
 
 
 # Options that change what a row means: a resumed run must keep them.
-_RESUME_KEYS = ("target", "preset", "cases")
+_RESUME_KEYS = ("target", "preset", "cases", "seed")
+
+
+def _stored_config(out: Path) -> dict[str, Any]:
+    path = Path(out) / CONFIG_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def check_resumable(out: Path, config: BenchConfig) -> None:
-    stored_path = Path(out) / CONFIG_FILE
-    if not stored_path.exists():
-        return
-    stored = json.loads(stored_path.read_text())
+    stored = _stored_config(out)
     current = json.loads(config.model_dump_json())
     for key in _RESUME_KEYS:
         if key in stored and stored[key] != current[key]:
@@ -309,15 +342,7 @@ def default_out_dir(runs_dir: Path = Path("runs")) -> Path:
     return runs_dir / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
 
 
-def _names(name: str, key: str) -> set[str]:
-    return {name, key, re.sub(r"^\d+_", "", name)}
-
-
-def _key(path: Path) -> str:
-    level = level_of(path)
-    return f"level{level}/{path.stem}" if level is not None else path.stem
-
-
 __all__ = ["Attempt", "BenchConfig", "BenchRun", "Job", "KernelDirSolver", "ReferenceRun", "ResultRow",
            "ResultsCorrupt", "ResumeMismatch", "SolveResult", "Solver", "check_resumable", "choose_best",
-           "collect_tasks", "default_out_dir", "final_rows", "read_rows", "run_bench", "run_job", "task_order"]
+           "collect_tasks", "crash_row", "default_out_dir", "default_task_timeout", "failure_row", "final_rows",
+           "job_key", "read_rows", "run_bench", "run_job", "select_task_files", "task_order"]

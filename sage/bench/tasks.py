@@ -28,9 +28,11 @@ import ast
 import difflib
 import hashlib
 import importlib.util
+import random
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -100,6 +102,10 @@ class Task:
     description: str
     fused_op: str | None
     module: ModuleType = field(repr=False)
+    # The seed of the case inputs: `cases()` seeds torch's (and numpy's and random's) generator
+    # with it before making them, so (seed, case index) names the same inputs on every call
+    # and machine: a failing case is replayed with `--case K --seed S`.
+    seed: int = 0
 
     @property
     def key(self) -> str:
@@ -122,17 +128,21 @@ class Task:
         From `get_input_groups()`, else `get_inputs()` as the one case, else the case file."""
         m = self.module
         if hasattr(m, "get_input_groups"):
-            return self._checked_cases("get_input_groups()", m.get_input_groups)
+            return self._seeded_cases("get_input_groups()", m.get_input_groups)
         if hasattr(m, "get_inputs"):
-            return self._checked_cases("get_inputs()", lambda: [m.get_inputs()])
-        return self._checked_cases(self.case_file.name, lambda: read_case_file(self.case_file))
+            return self._seeded_cases("get_inputs()", lambda: [m.get_inputs()])
+        return self._seeded_cases(self.case_file.name, lambda: read_case_file(self.case_file))
 
     def first_case(self) -> list:
         """What KernelBench's `get_inputs()` gives: that function when the file has it, else
         the first of the cases."""
         if hasattr(self.module, "get_inputs"):
-            return self._checked_cases("get_inputs()", lambda: [self.module.get_inputs()])[0]
+            return self._seeded_cases("get_inputs()", lambda: [self.module.get_inputs()])[0]
         return self.cases()[0]
+
+    def _seeded_cases(self, source: str, make: Callable[[], Any]) -> list[list]:
+        with seeded(self.seed):
+            return self._checked_cases(source, make)
 
     def case_support(self, case: Sequence[Any]) -> str | None:
         """None when a 910B kernel can take the case; else why not (an fp64 or complex
@@ -168,6 +178,22 @@ class Task:
         except CaseFileError as exc:
             return f" ({exc})"
         return ""
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Task code generating inputs under `seed` (torch, numpy's global and `random`'s
+    generators), the caller's generator states restored afterwards."""
+    py_state, np_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        np.random.seed(seed % 2**32)
+        random.seed(seed)
+        try:
+            yield
+        finally:
+            random.setstate(py_state)
+            np.random.set_state(np_state)
 
 
 def load_task(path: Path | str, *, check_inputs: bool = True) -> Task:

@@ -8,25 +8,27 @@ run without --memory-url learns into its own OUT/memory.db.
 own, so `_BenchGroup` sends any first word that is not a subcommand (and any option
 given before the target) to the `run` command, the word kept as its TARGET.
 
-Exit codes: 0 the run finished (whatever the kernels did), 1 a worker died, 2 bad input,
-130 interrupted (finished tasks are kept; `--resume --out DIR` continues).
+Exit codes: 0 the run finished (whatever the kernels and task files did: a job that raised,
+crashed its worker or timed out is its task's row), 2 bad input, 130 interrupted
+(finished tasks are kept; `--resume --out DIR` continues).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from typer.core import TyperGroup
+
+from sage import __version__
+from sage.cli.common import did_you_mean, fail, require_cache, require_memory, require_writable
+from sage.cli.render import Col, Screen, fitted_table
 
 RUN_COMMAND = "run"
 REFERENCE_COMMAND = "reference"
@@ -95,13 +97,8 @@ app = typer.Typer(
     help="Benchmark kernels on a task suite. `sage bench npukernelbench` or `sage bench PATH` runs one "
          "(see `sage bench run --help` for its options); `report` and `reference` are subcommands.",
 )
-err = Console(stderr=True)
-out = Console()
-
-
-def fail(message: str, code: int = 2) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
+err = Screen(stderr=True)
+out = Screen()
 
 
 @app.command(RUN_COMMAND, help="Run a suite: TARGET is 'npukernelbench', a task file or a folder.")
@@ -110,6 +107,9 @@ def run(
     level: list[int] = typer.Option(None, "--level", "-l", help="only this level (repeatable)"),
     ops: str = typer.Option(None, "--ops", help="comma-separated task names (e.g. softmax,10_layer_norm)"),
     cases: int = typer.Option(None, "--cases", min=1, help="evaluate only the first K cases of each task"),
+    case: list[int] = typer.Option(None, "--case", min=0,
+                                   help="evaluate only case I of each task (0-based; repeatable): with --seed, "
+                                        "replays a row's case"),
     workers: int = typer.Option(2, "--workers", "-w", min=1,
                                 help="parallel worker processes (local executor; Ray schedules by CPUs)"),
     kernels: Path = typer.Option(None, "--kernels", help="folder of ready kernels: DIR/level1/10_layer_norm.py"),
@@ -121,7 +121,11 @@ def run(
     reference_only: bool = typer.Option(False, "--reference-only",
                                         help="measure only the reference model (no kernels)"),
     epochs: int = typer.Option(1, "--epochs", min=1, help="passes over the suite (the agent learns across them)"),
-    seed: int = typer.Option(None, "--seed", help="seed of the task order and of the solver"),
+    task_timeout: float = typer.Option(None, "--task-timeout", min=1, metavar="SECONDS",
+                                       help="stop a task's job after this long and record it as `timeout` "
+                                            "(default: 300 s + 60 s per case and attempt)"),
+    seed: int = typer.Option(None, "--seed", help="seed of the task order, the solver and the case inputs "
+                                                 "(epoch e uses seed + e; each row records its seed)"),
     model: str = typer.Option(None, "--model", help="agent: LLM model (default: settings; none = offline)"),
     base_url: str = typer.Option(None, "--base-url", help="agent: OpenAI-compatible endpoint"),
     memory: str = typer.Option(None, "--memory", help="agent: memory mode none|uniform|atu|sage"),
@@ -134,10 +138,13 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
 ) -> None:
     from sage.bench.report import write_report
-    from sage.bench.runner import BenchConfig, KernelDirSolver, collect_tasks, default_out_dir, run_bench
+    from sage.bench.executors import isolation_notes
+    from sage.bench.runner import BenchConfig, KernelDirSolver, default_out_dir, run_bench, select_task_files
     from sage.bench.tasks import TaskLoadError
     from sage.config import load_settings
 
+    if cases is not None and case:
+        fail("give --cases K or --case I, not both")
     if executor not in ("local", "ray"):
         fail(f"--executor must be 'local' or 'ray', not '{executor}'")
     if kernels is not None and not kernels.is_dir():
@@ -163,31 +170,40 @@ def run(
              "--memory and --memory-url do not apply")
     settings = load_settings(preset=preset, seed=seed)
     _check_preset(settings.preset)
+    require_cache()
     config = BenchConfig(
         target=target, levels=level or None, ops=[o.strip() for o in ops.split(",") if o.strip()] if ops else None,
-        cases=cases, workers=workers, executor=executor, ray_address=ray_address, preset=settings.preset,
-        out=out_dir or default_out_dir(settings.runs_dir), resume=resume, epochs=epochs, seed=settings.seed)
+        cases=sorted(set(case)) if case else cases, workers=workers, executor=executor, ray_address=ray_address, preset=settings.preset,
+        out=out_dir or default_out_dir(settings.runs_dir), resume=resume, epochs=epochs, seed=settings.seed,
+        task_timeout_s=task_timeout)
     try:
-        tasks, skipped = collect_tasks(config.target, config.levels, config.ops)
+        selected = select_task_files(config.target, config.levels, config.ops)
     except TaskLoadError as exc:
         fail(str(exc))
-    if not tasks and not skipped:
+    if config.ops:
+        _check_ops(config.target, config.levels, config.ops)
+    if not selected:
         fail(f"no tasks selected in {target}" + (f" (ops: {ops})" if ops else "")
              + (f" (levels: {level})" if level else ""))
+    require_writable(config.out, "the run's results")
+    if memory_url is not None:
+        require_memory(memory_url)
 
+    for note in isolation_notes(config.executor):
+        err.print(f"note: {note}", highlight=False, soft_wrap=True)
     agent = dict(model=model, base_url=base_url, iterations=iterations)
     if modes is not None:
         _run_compare(config, modes, agent, as_json)
         return
     if kernels is not None:
-        solver: Any = KernelDirSolver(kernels=kernels, preset=config.preset, cases=cases)
+        solver: Any = KernelDirSolver(kernels=kernels, preset=config.preset, cases=config.cases)
     elif reference_only:
         solver = None
     else:
         solver = _agent_solver(config, memory, memory_url, agent)
 
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err, transient=as_json)
+                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err.console(), transient=as_json)
     with progress:
         bar = progress.add_task("bench", total=None, last="")
 
@@ -203,7 +219,8 @@ def run(
     summary = json.loads((result.out / "summary.json").read_text())
     if as_json:
         print(json.dumps({"out": str(result.out), "report": str(report), "ran": result.ran,
-                          "resumed": result.resumed, "wall_s": result.wall_s, **summary}))
+                          "resumed": result.resumed, "wall_s": result.wall_s, "preset": config.preset,
+                          "seed": config.seed, "sage_version": __version__, **summary}))
         return
     _print_summary(summary, result, report, solver is None)
 
@@ -217,6 +234,7 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="a run folder (with resu
 
     if not run_dir.is_dir():
         fail(f"{run_dir}: no such folder")
+    require_writable(run_dir, "the report")
     try:
         if (run_dir / RESULTS_FILE).exists() or not mode_dirs(run_dir):
             path = write_report(run_dir)
@@ -226,7 +244,7 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="a run folder (with resu
             path = write_ablation_report(run_dir)
     except (NoResults, ResultsCorrupt) as exc:
         fail(str(exc))
-    out.print(f"report written to {path}")
+    out.text(f"report written to {path}")
 
 
 def _agent_solver(config: Any, memory_mode: str | None, memory_url: str | None, flags: dict[str, Any]) -> Any:
@@ -254,7 +272,7 @@ def _run_compare(config: Any, modes: list[str], flags: dict[str, Any], as_json: 
     from sage.bench.ablation import ablation_metrics, load_mode_rows, run_compare
 
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err, transient=as_json)
+                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err.console(), transient=as_json)
     bars: dict[str, Any] = {}
 
     def on_start(mode: str, total: int) -> None:
@@ -274,16 +292,13 @@ def _run_compare(config: Any, modes: list[str], flags: dict[str, Any], as_json: 
                                                    for e, v in metrics.get(m, {}).items()}}
                                     for m, r in result.runs.items()}}))
         return
-    table = Table(title=f"memory ablation: {config.target}", box=box.SIMPLE_HEAD)
-    for col in ("mode", "epoch", "tasks", "exec", "correct", "fast_1", "speedup", "roofline"):
-        table.add_column(col, justify="left" if col == "mode" else "right")
-    for mode, epochs in metrics.items():
-        for e, m in epochs.items():
-            table.add_row(mode, str(e + 1), str(m.tasks), _pct(m.execution_rate), _pct(m.correctness_rate),
-                          _pct(m.fast_1), "-" if m.geomean_speedup is None else f"{m.geomean_speedup:.2f}x",
-                          _pct(m.mean_roofline_fraction))
-    out.print(table)
-    out.print(f"{len(modes)} modes in {result.wall_s:.1f} s; results in {result.out}/<mode>/; report {result.report}")
+    cols = [Col("mode", wrap=False), *(Col(c, "right", wrap=False) for c in ("epoch", "tasks", "exec", "correct")),
+            *(Col(c, "right") for c in ("fast_1 e2e", "speedup e2e (solved)", "speedup device", "roofline"))]
+    rows = [[mode, str(e + 1), str(m.tasks), _pct(m.execution_rate), _pct(m.correctness_rate), _pct(m.fast_1),
+             _x(m.geomean_speedup), _x(m.device_geomean_speedup), _pct(m.mean_roofline_fraction)]
+            for mode, epochs in metrics.items() for e, m in epochs.items()]
+    out.print(fitted_table(cols, rows, out.width, title=f"memory ablation: {config.target}", box=box.SIMPLE_HEAD))
+    out.text(f"{len(modes)} modes in {result.wall_s:.1f} s; results in {result.out}/<mode>/; report {result.report}")
 
 
 @contextmanager
@@ -300,9 +315,6 @@ def _run_failures(run_out: Path) -> Iterator[None]:
     except KeyboardInterrupt:
         fail(f"interrupted; finished tasks are kept in {run_out} (continue with --resume --out {run_out})",
              code=130)
-    except BrokenProcessPool:
-        fail(f"a worker process died (out of memory?); finished tasks are kept in {run_out} "
-             f"(continue with --resume --out {run_out}, perhaps with fewer --workers)", code=1)
 
 
 def _check_preset(preset: str) -> None:
@@ -318,24 +330,59 @@ def _print_summary(summary: dict, result: Any, report: Path, reference_only: boo
         ok = sum(r.status == "reference_ok" for r in rows)
         out.print(f"reference measured for {ok} of {len(rows)} tasks in {result.wall_s:.1f} s")
     else:
-        table = Table(title=f"{result_target(result)}: rates over counted tasks", box=box.SIMPLE_HEAD)
-        for col in ("", "tasks", "exec", "correct", "fast_1", "fast_1/solved", "speedup", "roofline", "skip"):
-            table.add_column(col, justify="right" if col else "left")
-        for name, m in [("all", summary["suite"]), *summary["levels"].items()]:
-            table.add_row(name, str(m["tasks"]), _pct(m["execution_rate"]), _pct(m["correctness_rate"]),
-                          _pct(m["fast_1"]), _pct(m["fast_1_solved"]),
-                          "-" if m["geomean_speedup"] is None else f"{m['geomean_speedup']:.2f}x",
-                          _pct(m["mean_roofline_fraction"]), str(m["skipped"]))
-        out.print(table)
+        # Headers fold before figures do (render.py): eleven columns fit 80 characters.
+        cols = [Col(""), *(Col(c, "right", wrap=False) for c in ("tasks", "exec", "correct")),
+                *(Col(c, "right") for c in ("fast_1", "fast_1.1", "geomean solved", "geomean all", "device geomean",
+                                            "roofline")), Col("skip", "right", wrap=False)]
+        rows = [[name, str(m["tasks"]), _pct(m["execution_rate"]), _pct(m["correctness_rate"]), _pct(m["fast_1"]),
+                 _pct(m.get("fast_1_1")), _x(m["geomean_speedup"]), _x(m.get("geomean_speedup_all")),
+                 _x(m.get("device_geomean_speedup")), _pct(m["mean_roofline_fraction"]), str(m["skipped"])]
+                for name, m in [("all", summary["suite"]), *summary["levels"].items()]]
+        out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD,
+                               title=f"{result_target(result)}: rates over counted tasks (speedups end to end "
+                                     f"unless marked device)"))
     resumed = f", {result.resumed} resumed" if result.resumed else ""
-    out.print(f"{result.ran} tasks run{resumed}; results in {result.out}/results.jsonl; report {report}")
+    out.text(f"{result.ran} tasks run{resumed} on {result_preset(result)} (sage {__version__}, seed "
+             f"{result_seed(result)}); results in {result.out}/results.jsonl; report {report}")
+
+
+def _run_config(result: Any) -> dict:
+    return json.loads((result.out / "run.json").read_text())
 
 
 def result_target(result: Any) -> str:
-    config = json.loads((result.out / "run.json").read_text())
-    return config["target"]
+    return _run_config(result)["target"]
+
+
+def result_preset(result: Any) -> str:
+    return _run_config(result)["preset"]
+
+
+def result_seed(result: Any) -> int:
+    return _run_config(result)["seed"]
+
+
+def _check_ops(target: str, levels: list[int] | None, ops: list[str]) -> None:
+    """Every --ops name must select a task of the target; a typo gets the nearest names."""
+    import re
+
+    from sage.bench.runner import select_task_files
+    from sage.bench.selection import task_key
+
+    names: dict[str, set[str]] = {}
+    for f in select_task_files(target, levels, None):
+        for name in (f.stem, task_key(f), re.sub(r"^\d+_", "", f.stem)):
+            names.setdefault(name, set()).add(str(f))
+    unknown = [o for o in ops if o not in names]
+    if unknown:
+        where = target + (f" (levels {', '.join(map(str, levels))})" if levels else "")
+        fail(f"--ops: no task named '{unknown[0]}' in {where}{did_you_mean(unknown[0], names)}")
 
 
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
 

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
+
+from sage.cli.common import did_you_mean, fail, require_memory
+from sage.cli.render import Col, fitted_table
+
+if TYPE_CHECKING:
+    from sage.memory import Memory
 
 app = typer.Typer(help="The experience memory: what the agent has learned.", no_args_is_help=True)
 
@@ -24,17 +30,14 @@ EMPTY_HINT = "The memory is empty: run `sage synth --op softmax` to teach it som
 URL_OPTION = typer.Option(None, "--memory-url", help="SQLAlchemy URL (default: SAGE_MEMORY_URL or sqlite:///~/.sage/memory.db)")
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    _console(stderr=True).print(f"[red]error:[/red] {message}", highlight=False, markup=True)
-    raise typer.Exit(code)
-
-
-def _open(url: str | None):  # type: ignore[no-untyped-def]
+def _open(url: str | None) -> Memory:
     from sage.config import load_settings
     from sage.memory import Memory, MemoryStoreError
 
+    resolved = load_settings(memory_url=url).memory_url
+    require_memory(resolved)
     try:
-        return Memory(load_settings(memory_url=url).memory_url)
+        return Memory(resolved)
     except MemoryStoreError as exc:
         fail(str(exc))
 
@@ -54,40 +57,52 @@ def inspect(
     with _open(memory_url) as memory:
         exps = memory.experiences(top=top, operator=op)
         all_rules = memory.rules()
-        operators = memory.operator_counts()
+        operators = memory.experience_operators()
+        known = memory.operators() if op is not None and not exps else []
         budget = memory.config.token_budget
         empty = memory.is_empty()
     resident = [r for r in all_rules if r.status == "resident"]
     used = sum(r.tokens for r in resident)
     if as_json:
         _print_json({
-            "experiences": [e.model_dump() | {"operators": operators.get(e.id, 0)} for e in exps],
+            "experiences": [e.model_dump() | {"operators": _operator_count(operators.get(e.id)),
+                                              "adopted_on": len(operators.get(e.id, (None, []))[1])}
+                            for e in exps],
             "rules": [r.model_dump() for r in all_rules], "resident_tokens": used, "token_budget": budget,
         })
         return
+    console = _console()
     if empty:
-        _console().print(EMPTY_HINT)
+        console.print(EMPTY_HINT)
         return
     if rules:
-        table = Table(title=f"Rules — resident {len(resident)}, {used}/{budget} tokens")
-        for column in ("id", "rule", "utility", "adopted/shown", "tokens", "sources", "status"):
-            table.add_column(column, overflow="fold")
-        for r in all_rules:
-            table.add_row(r.id, r.text, f"{r.utility:+.3f}", f"{r.adopted}/{r.shown}", str(r.tokens),
-                          " ".join(r.sources), r.status)
-        _console().print(table if all_rules else "No rules yet: experiences become rules once they help on several operators.")
+        cols = [Col("id", wrap=False), Col("rule"), Col("utility", "right", wrap=False),
+                Col("adopted/ shown", "right"), Col("tokens", "right", wrap=False), Col("sources"),
+                Col("status", wrap=False)]
+        rows = [[r.id, r.text, f"{r.utility:+.3f}", f"{r.adopted}/{r.shown}", str(r.tokens), " ".join(r.sources),
+                 r.status] for r in all_rules]
+        title = f"Rules — resident {len(resident)}, {used}/{budget} tokens"
+        console.print(fitted_table(cols, rows, console.width, title=title) if all_rules
+                      else "No rules yet: experiences become rules once they help on several operators.")
         return
     if not exps:
-        _console().print(f"No experiences for operator {op!r}." if op else EMPTY_HINT)
+        console.print(f"No experiences for operator {op!r}{did_you_mean(op, known)}." if op else EMPTY_HINT,
+                      highlight=False)
     else:
-        table = Table(title="Experiences" + (f" for {op}" if op else ""))
-        for column in ("id", "title", "utility", "adopted/retrieved", "operators", "status"):
-            table.add_column(column, overflow="fold")
-        for e in exps:
-            table.add_row(e.id, e.title, f"{e.utility:+.3f}", f"{e.adopted}/{e.retrieved}",
-                          str(operators.get(e.id, 0)), e.status)
-        _console().print(table)
-    _console().print(f"Resident rules: {len(resident)} ({used}/{budget} tokens); see --rules.")
+        # "operators": learned on plus adopted on (consolidation's breadth gate counts the adopters: `show`).
+        cols = [Col("id", wrap=False), Col("title"), Col("utility", "right", wrap=False),
+                Col("adopted/ retrieved", "right"), Col("operators", "right"), Col("status", wrap=False)]
+        rows = [[e.id, e.title, f"{e.utility:+.3f}", f"{e.adopted}/{e.retrieved}",
+                 str(_operator_count(operators.get(e.id))), e.status] for e in exps]
+        console.print(fitted_table(cols, rows, console.width, title="Experiences" + (f" for {op}" if op else "")))
+    console.print(f"Resident rules: {len(resident)} ({used}/{budget} tokens); see --rules.")
+
+
+def _operator_count(entry: tuple[str | None, list[str]] | None) -> int:
+    if entry is None:
+        return 0
+    origin, adopters = entry
+    return len(set(adopters) | ({origin} if origin else set()))
 
 
 @app.command("show", help="One experience (E<n>) or rule (R<n>) with its adoption history.")
@@ -106,29 +121,33 @@ def show(
     if as_json:
         _print_json(detail.model_dump(mode="json"))
         return
+    console = _console()
     if detail.experience is not None:
         e = detail.experience
-        _console().print(f"[bold]{e.id}[/bold] {e.title}  [dim]({e.status}, from {e.origin_operator})[/dim]")
-        _console().print(e.advice, highlight=False)
-        _console().print(f"tags: {', '.join(e.tags) or '-'}   hints: {json.dumps(e.hints) if e.hints else '-'}")
-        _console().print(f"utility {e.utility:+.3f}   retrieved {e.retrieved}   adopted {e.adopted} "
-                  f"(succeeded {e.adopted_succeeded})   operators {len(detail.operators)}")
+        console.print(f"[bold]{e.id}[/bold] {escape(e.title)}  [dim]({e.status}, learned on "
+                      f"{escape(e.origin_operator or '?')})[/dim]")
+        console.print(e.advice, highlight=False, markup=False)
+        hints = json.dumps(e.hints) if e.hints else "-"
+        console.print(f"tags: {', '.join(e.tags) or '-'}   hints: {hints}", highlight=False, markup=False)
+        adopters = ", ".join(detail.operators) or "none yet"
+        console.print(f"utility {e.utility:+.3f}   retrieved {e.retrieved}   adopted {e.adopted} "
+                      f"(succeeded {e.adopted_succeeded})   adopted on {len(detail.operators)} operator(s): "
+                      f"{adopters}", highlight=False, markup=False)
     else:
         r = detail.rule
         assert r is not None
-        _console().print(f"[bold]{r.id}[/bold] [dim]({r.status}, {r.tokens} tokens, from {' '.join(r.sources)})[/dim]")
-        _console().print(r.text, highlight=False)
-        _console().print(f"utility {r.utility:+.3f}   shown {r.shown}   adopted {r.adopted} (succeeded {r.adopted_succeeded})")
+        console.print(f"[bold]{r.id}[/bold] [dim]({r.status}, {r.tokens} tokens, from {' '.join(r.sources)})[/dim]")
+        console.print(r.text, highlight=False, markup=False)
+        console.print(f"utility {r.utility:+.3f}   shown {r.shown}   adopted {r.adopted} "
+                      f"(succeeded {r.adopted_succeeded})", highlight=False)
     if not detail.history:
-        _console().print("Never adopted.")
+        console.print("Never adopted.")
         return
-    table = Table(title="Adoption history")
-    for column in ("episode", "operator", "mode", "attempt", "reward", "reason"):
-        table.add_column(column, overflow="fold")
-    for h in detail.history:
-        table.add_row(str(h.episode_id), h.task, h.mode, str(h.attempt),
-                      "-" if h.reward is None else f"{h.reward:+.3f}", h.reason)
-    _console().print(table)
+    cols = [Col("episode", "right", wrap=False), Col("operator"), Col("mode", wrap=False),
+            Col("attempt", "right", wrap=False), Col("reward", "right", wrap=False), Col("reason")]
+    rows = [[str(h.episode_id), h.task, h.mode, str(h.attempt), "-" if h.reward is None else f"{h.reward:+.3f}",
+             h.reason] for h in detail.history]
+    console.print(fitted_table(cols, rows, console.width, title="Adoption history"))
 
 
 @app.command("export", help="Write the whole memory to a JSON file (import round-trips it exactly).")
@@ -150,13 +169,14 @@ def import_(
     memory_url: str = URL_OPTION,
 ) -> None:
     from sage.memory import MemoryStoreError
+    from sage.memory.transfer import read_export
 
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = read_export(file)
     except OSError as exc:
         fail(f"cannot read {file}: {exc.strerror}")
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        fail(f"{file} is not JSON: {exc}")
+    except MemoryStoreError as exc:
+        fail(f"{file}: {exc}")
     with _open(memory_url) as memory:
         try:
             counts = memory.import_data(data, replace=replace)
@@ -179,24 +199,25 @@ def reset(
 
 @app.command("stats", help="Counts: experiences and rules by status, episodes by mode, reward.")
 def stats(as_json: bool = typer.Option(False, "--json", help="print JSON"), memory_url: str = URL_OPTION) -> None:
+    from sage import __version__
+
     with _open(memory_url) as memory:
         s = memory.stats()
         url = memory.engine.url.render_as_string(hide_password=True)
     if as_json:
         _print_json(s.model_dump() | {"url": url})
         return
-    table = Table(title=f"Memory {url}", show_header=False)
-    table.add_column("what")
-    table.add_column("value")
     fmt = lambda counts: ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "0"  # noqa: E731
-    table.add_row("experiences", fmt(s.experiences))
-    table.add_row("rules", fmt(s.rules))
-    table.add_row("resident tokens", f"{s.resident_tokens}/{s.token_budget} (cap {s.rule_cap} rules)")
-    table.add_row("episodes", f"{s.episodes} ({fmt(s.episodes_by_mode)})" if s.episodes else "0")
+    rows = [["database", url], ["experiences", fmt(s.experiences)], ["rules", fmt(s.rules)],
+            ["resident tokens", f"{s.resident_tokens}/{s.token_budget} (cap {s.rule_cap} rules)"],
+            ["episodes", f"{s.episodes} ({fmt(s.episodes_by_mode)})" if s.episodes else "0"]]
     if s.episodes:
-        table.add_row("correct", f"{s.correct_rate:.0%}")
-        table.add_row("mean reward", f"{s.mean_reward:+.3f}")
-    table.add_row("adoptions / retrievals", f"{s.adoptions} / {s.retrievals}")
-    _console().print(table)
+        rows += [["presets", fmt(s.episodes_by_preset)], ["correct", f"{s.correct_rate:.0%}"],
+                 ["mean reward", f"{s.mean_reward:+.3f}"]]
+    rows += [["adoptions / retrievals", f"{s.adoptions} / {s.retrievals}"],
+             ["written by", f"sage {s.sage_version or '?'} (this is sage {__version__})"]]
+    console = _console()
+    console.print(fitted_table([Col("what", wrap=False), Col("value")], rows, console.width,
+                               title="Memory", show_header=False))
     if not s.episodes and not sum(s.experiences.values()):
-        _console().print(EMPTY_HINT)
+        console.print(EMPTY_HINT)

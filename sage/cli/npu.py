@@ -12,17 +12,15 @@ from typing import Any
 
 import typer
 from rich import box
-from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
+
+from sage.cli.common import fail, require_cache
+from sage.cli.printed import printed_by_case, show_printed
+from sage.cli.render import Col, Screen, compact_shape, fitted_table, markup
 
 app = typer.Typer(help="The simulated NPU: run kernels, list hardware presets.", no_args_is_help=True)
-err = Console(stderr=True)
-out = Console()
-
-
-def fail(message: str, code: int = 2) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
+err = Screen(stderr=True)
+out = Screen()
 
 
 @app.command("run", help="Run a kernel file against a task's reference: correctness and profile.")
@@ -32,6 +30,10 @@ def run(
     op: str = typer.Option(None, "--op", help="an operator name, e.g. softmax or level1/10_layer_norm"),
     preset: str = typer.Option(None, "--preset", help="hardware preset (see `sage npu presets`)"),
     case: int = typer.Option(None, "--case", min=0, help="evaluate only case K (0-based); default all"),
+    seed: int = typer.Option(None, "--seed", help="seed of the case inputs (default: settings, 0); with --case "
+                                                 "replays a bench row's case"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="show what the kernel printed (printf, DumpTensor, "
+                                                                "print), truncated"),
     trace: Path = typer.Option(None, "--trace", help="write a Chrome/Perfetto trace of the first case here"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
@@ -53,11 +55,14 @@ def run(
         fail(f"bad task file {exc}")
     except ReferenceUnavailable as exc:
         fail(str(exc))
-    preset_name = load_settings(preset=preset).preset
+    settings = load_settings(preset=preset, seed=seed)
+    preset_name = settings.preset
     try:
         load_preset(preset_name)
     except ValueError as exc:
         fail(str(exc))
+    require_cache()
+    task.seed = settings.seed
     evaluation = evaluate_kernel(task, kernel.read_text(encoding="utf-8", errors="replace"), preset=preset_name,
                                  cases=[case] if case is not None else None, filename=kernel.name,
                                  trace=trace is not None)
@@ -65,38 +70,58 @@ def run(
         fail(f"{task.path}: {evaluation.status.replace('_', ' ')}: {evaluation.reason}")
     if trace is not None:
         _write_trace(trace, evaluation)
-    payload = run_payload(evaluation)
+    payload = run_payload(evaluation, seed=task.seed, preset=preset_name)
     if as_json:
         print(json.dumps(payload))
     else:
-        _print_run(task.key, preset_name, evaluation, payload)
+        _print_run(task.key, preset_name, evaluation, payload, verbose)
     raise typer.Exit(0 if evaluation.correct else 1)
 
 
-def run_payload(evaluation: Any) -> dict:
-    """The JSON object of `sage npu run --json`. The profile fields describe the first
-    evaluated case (the one traced); `speedup_geomean` and `cases` cover all of them."""
+def run_payload(evaluation: Any, *, seed: int, preset: str) -> dict:
+    """The JSON object of `sage npu run --json`. Per case (`cases`): `time_us` (end to end, the
+    scored time), `device_us`, `roofline_fraction`, the reference's end-to-end and device times
+    and both speedups. At the top level: the same as geometric means over the evaluated cases
+    (`speedup` is the end-to-end one), and the profile of the first case (the one traced:
+    `cycles`, `pipes`, `bottleneck`, `bytes`, `launches`, the roofline bound used), `printed` what the kernel printed per case."""
+    from sage import __version__
+    from sage.bench.evaluate import geomean
+
     first = evaluation.cases[0] if evaluation.cases else None
     profile = first.profile if first else None
+    cases = evaluation.cases
+
+    def gm(field: str) -> float | None:
+        return geomean([getattr(c, field) for c in cases]) if cases else None
+
     return {
         "task": evaluation.task,
+        "sage_version": __version__,
+        "preset": preset,
+        "seed": seed,
         "correct": evaluation.correct,
         "status": evaluation.status,
         "error": evaluation.error.model_dump() if evaluation.error else None,
         "reason": evaluation.reason,
         "case": first.index if first else None,
+        "time_us": gm("time_us"),
+        "device_us": gm("device_us"),
+        "roofline_fraction": gm("roofline_fraction"),
+        "reference_time_us": gm("reference_time_us"),
+        "reference_device_us": gm("reference_device_us"),
+        "speedup": evaluation.speedup,
+        "device_speedup": evaluation.device_speedup,
         "cycles": profile.cycles if profile else None,
-        "time_us": profile.time_us if profile else None,
         "pipes": {k: v.model_dump() for k, v in profile.pipes.items()} if profile else None,
         "bottleneck": profile.bottleneck if profile else None,
         "roofline_bound_us": profile.roofline_bound_us if profile else None,
-        "roofline_fraction": profile.roofline_fraction if profile else None,
+        "roofline_bound": profile.roofline_bound if profile else None,
         "bytes": profile.bytes if profile else None,
         "launches": profile.launches if profile else None,
-        "reference_time_us": first.reference_time_us if first else None,
-        "speedup": first.speedup if first else None,
-        "speedup_geomean": evaluation.speedup,
-        "cases": [c.model_dump(mode="json", exclude={"profile"}) for c in evaluation.cases],
+        "host_dispatch_us": profile.host_dispatch_us if profile else None,
+        "device_fixed_us": profile.device_fixed_us if profile else None,
+        "cases": [c.model_dump(mode="json", exclude={"profile"}) for c in cases],
+        "printed": printed_by_case(evaluation.cases),
     }
 
 
@@ -108,38 +133,45 @@ def _write_trace(path: Path, evaluation: Any) -> None:
     path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
 
 
-def _print_run(key: str, preset: str, evaluation: Any, payload: dict) -> None:
+def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: bool) -> None:
     verdict = "[green]correct[/green]" if evaluation.correct else f"[red]{evaluation.status}[/red]"
-    out.print(f"{key} on {preset}: {verdict}")
+    out.print(f"{key} on {preset} (seed {payload['seed']}): {verdict}")
     if evaluation.error:
         e = evaluation.error
-        out.print(f"[red]{e.type}[/red]{f' (line {e.line})' if e.line else ''}: {e.message}", highlight=False)
+        out.print(f"[red]{e.type}[/red]{f' (line {e.line})' if e.line else ''}: {escape(e.message)}", highlight=False)
     elif evaluation.reason:
-        out.print(f"[red]{evaluation.reason}[/red]", highlight=False)
-    cases = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    cases.add_column("case")
-    cases.add_column("inputs", overflow="fold", min_width=10)
-    for col in ("ok", "max abs", "rel L2", "bad", "µs", "ref µs", "speedup"):
-        # Figures never wrap or crop: on a narrow terminal the inputs column folds instead.
-        cases.add_column(col, justify="right", no_wrap=True)
+        out.print(f"[red]{escape(evaluation.reason)}[/red]", highlight=False)
+    # Figures never wrap; a tensor description folds at its commas when the inputs need room;
+    # the device columns go first when 80 columns cannot hold them.
+    cols = [Col("case", "right", wrap=False), Col("inputs", folds=","),
+            *(Col(c, "right", wrap=False) for c in ("ok", "max abs", "rel L2", "bad", "e2e µs", "ref e2e µs",
+                                                     "speedup e2e")),
+            *(Col(c, "right", wrap=False, optional=True) for c in ("device µs", "ref device µs", "speedup device"))]
+    rows = []
     for c in evaluation.cases:
         s = c.stats
-        cases.add_row(str(c.index), ", ".join(c.inputs), "[green]yes[/green]" if c.correct else "[red]no[/red]",
-                      _g(max((x.max_abs_error for x in s), default=None)),
-                      _g(max((x.rel_l2_error for x in s), default=None)),
-                      str(sum(x.mismatches for x in s)) if s else "-",
-                      _g(c.time_us), _g(c.reference_time_us), _g(c.speedup, "x"))
-    out.print(cases)
-    if payload["pipes"]:
-        out.print(f"profile of case {payload['case']}: {payload['cycles']} cycles, {payload['time_us']:.2f} µs, "
-                  f"bottleneck {payload['bottleneck']}, {100 * payload['roofline_fraction']:.1f}% of the "
-                  f"roofline bound ({payload['roofline_bound_us']:.2f} µs)", highlight=False)
-        pipes = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("pipe", "busy cycles", "utilisation"):
-            pipes.add_column(col, justify="left" if col == "pipe" else "right")
-        for name, stat in payload["pipes"].items():
-            pipes.add_row(name, str(stat["busy_cycles"]), f"{100 * stat['utilisation']:.1f}%")
-        out.print(pipes)
+        rows.append([str(c.index), " ".join(compact_shape(i) for i in c.inputs),
+                     markup("[green]yes[/green]") if c.correct else markup("[red]no[/red]"),
+                     _g(max((x.max_abs_error for x in s), default=None)),
+                     _g(max((x.rel_l2_error for x in s), default=None)),
+                     str(sum(x.mismatches for x in s)) if s else "-",
+                     _g(c.time_us), _g(c.reference_time_us), _g(c.speedup, "x"), _g(c.device_us),
+                     _g(c.reference_device_us), _g(c.device_speedup, "x")])
+    out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD, pad_edge=False))
+    first = evaluation.cases[0] if evaluation.cases else None
+    if payload["pipes"] and first is not None and first.profile is not None:
+        p = first.profile
+        out.print(f"profile of case {payload['case']}: {p.time_us:.2f} µs end to end, {p.device_us:.2f} µs device "
+                  f"({p.launches} launch(es): {p.host_dispatch_us:.2f} µs host dispatch, {p.device_fixed_us:.2f} µs "
+                  f"device fixed), {payload['cycles']} device cycles, bottleneck {payload['bottleneck']}, "
+                  f"{100 * (first.roofline_fraction or 0):.1f}% of the {p.roofline_bound}-bound roofline "
+                  f"({p.roofline_bound_us:.2f} µs, launch excluded)", highlight=False)
+        rows = [[name, str(stat["busy_cycles"]), f"{100 * stat['utilisation']:.1f}%"]
+                for name, stat in payload["pipes"].items()]
+        out.print(fitted_table([Col("pipe", wrap=False), Col("busy cycles", "right", wrap=False),
+                                Col("utilisation", "right", wrap=False)], rows, out.width,
+                               box=box.SIMPLE_HEAD, pad_edge=False))
+    show_printed(out.console(), evaluation.cases, verbose)
 
 
 @app.command("presets", help="List the hardware presets.")
@@ -149,19 +181,24 @@ def presets(as_json: bool = typer.Option(False, "--json", help="print a JSON lis
     specs = [load_preset(name) for name in list_presets()]
     rows = [{"name": name, "description": s.description, "clock_mhz": s.chip.clock_mhz,
              "aic_cores": s.chip.aic_cores, "aiv_cores": s.chip.aiv_cores, "hbm_gbps": s.chip.hbm_gbps,
-             "ub_kib": s.buffers.ub_bytes // 1024, "launch_overhead_us": s.launch.overhead_us}
+             "ub_kib": s.buffers.ub_bytes // 1024, "host_dispatch_us": s.launch.host_dispatch_us,
+             "device_fixed_us": s.launch.device_fixed_us, "sync_us": s.launch.sync_us}
             for name, s in zip(list_presets(), specs)]
     if as_json:
         print(json.dumps(rows))
         return
-    table = Table(title="hardware presets")
-    for col in ("name", "clock MHz", "AIC", "AIV", "HBM GB/s", "UB KiB", "launch µs"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("description", overflow="fold")
-    for r in rows:
-        table.add_row(r["name"], f"{r['clock_mhz']:g}", str(r["aic_cores"]), str(r["aiv_cores"]),
-                      f"{r['hbm_gbps']:g}", str(r["ub_kib"]), f"{r['launch_overhead_us']:g}", r["description"])
+    cols = [Col("name", wrap=False), *(Col(c, "right", wrap=False) for c in
+                                       ("clock MHz", "AIC", "AIV", "HBM GB/s", "UB KiB", "dispatch µs",
+                                        "device fixed µs", "sync µs")),
+            Col("description", extra=True, min_width=30)]
+    table_rows = [[r["name"], f"{r['clock_mhz']:g}", str(r["aic_cores"]), str(r["aiv_cores"]), f"{r['hbm_gbps']:g}",
+                   str(r["ub_kib"]), f"{r['host_dispatch_us']:g}", f"{r['device_fixed_us']:g}", f"{r['sync_us']:g}",
+                   r["description"]] for r in rows]
+    table = fitted_table(cols, table_rows, out.width, title="hardware presets")
     out.print(table)
+    if len(table.columns) < len(cols):   # too narrow for the column: the descriptions follow the table
+        for r in rows:
+            out.print(f"[bold]{r['name']}[/bold]: {escape(r['description'])}", highlight=False)
 
 
 def _g(v: float | None, suffix: str = "") -> str:

@@ -1,41 +1,52 @@
-"""`sage bench reference --op NAME`: the torch_npu stand-in's breakdown for one operator.
+"""`sage bench reference --op NAME | --task FILE`: vendor, expert and roofline, per case and per op.
 
 Registered by `sage/cli/bench.py` as `app.command("reference")(reference_command)`.
-Exit codes: 0 printed, 2 bad input (unknown operator or preset, case out of range,
-a task that cannot be loaded or whose reference needs an accelerator).
+`--json` prints one object: {"task", "preset", "fused_op", "cases": [...]}, each case with
+`end_to_end_us` (the scored vendor time), `device_us`, `expert_device_us`,
+`expert_end_to_end_us`, `roofline_us` (+ `roofline_bound`), the split (`device_work_us`,
+`device_fixed_us`, `host_exposed_us`, `host_dispatch_us`, `sync_us`), `launches`, `syncs`
+and the per-op rows `ops` (vendor `device_us`, `expert_device_us`, `roofline_us`, ...).
+Exit codes: 0 printed, 2 bad input (unknown operator or preset, case out of range, a task
+that cannot be loaded or whose reference needs an accelerator).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import typer
-from rich.console import Console
-from rich.table import Table
+from rich import box
 
-err = Console(stderr=True)
-out = Console()
+from sage.cli.common import fail as _fail
+from sage.cli.common import require_cache
+from sage.cli.render import Col, Screen, fitted_table
 
-
-def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+out = Screen()
+_CASE_FIELDS = ("end_to_end_us", "device_us", "expert_device_us", "expert_end_to_end_us", "roofline_us",
+                "roofline_bound", "device_work_us", "device_fixed_us", "host_exposed_us", "host_dispatch_us", "sync_us",
+                "launches", "syncs", "expert_ops", "fused", "notes")
 
 
 def reference_command(
-    op: str = typer.Option(..., "--op", help="operator name (e.g. softmax, level1/10_layer_norm) or task file"),
+    op: str = typer.Option(None, "--op", help="operator name (e.g. softmax, level1/10_layer_norm)"),
+    task_file: Path = typer.Option(None, "--task", help="a task file"),
     preset: str = typer.Option(None, "--preset", help="hardware preset (default: settings)"),
-    case: int = typer.Option(0, "--case", min=0, help="which input case of the task (0-based)"),
-    as_json: bool = typer.Option(False, "--json", help="print the ReferenceTime as JSON"),
+    case: int = typer.Option(None, "--case", min=0, help="only case K (0-based); default every case"),
+    expert: bool = typer.Option(True, "--expert/--no-expert",
+                                help="also time the expert library kernels in the simulator (slower)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
-    """The vendor (torch_npu) eager time of one case: per aten operator, or the fused model."""
+    """The vendor (torch_npu) time per case beside the expert library kernels and the roofline."""
     from sage.bench.reference import ReferenceModelError, reference_time
     from sage.bench.tasks import ReferenceUnavailable, TaskLoadError, UnknownOpError, load_task, resolve_op
     from sage.config import load_settings
     from sage.npu.hardware import load_preset
 
+    if (op is None) == (task_file is None):
+        _fail("give exactly one of --op NAME or --task FILE")
     try:
-        task = load_task(resolve_op(op))
+        task = load_task(task_file if task_file is not None else resolve_op(op))
     except UnknownOpError as exc:
         _fail(str(exc))
     except TaskLoadError as exc:
@@ -47,32 +58,57 @@ def reference_command(
         hw = load_preset(preset_name)
     except ValueError as exc:
         _fail(str(exc))
+    require_cache()
     cases = task.cases()
-    if case >= len(cases):
+    if case is not None and case >= len(cases):
         _fail(f"{task.key} has {len(cases)} case(s); --case must be below {len(cases)}")
-    try:
-        ref = reference_time(task, cases[case], hw)
-    except ReferenceModelError as exc:
-        _fail(f"the reference model failed: {exc}")
+    indices = [case] if case is not None else list(range(len(cases)))
+    refs = []
+    for i in indices:
+        try:
+            refs.append((i, reference_time(task, cases[i], hw, expert=expert)))
+        except ReferenceModelError as exc:
+            _fail(f"the reference model failed: {exc}")
     if as_json:
-        print(json.dumps(ref.model_dump()))
+        print(json.dumps(payload(task.key, hw.name, refs)))
         return
-    _print(task.key, case, ref)
+    for i, ref in refs:
+        _print(task.key, i, ref)
+
+
+def payload(key: str, preset: str, refs: list) -> dict:
+    first = refs[0][1] if refs else None
+    return {"task": key, "preset": preset, "fused_op": first.fused_op if first else None,
+            "cases": [{"case": i, **{f: getattr(r, f) for f in _CASE_FIELDS},
+                       "ops": [o.model_dump(mode="json") for o in r.ops]} for i, r in refs]}
+
+
+def _us(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
 
 
 def _print(key: str, case: int, ref) -> None:
-    title = f"{key} case {case} on {ref.preset}: {ref.total_us:.2f} µs, {ref.launches} launch(es)"
+    title = (f"{key} case {case} on {ref.preset}: vendor {ref.end_to_end_us:.2f} µs end to end, "
+             f"{ref.device_us:.2f} µs device ({ref.device_work_us:.2f} work + {ref.device_fixed_us:.2f} fixed; "
+             f"host exposed {ref.host_exposed_us:.2f}); expert device {_us(ref.expert_device_us)} µs "
+             f"({ref.expert_ops} op(s) with a library kernel); roofline {ref.roofline_us:.2f} µs "
+             f"({ref.roofline_bound}-bound); {ref.launches} launch(es), {ref.syncs} sync(s)")
     if ref.fused:
         title += f" — fused {ref.fused_op}"
-    table = Table(title=title, title_justify="left")
-    for col, just in (("#", "right"), ("op", "left"), ("shapes", "left"), ("dtypes", "left"),
-                      ("class", "left"), ("µs", "right"), ("source", "left"), ("kernel / formula", "left")):
-        table.add_column(col, justify=just)
+    # Names fold after . and _ (aten overloads), shapes after their x.
+    cols = [Col("#", "right", wrap=False), Col("op", folds="._"), Col("shapes", folds="x"), Col("dtypes"),
+            Col("class", folds="_( "), Col("vendor µs", "right", wrap=False), Col("expert µs", "right", wrap=False),
+            Col("roofline µs", "right", wrap=False), Col("bound"), Col("L2 hit MB", "right", wrap=False, optional=True),
+            Col("sync", optional=True)]
+    rows = []
     for i, row in enumerate(ref.ops):
         shapes = " ".join("x".join(map(str, s)) or "()" for s in row.shapes)
         dts = " ".join(sorted(set(row.dtypes), key=row.dtypes.index))
-        formula = row.kernel + (f" eff={row.efficiency:.3f}" if row.efficiency is not None else "")
-        table.add_row(str(i), row.op, shapes, dts, row.op_class, f"{row.time_us:.2f}", row.source, formula)
-    out.print(table)
+        klass = row.op_class if row.group is None else f"{row.op_class} ({row.group})"
+        rows.append([str(i), row.op, shapes, dts, klass, _us(row.device_us), _us(row.expert_device_us),
+                     _us(row.roofline_us), row.bound, f"{row.l2_hit_bytes / 1e6:.2f}", "yes" if row.sync else ""])
+    # No outer border: eleven columns need the room at 80 columns.
+    out.print(fitted_table(cols, rows, out.width, title=title, title_justify="left", box=box.SIMPLE_HEAD,
+                           show_edge=False, pad_edge=False))
     for note in ref.notes:
-        out.print(f"note: {note}", highlight=False)
+        out.text(f"note: {note}")

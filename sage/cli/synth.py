@@ -15,8 +15,13 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-err = Console(stderr=True)
+from sage.cli.common import fail, require_cache, require_memory, require_writable
+from sage.cli.printed import printed_by_case, show_printed
+from sage.cli.render import Cell, Col, Screen, fitted_table, markup
+
+err = Screen(stderr=True)
 MODES = ("none", "uniform", "atu", "sage")
+NOTE_CHARS = 160        # a note in the live table; the full message is in the summary and --json
 
 
 def register(app: typer.Typer) -> None:
@@ -24,24 +29,24 @@ def register(app: typer.Typer) -> None:
     app.command("synth", help="Synthesise a kernel for one operator: generate, evaluate, refine, learn.")(synth)
 
 
-def fail(message: str, code: int = 2) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
-
-
 def synth(
     op: str = typer.Option(None, "--op", help="operator name, e.g. softmax or level1/10_layer_norm"),
     task_file: Path = typer.Option(None, "--task", help="a task file (KernelBench format)"),
-    model: str = typer.Option(None, "--model", help="LLM model name; without it the offline synthesizer runs"),
+    model: str = typer.Option(None, "--model", help="LLM model name; without it (or with 'offline') the offline "
+                                                   "synthesizer runs"),
     base_url: str = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint (else OPENAI_BASE_URL)"),
     iterations: int = typer.Option(None, "--iterations", min=0, help="refinement turns after the first answer"),
     memory_mode: str = typer.Option(None, "--memory", help="none | uniform | atu | sage"),
     memory_url: str = typer.Option(None, "--memory-url", help="SQLAlchemy URL of the experience memory"),
     preset: str = typer.Option(None, "--preset", help="hardware preset (see `sage npu presets`)"),
-    seed: int = typer.Option(None, "--seed", help="seed of the agent's choices"),
+    seed: int = typer.Option(None, "--seed", help="seed of the agent's choices and of the case inputs (with "
+                                                 "--case, replays a bench row's case)"),
     cases: int = typer.Option(None, "--cases", min=1, help="evaluate only the first K cases (default all)"),
     case: list[int] = typer.Option(None, "--case", min=0, help="evaluate only case I (0-based; repeatable)"),
-    out: Path = typer.Option(None, "--out", help="where to write the best kernel (default ./<op>_kernel.py)"),
+    out: Path = typer.Option(None, "--out", help="where to write the best kernel (default ./<op>_kernel.py, or "
+                                                "<op>_kernel-2.py ... if that file exists: never overwritten)"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="show what the kept kernel printed (printf, "
+                                                                "DumpTensor, print), truncated"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object instead of the summary"),
 ) -> None:
     from sage.agent.backends.base import BackendError
@@ -59,13 +64,17 @@ def synth(
     settings = load_settings(model=model, base_url=base_url, iterations=iterations, memory_mode=memory_mode,
                              memory_url=memory_url, preset=preset, seed=seed)
     _check_preset(settings.preset)
+    task.seed = settings.seed
+    kernel_path = out or free_path(Path(f"{task.name}_kernel.py"))
+    require_writable(kernel_path.parent.resolve(), "the kernel")
+    require_cache()
     memory = _open_memory(settings.memory_url)
     backend = make_backend(settings, task)
     config = AgentConfig(preset=settings.preset, iterations=settings.iterations, memory_mode=settings.memory_mode,
                          seed=settings.seed, cases=selected)
     view = TurnView(task.key, backend.name)
     try:
-        with Live(view.table(), console=err, refresh_per_second=4, transient=as_json) as live:
+        with Live(view.table(), console=err.console(), refresh_per_second=4, transient=as_json) as live:
             view.live = live
             result = synthesize(task, backend, memory, config, on_turn=view.update)
     except BackendError as exc:
@@ -79,21 +88,34 @@ def synth(
     finally:
         memory.close()
 
-    kernel_path = None
+    written: Path | None = None
+    kernel_note = ""
     if result.best_source is not None:
-        kernel_path = out or Path(f"{task.name}_kernel.py")
+        if out is None:   # the default name: another run may have written it meanwhile
+            default = Path(f"{task.name}_kernel.py")
+            kernel_path = free_path(default)
+            kernel_note = f" ({default} exists: kept)" if kernel_path != default else ""
+        elif kernel_path.exists():
+            kernel_note = " (replaced the file there, as --out asked)"
         try:
             kernel_path.write_text(result.best_source, encoding="utf-8")
         except OSError as exc:
             fail(f"cannot write the kernel to {kernel_path}: {exc.strerror}", 1)
+        written = kernel_path
+    kept = _kept_turn(result)
+    kept_cases = kept.evaluation.cases if kept is not None and kept.evaluation is not None else []
     if as_json:
+        from sage import __version__
+
         payload = result.model_dump(mode="json", exclude={"turns": {"__all__": {"source"}}})
-        payload["kernel_path"] = str(kernel_path) if kernel_path else None
+        payload["kernel_path"] = str(written) if written else None
+        payload |= {"preset": settings.preset, "sage_version": __version__, "printed": printed_by_case(kept_cases)}
         import json
 
         typer.echo(json.dumps(payload, indent=2))
     else:
-        _summary(result, kernel_path)
+        _summary(result, written, kernel_note)
+        show_printed(Console(), kept_cases, verbose)
     raise typer.Exit(0 if result.status == "correct" else 1)
 
 
@@ -102,75 +124,96 @@ class TurnView:
 
     def __init__(self, task: str, backend: str) -> None:
         self.task, self.backend = task, backend
-        self.rows: dict[int, tuple[str, ...]] = {}
+        self.rows: dict[int, list[Cell]] = {}
         self.live: Live | None = None
 
     def update(self, turn: Any, phase: str) -> None:
         if phase == "evaluating":
-            self.rows[turn.index] = (str(turn.index), "[yellow]evaluating…[/yellow]", "", "", "", _short(turn.plan))
+            self.rows[turn.index] = [str(turn.index), markup("[yellow]evaluating…[/yellow]"), "", "", "",
+                                     note(turn.plan)]
         else:
             status = {"correct": "[green]correct[/green]", "incorrect": "[red]wrong[/red]",
                       "error": f"[red]{turn.error_type or 'error'}[/red]", "malformed": "[red]malformed[/red]",
                       "repeat": "[dim]repeat (done)[/dim]", "llm_error": "[red]LLM error[/red]"}[turn.status]
-            self.rows[turn.index] = (
-                str(turn.index), status, f"{turn.cycles:,}" if turn.cycles else "",
+            self.rows[turn.index] = [
+                str(turn.index), markup(status), f"{turn.cycles:,}" if turn.cycles else "",
                 f"{turn.speedup:.2f}x" if turn.speedup else "", turn.bottleneck or "",
-                _short(turn.message if turn.status != "correct" and turn.message else turn.plan))
+                note(turn.message if turn.status != "correct" and turn.message else turn.plan)]
         if self.live is not None:
             self.live.update(self.table())
 
     def table(self) -> Table:
-        t = Table(title=f"sage synth {self.task} ({self.backend})", box=box.SIMPLE_HEAD)
-        for col in ("attempt", "status", "cycles", "speedup", "bottleneck", "note"):
-            t.add_column(col, overflow="fold")
-        for index in sorted(self.rows):
-            t.add_row(*self.rows[index])
-        if not self.rows:
-            t.add_row("1", "[yellow]generating…[/yellow]", "", "", "", "")
-        return t
+        cols = [Col("attempt", "right", wrap=False), Col("status", wrap=False), Col("cycles", "right", wrap=False),
+                Col("speedup", "right", wrap=False), Col("bottleneck", wrap=False), Col("note")]
+        rows = [self.rows[i] for i in sorted(self.rows)] or [["1", markup("[yellow]generating…[/yellow]"), "", "",
+                                                              "", ""]]
+        return fitted_table(cols, rows, err.width, title=f"sage synth {self.task} ({self.backend})",
+                            box=box.SIMPLE_HEAD)
 
 
-def _summary(result: Any, kernel_path: Path | None) -> None:
+def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:
     out = Console()
-    t = Table(box=box.SIMPLE, show_header=False)
-    t.add_column(style="bold")
-    t.add_column(overflow="fold")
-    t.add_row("backend", result.backend)
-    t.add_row("status", result.status + (f" ({result.reason})" if result.reason and result.status != "correct" else ""))
-    t.add_row("speedup", f"{result.speedup:.2f}x" if result.speedup else "n/a")
-    t.add_row("roofline fraction", f"{result.roofline_fraction:.2f}" if result.roofline_fraction is not None else "n/a")
-    t.add_row("bottleneck", result.bottleneck or "n/a")
-    t.add_row("attempts", str(len(result.turns)))
+    rows: list[list[Cell]] = [["backend", result.backend],
+                              ["status", result.status + (f" ({result.reason})" if result.reason
+                                                          and result.status != "correct" else "")],
+                              ["speedup", f"{result.speedup:.2f}x" if result.speedup else "n/a"],
+                              ["roofline fraction", f"{result.roofline_fraction:.2f}"
+                               if result.roofline_fraction is not None else "n/a"],
+                              ["bottleneck", result.bottleneck or "n/a"], ["attempts", str(len(result.turns))]]
     if result.prompt_tokens or result.completion_tokens:
-        t.add_row("tokens", f"{result.prompt_tokens} prompt + {result.completion_tokens} completion")
+        rows.append(["tokens", f"{result.prompt_tokens} prompt + {result.completion_tokens} completion"])
     adopted = [f"{i} U {result.utilities[i][0]:+.2f}→{result.utilities[i][1]:+.2f}" if i in result.utilities else i
                for i in result.adopted]
-    t.add_row("adopted", ", ".join(adopted) or "none")
+    rows.append(["adopted", ", ".join(adopted) or "none"])
     if result.rejected:
-        t.add_row("rejected ids", ", ".join(result.rejected) + " (never shown: not credited)")
+        rows.append(["rejected ids", ", ".join(result.rejected) + " (never shown: not credited)"])
     if result.memory_mode == "uniform":
         others = [f"{i} {b:+.2f}→{a:+.2f}" for i, (b, a) in result.utilities.items() if i not in result.adopted]
         if others:
-            t.add_row("credited (uniform)", ", ".join(others))
-    t.add_row("new experiences", ", ".join(f"{i}" for i in result.new_experiences) or "none")
+            rows.append(["credited (uniform)", ", ".join(others)])
+    rows.append(["new experiences", ", ".join(f"{i}" for i in result.new_experiences) or "none"])
     if result.merged_experiences:
-        t.add_row("merged into", ", ".join(result.merged_experiences))
+        rows.append(["merged into", ", ".join(result.merged_experiences)])
     if result.extracted:
-        t.add_row("lessons", "; ".join(e.title for e in result.extracted))
+        rows.append(["lessons", "; ".join(e.title for e in result.extracted)])
     if result.extraction_problem:
-        t.add_row("extraction", result.extraction_problem)
-    t.add_row("rules promoted", ", ".join(f"{e}→{r}" for e, r in result.promoted.items()) or "none")
+        rows.append(["extraction", result.extraction_problem])
+    rows.append(["rules promoted", ", ".join(f"{e}→{r}" for e, r in result.promoted.items()) or "none"])
     if result.demoted:
-        t.add_row("rules demoted", ", ".join(result.demoted))
-    t.add_row("kernel", str(kernel_path) if kernel_path else "none written")
-    t.add_row("memory", f"{result.memory_mode} (episode {result.episode_id}, reward {result.reward:+.2f})"
-              if result.episode_id is not None else result.memory_mode)
-    out.print(t)
+        rows.append(["rules demoted", ", ".join(result.demoted)])
+    rows.append(["kernel", f"{kernel_path}{kernel_note}" if kernel_path else "none written"])
+    rows.append(["memory", f"{result.memory_mode} (episode {result.episode_id}, reward {result.reward:+.2f})"
+                 if result.episode_id is not None else result.memory_mode])
+    out.print(fitted_table([Col("", wrap=False), Col("")], rows, out.width, box=box.SIMPLE, show_header=False))
 
 
-def _short(text: str | None, n: int = 60) -> str:
-    text = (text or "").replace("\n", " ")
-    return text if len(text) <= n else text[: n - 1] + "…"
+def note(text: str | None, n: int = NOTE_CHARS) -> str:
+    """One line of the live table: whole words only; a longer text ends in " …"."""
+    words = " ".join((text or "").split()).split(" ")
+    kept: list[str] = []
+    for word in words:
+        if len(" ".join([*kept, word])) > n - 2:
+            return " ".join(kept + ["…"]) if kept else word
+        kept.append(word)
+    return " ".join(kept)
+
+
+def free_path(path: Path) -> Path:
+    """`path`, or the first of name-2.py, name-3.py ... that does not exist: the default
+    --out never overwrites an earlier kernel."""
+    n = 1
+    candidate = path
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+    return candidate
+
+
+def _kept_turn(result: Any) -> Any:
+    """The attempt whose result is reported: the kept kernel, else the last one judged."""
+    if result.best_turn is not None:
+        return result.best_turn
+    return next((t for t in reversed(result.turns) if t.evaluation is not None), None)
 
 
 def _load_task(op: str | None, task_file: Path | None) -> Any:
@@ -206,11 +249,9 @@ def _check_preset(name: str) -> None:
 
 
 def _open_memory(url: str) -> Any:
-    from sage.config import SAGE_HOME, DEFAULT_MEMORY_URL
     from sage.memory import Memory, MemoryStoreError
 
-    if url == DEFAULT_MEMORY_URL:
-        SAGE_HOME.mkdir(parents=True, exist_ok=True)
+    require_memory(url)
     try:
         return Memory(url)
     except MemoryStoreError as exc:

@@ -188,7 +188,10 @@ def _binary(name: str, vector: str, right: Recipe, left: Recipe, scalar: str, **
 
 
 def _compare(name: str, mode: str, swapped: str, py: str) -> VectorOp:
-    return VectorOp(name, 2, compare=mode, swapped=swapped, py=py, int32=True)
+    # Atlas A2 compares int32 for equality only (CANN Compare/CompareScalar, sage/npu/isa): the
+    # other comparisons of int32 operands run in float32, exact below 2**24.
+    on_int = mode == "EQ"
+    return VectorOp(name, 2, compare=mode, swapped=swapped, py=py, int32=on_int, via_float=not on_int)
 
 
 _OPS = [
@@ -196,7 +199,7 @@ _OPS = [
     _primitive("relu", "Relu", "max({x}, 0.0)", int32=True),
     _primitive("exp", "Exp", "math.exp({x})"),
     _primitive("log", "Ln", "math.log({x})"),
-    _primitive("abs", "Abs", "abs({x})", int32=True),
+    _primitive("abs", "Abs", "abs({x})", via_float=True),     # A2's Abs takes half/float only
     _primitive("sqrt", "Sqrt", "math.sqrt({x})"),
     _primitive("rsqrt", "Rsqrt", "1.0 / math.sqrt({x})"),
     _primitive("reciprocal", "Reciprocal", "1.0 / ({x})"),
@@ -270,7 +273,7 @@ _OPS = [
     _compare("eq", "EQ", "eq", "=="),
     _compare("ne", "NE", "ne", "!="),
     # -- ternary -------------------------------------------------------------------------------
-    VectorOp("where", 3, int32=True),     # where(cond, a, b): a where cond is non-zero, else b
+    VectorOp("where", 3, via_float=True),  # where(cond, a, b); A2's Select takes half/float only
 ]
 
 VECTOR_OPS: dict[str, VectorOp] = {v.name: v for v in _OPS}

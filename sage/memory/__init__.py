@@ -16,6 +16,8 @@ from sage.memory.errors import (
 from sage.memory.models import (
     MODES,
     AdoptionResult,
+    AttemptRecord,
+    EpisodeRecord,
     EpisodeReport,
     ExperienceView,
     ItemDetail,
@@ -30,7 +32,8 @@ from sage.memory.store import Memory
 from sage.memory.tokens import count_tokens
 
 __all__ = [
-    "MODES", "Abstractor", "AdoptionResult", "Episode", "EpisodeClosedError", "EpisodeReport", "ExperienceView",
+    "MODES", "Abstractor", "AdoptionResult", "AttemptRecord", "Episode", "EpisodeClosedError", "EpisodeRecord",
+    "EpisodeReport", "ExperienceView",
     "ImportFormatError", "ItemDetail", "Memory", "MemoryConfig", "MemoryStats", "MemoryStoreError", "MemoryURLError",
     "Mode", "Outcome", "RuleView", "SchemaVersionError", "TemplateAbstractor", "UnknownItemError", "count_tokens",
     "episode_reward",

@@ -49,6 +49,18 @@ def parse_url(url: str) -> URL:
     return parsed
 
 
+def sqlite_path(url: str) -> Path | None:
+    """The database file of a SQLite URL (None for another backend, an in-memory database or
+    a URL that does not parse: opening it reports that)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database).expanduser()
+
+
 def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 

@@ -4,6 +4,10 @@ An Episode only reads the database until finish(): retrievals, attempts, adoptio
 declarations and new experiences are buffered in the object. finish() writes all of it,
 the credit and the consolidation in ONE write transaction, so a process killed at any
 point leaves either the whole episode or none of it.
+
+An episode may carry a key (the bench's job key). finish() under a key that an earlier
+episode was finished with writes nothing and returns that episode's report: a caller that
+does the same job again after a crash does not learn it twice.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from sage import __version__
 from sage.memory import retrieval
 from sage.memory.consolidation import consolidate, prepare_rule_texts
 from sage.memory.credit import CreditTargets, atu_step, credit_targets
@@ -24,8 +29,9 @@ from sage.memory.ids import exp_id, parse_id, rule_id
 from sage.memory.models import AdoptionResult, EpisodeReport, ExperienceView, Mode, Outcome, RuleView
 from sage.memory.reward import episode_reward
 from sage.memory.schema import Adoption, Attempt, Experience, Retrieval, Rule, utcnow
+from sage.memory.schema import EPISODE_KEY_CHARS
 from sage.memory.schema import Episode as EpisodeRow
-from sage.memory.views import experience_view
+from sage.memory.views import episode_by_key, experience_view, stored_report
 
 if TYPE_CHECKING:
     from sage.memory.store import Memory
@@ -49,9 +55,12 @@ class _Declared:
 
 class Episode:
     def __init__(self, memory: Memory, *, task: str, op_tags: list[str], model: str, mode: Mode, seed: int,
-                 rules: list[RuleView]) -> None:
+                 rules: list[RuleView], key: str | None = None, preset: str | None = None) -> None:
+        if key is not None and not 0 < len(key) <= EPISODE_KEY_CHARS:
+            raise ValueError(f"an episode key has 1 to {EPISODE_KEY_CHARS} characters, got {len(key)}")
         self._memory = memory
         self.task, self.op_tags, self.model, self.mode, self.seed = task, list(op_tags), model, mode, seed
+        self.key, self.preset = key, preset
         self._rules = rules
         self._started_at = utcnow()
         self._shown: list[_Shown] = []
@@ -137,17 +146,29 @@ class Episode:
             self._drafts.append(Draft(title.strip(), advice.strip(), list(tags), dict(hints)))
 
     def finish(self, outcome: Outcome) -> EpisodeReport:
-        """Write the episode, its credit, extraction and consolidation in one transaction."""
+        """Write the episode, its credit, extraction and consolidation in one transaction
+        (nothing if an episode with this key was finished before: its report is returned)."""
         self._check_open()
+        if self.key is not None:
+            with read_session(self._memory.engine) as session:
+                done = episode_by_key(session, self.key)
+                if done is not None:
+                    self._closed = True
+                    return stored_report(done)
         reward = episode_reward(executed=outcome.executed, correct=outcome.correct, speedup=outcome.speedup)
         texts: dict[int, str] = {}
         if self.mode == "sage":
             texts = prepare_rule_texts(self._memory.engine, self._memory.config, self._memory.abstractor,
                                        reward=reward, credited=self._targets().experiences,
                                        adopted=self._adopted("experience"), task=self.task)
-        report = run_write(self._memory.engine, lambda session: self._write(session, outcome, reward, texts))
+        report = run_write(self._memory.engine, lambda session: self._write_once(session, outcome, reward, texts))
         self._closed = True
         return report
+
+    def _write_once(self, session: Session, outcome: Outcome, reward: float, texts: dict[int, str]) -> EpisodeReport:
+        # Checked again under the write lock: another process may have finished this key meanwhile.
+        done = episode_by_key(session, self.key) if self.key is not None else None
+        return stored_report(done) if done is not None else self._write(session, outcome, reward, texts)
 
     def _adopted(self, kind: str) -> set[int]:
         return {d.number for d in self._declared if d.kind == kind}
@@ -162,7 +183,8 @@ class Episode:
                              executed=outcome.executed, correct=outcome.correct, speedup=outcome.speedup,
                              cycles=outcome.cycles, roofline_fraction=outcome.roofline_fraction, reward=reward,
                              iterations=outcome.iterations, tokens=outcome.tokens, time_s=outcome.time_s,
-                             started_at=self._started_at, finished_at=utcnow())
+                             started_at=self._started_at, finished_at=utcnow(), episode_key=self.key,
+                             sage_version=__version__, preset=self.preset)
         session.add(episode)
         session.flush()
         session.add_all(Attempt(episode_id=episode.id, **a) for a in self._attempts)

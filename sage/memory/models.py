@@ -87,6 +87,44 @@ class EpisodeReport(BaseModel):
     retired: list[str] = []  # experience ids
     new_experiences: list[str] = []
     merged_experiences: list[str] = []  # existing ids a new experience was merged into
+    # True when an episode with this key was finished before: nothing was written, and the
+    # report is the stored episode's (id, mode, reward; what it credited is not kept).
+    already_finished: bool = False
+
+
+class AttemptRecord(BaseModel):
+    number: int
+    source: str
+    status: str
+    error_type: str | None = None
+    error_message: str | None = None
+    cycles: int | None = None
+    speedup: float | None = None
+    roofline_fraction: float | None = None
+
+
+class EpisodeRecord(BaseModel):
+    """A finished episode as stored: what `Memory.finished_episode(key)` returns."""
+
+    episode_id: int
+    key: str | None
+    task: str
+    model: str
+    mode: Mode
+    seed: int
+    executed: bool
+    correct: bool
+    speedup: float | None
+    cycles: int | None
+    roofline_fraction: float | None
+    reward: float
+    iterations: int
+    tokens: int
+    time_s: float
+    adopted: list[str]  # ids declared adopted, in order
+    attempts: list[AttemptRecord]
+    sage_version: str | None = None  # None: written before schema version 4
+    preset: str | None = None
 
 
 class AdoptionRecord(BaseModel):
@@ -105,7 +143,7 @@ class ItemDetail(BaseModel):
     kind: Literal["experience", "rule"]
     experience: ExperienceView | None = None
     rule: RuleView | None = None
-    operators: list[str]
+    operators: list[str]  # operators that adopted it (the breadth consolidation counts)
     history: list[AdoptionRecord]
     created_at: datetime
     updated_at: datetime
@@ -125,3 +163,5 @@ class MemoryStats(BaseModel):
     mean_reward: float | None
     adoptions: int
     retrievals: int
+    sage_version: str | None = None  # the newest sage that wrote the database
+    episodes_by_preset: dict[str, int] = {}  # "?" for episodes stored before presets were recorded

@@ -13,7 +13,8 @@ from typing import Any
 from sqlalchemy import JSON, CheckConstraint, DateTime, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
+EPISODE_KEY_CHARS = 300
 
 
 def utcnow() -> datetime:
@@ -28,6 +29,15 @@ class SchemaVersion(Base):
     __tablename__ = "schema_version"
     version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     applied_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Meta(Base):
+    """Facts about the database itself; `sage_version` is the newest sage that wrote to it
+    (added in schema version 4). Not part of an export: a database's own history."""
+
+    __tablename__ = "meta"
+    key: Mapped[str] = mapped_column(String(40), primary_key=True)
+    value: Mapped[str] = mapped_column(String(200))
 
 
 class Experience(Base):
@@ -86,6 +96,13 @@ class Episode(Base):
     time_s: Mapped[float] = mapped_column(Float, default=0.0)
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # The caller's name for this episode (the bench: its run, epoch and task), unique: an
+    # episode finished twice under one key is stored once. Added in schema version 3.
+    episode_key: Mapped[str | None] = mapped_column(String(EPISODE_KEY_CHARS), unique=True, index=True)
+    # The sage that wrote the episode and the hardware preset its kernels were timed on
+    # (what a speedup means depends on both). Added in schema version 4; older rows have None.
+    sage_version: Mapped[str | None] = mapped_column(String(40))
+    preset: Mapped[str | None] = mapped_column(String(200))
 
 
 class Retrieval(Base):

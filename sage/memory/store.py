@@ -14,10 +14,11 @@ from sage.memory.engine import check_connection, open_engine, read_session, run_
 from sage.memory.episode import Episode
 from sage.memory.errors import MemoryStoreError, UnknownItemError
 from sage.memory.ids import exp_id, parse_id
-from sage.memory.migrations import upgrade
+from sage.memory.migrations import upgrade, writer_version
 from sage.memory.models import (
     MODES,
     AdoptionRecord,
+    EpisodeRecord,
     ExperienceView,
     ItemDetail,
     MemoryConfig,
@@ -27,17 +28,20 @@ from sage.memory.models import (
 )
 from sage.memory.schema import TABLES_IN_ORDER, Adoption, Experience, Retrieval, Rule
 from sage.memory.schema import Episode as EpisodeRow
-from sage.memory.views import experience_view, rule_view
+from sage.memory.views import episode_by_key, episode_record, experience_view, rule_view
 
 
 class Memory:
     """The experience memory at a SQLAlchemy URL (default: settings.memory_url); opening upgrades the schema."""
 
     def __init__(self, url: str | None = None, *, config: MemoryConfig | None = None,
-                 abstractor: Abstractor | None = None) -> None:
+                 abstractor: Abstractor | None = None, episode_key: str | None = None) -> None:
+        """`episode_key`: the key of the episodes started through this handle (see
+        start_episode), for a caller that opens the memory for one job (the bench solver)."""
         if url is None:
             url = load_settings().memory_url
         self.config = config or MemoryConfig()
+        self.episode_key = episode_key
         self.abstractor: Abstractor = abstractor or TemplateAbstractor()
         self.engine = open_engine(url)
         try:
@@ -66,11 +70,22 @@ class Memory:
         with read_session(self.engine) as session:
             return [rule_view(r) for r in session.scalars(select(Rule).where(Rule.status == "resident").order_by(Rule.id))]
 
-    def start_episode(self, *, task: str, op_tags: list[str], model: str, mode: Mode, seed: int) -> Episode:
+    def start_episode(self, *, task: str, op_tags: list[str], model: str, mode: Mode, seed: int,
+                      key: str | None = None, preset: str | None = None) -> Episode:
+        """`key` (default: this handle's episode_key) names the episode: finishing a second
+        episode under a key already finished writes nothing and returns the first's report.
+        `preset`: the hardware preset the episode's kernels are timed on (stored with it)."""
         if mode not in MODES:
             raise ValueError(f"unknown memory mode {mode!r}; choose one of {', '.join(MODES)}")
         rules = self.resident_rules() if mode == "sage" else []
-        return Episode(self, task=task, op_tags=op_tags, model=model, mode=mode, seed=seed, rules=rules)
+        return Episode(self, task=task, op_tags=op_tags, model=model, mode=mode, seed=seed, rules=rules,
+                       key=key if key is not None else self.episode_key, preset=preset)
+
+    def finished_episode(self, key: str) -> EpisodeRecord | None:
+        """The episode finished under `key`, with its attempts, or None."""
+        with read_session(self.engine) as session:
+            row = episode_by_key(session, key)
+            return episode_record(session, row) if row is not None else None
 
     # -- the CLI's side ---------------------------------------------------------------
     def experiences(self, *, top: int | None = None, operator: str | None = None,
@@ -84,13 +99,22 @@ class Memory:
             query = query.order_by(Experience.utility.desc(), Experience.id).limit(top)
             return [experience_view(r) for r in session.scalars(query)]
 
-    def operator_counts(self) -> dict[str, int]:
-        """Experience id → number of distinct operators that adopted it."""
+    def experience_operators(self) -> dict[str, tuple[str | None, list[str]]]:
+        """Experience id → (the operator it was learned on, the operators that adopted it)."""
         with read_session(self.engine) as session:
-            rows = session.execute(
-                select(Adoption.experience_id, func.count(func.distinct(EpisodeRow.task)))
-                .join(EpisodeRow).where(Adoption.experience_id.is_not(None)).group_by(Adoption.experience_id))
-            return {exp_id(i): n for i, n in rows}
+            origin = {i: o for i, o in session.execute(select(Experience.id, Experience.origin_operator))}
+            adopters: dict[int, set[str]] = {}
+            for i, task in session.execute(select(Adoption.experience_id, EpisodeRow.task).join(EpisodeRow)
+                                           .where(Adoption.experience_id.is_not(None)).distinct()):
+                adopters.setdefault(i, set()).add(task)
+            return {exp_id(i): (o, sorted(adopters.get(i, ()))) for i, o in origin.items()}
+
+    def operators(self) -> list[str]:
+        """Every operator the memory knows: experiences' origins and episodes' tasks."""
+        with read_session(self.engine) as session:
+            origins = session.scalars(select(Experience.origin_operator).where(Experience.origin_operator.is_not(None)))
+            tasks = session.scalars(select(EpisodeRow.task))
+            return sorted(set(origins) | set(tasks))
 
     def rules(self, *, statuses: tuple[str, ...] = ("resident", "demoted")) -> list[RuleView]:
         with read_session(self.engine) as session:
@@ -132,6 +156,8 @@ class Memory:
                 mean_reward=session.scalar(select(func.avg(EpisodeRow.reward))) if episodes else None,
                 adoptions=session.scalar(select(func.count()).select_from(Adoption)) or 0,
                 retrievals=session.scalar(select(func.count()).select_from(Retrieval)) or 0,
+                sage_version=writer_version(session.connection()),
+                episodes_by_preset={k or "?": n for k, n in by(EpisodeRow.preset).items()},
             )
 
     def is_empty(self) -> bool:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
 from sage.memory.ids import exp_id, rule_id
-from sage.memory.models import ExperienceView, RuleView
-from sage.memory.schema import Experience, Rule
+from sage.memory.models import AttemptRecord, EpisodeRecord, EpisodeReport, ExperienceView, RuleView
+from sage.memory.schema import Adoption, Attempt, Experience, Rule
+from sage.memory.schema import Episode as EpisodeRow
 
 
 def experience_view(row: Experience, *, score: float | None = None, rank: int | None = None) -> ExperienceView:
@@ -21,4 +25,29 @@ def rule_view(row: Rule) -> RuleView:
         id=rule_id(row.id), text=row.text, utility=row.utility, tokens=row.tokens,
         sources=[exp_id(s) for s in row.sources], shown=row.shown, adopted=row.adopted,
         adopted_succeeded=row.adopted_succeeded, status=row.status,
+    )
+
+
+def episode_by_key(session: Session, key: str) -> EpisodeRow | None:
+    return session.scalar(select(EpisodeRow).where(EpisodeRow.episode_key == key))
+
+
+def stored_report(row: EpisodeRow) -> EpisodeReport:
+    """The report of an episode finished before under the same key."""
+    return EpisodeReport(episode_id=row.id, mode=row.mode, reward=row.reward, credited={}, rejected=[],
+                         already_finished=True)
+
+
+def episode_record(session: Session, row: EpisodeRow) -> EpisodeRecord:
+    attempts = session.scalars(select(Attempt).where(Attempt.episode_id == row.id).order_by(Attempt.number))
+    adoptions = session.scalars(select(Adoption).where(Adoption.episode_id == row.id).order_by(Adoption.id))
+    return EpisodeRecord(
+        episode_id=row.id, key=row.episode_key, task=row.task, model=row.model, mode=row.mode, seed=row.seed,
+        executed=row.executed, correct=row.correct, speedup=row.speedup, cycles=row.cycles,
+        roofline_fraction=row.roofline_fraction, reward=row.reward, iterations=row.iterations, tokens=row.tokens,
+        time_s=row.time_s, sage_version=row.sage_version, preset=row.preset,
+        adopted=[exp_id(a.experience_id) if a.experience_id is not None else rule_id(a.rule_id) for a in adoptions],
+        attempts=[AttemptRecord(number=a.number, source=a.source, status=a.status, error_type=a.error_type,
+                                error_message=a.error_message, cycles=a.cycles, speedup=a.speedup,
+                                roofline_fraction=a.roofline_fraction) for a in attempts],
     )

@@ -11,6 +11,8 @@ overhead): it is a tripwire, not a performance metric, and no legal kernel reach
 
 from __future__ import annotations
 
+import math
+
 from sage.npu.errors import ImpossibleResultError
 from sage.npu.hardware import HardwareSpec
 
@@ -28,9 +30,14 @@ def physical_floor_us(spec: HardwareSpec, output_bytes: int, cube_flops: float =
 
 def check_physical(spec: HardwareSpec, device_us: float, output_bytes: int, cube_flops: float = 0.0) -> None:
     """ImpossibleResultError when `device_us` (launch overhead excluded) beats the floor."""
+    if not (math.isfinite(device_us) and device_us >= 0):
+        # NaN compares false with everything: a NaN, negative or infinite time is no time a
+        # run can take, never a pass.
+        raise ImpossibleResultError(f"the run claims a device time of {device_us} us, which no run can take: "
+                                    "the result is not scored")
     floor = physical_floor_us(spec, output_bytes, cube_flops)
     if device_us < floor:
         raise ImpossibleResultError(
-            f"the run claims {device_us:.3f} us of device time, below the physical floor of {floor:.3f} us "
+            f"the run claims {device_us:.4g} us of device time, below the physical floor of {floor:.4g} us "
             f"({output_bytes} output bytes written once at the fastest write rate of the machine, "
             f"{cube_flops:.3g} cube FLOPs at peak): the result cannot come from a real run and is not scored")

@@ -17,6 +17,7 @@ import numpy as np
 
 from sage.npu import ascendc, errors
 from sage.npu.hardware import HardwareSpec, load_preset
+from sage.npu.isa.card import legality_lines
 
 EXAMPLE = '''\
 from sage.npu.ascendc import *        # the only import allowed (plus `math`)
@@ -127,6 +128,15 @@ SECTIONS = [
       "Compare", "CompareScalar", "CMPMODE", "Select", "SELMODE", "Gather", "ReduceSum", "ReduceMax", "ReduceMin",
       "WholeReduceSum", "WholeReduceMax", "WholeReduceMin", "ReduceOrder", "BlockReduceSum", "BlockReduceMax",
       "Brcb", "Sort", "TopK", "BinaryRepeatParams", "UnaryRepeatParams", "BrcbRepeatParams"]),
+    ("High-level APIs (vector instruction sequences)",
+     "Each issues the vector instructions of Ascend C's A2 implementation (PipeBarrier(PIPE_V) between steps): "
+     "their cost and numerics. half or float. `sharedTmpBuffer`: UB bytes not overlapping the operands, or left "
+     "out (`Gelu(dst, src, n)`) for the UB InitBuffer left free. Work runs in chunks the temp holds.",
+     ["Gelu", "FasterGelu", "FasterGeluV2", "Sigmoid", "Silu", "Swish", "Tanh", "Erf", "Log", "Log2", "Log10",
+      "Sign", "Sin", "Cos", "SoftMax", "SoftMaxShapeInfo", "LayerNorm", "LayerNormShapeInfo"]),
+    ("Legality on Atlas A2 (else UnsupportedError)",
+     "From CANN's Ascend C API reference for Atlas A2 (sage/npu/isa/atlas_a2.toml cites each page).",
+     "legality"),
     ("Cube (M, MTE1, FIX pipes)",
      "Path: GM -DataCopy(Nd2NzParams)-> L1 (A1/B1) -LoadData-> L0A/L0B (A2/B2) -Mmad-> L0C (CO1) "
      "-Fixpipe-> GM. Values are kept row-major; tiles are padded to 16 rows and to 16 columns (32 for "
@@ -140,6 +150,10 @@ SECTIONS = [
      "Ids 0..7 = " + " ".join(f"EVENT_ID{i}" for i in range(8)) + ". `HardEvent.SRC_DST` for any two "
      "pipes, e.g. MTE2_V V_MTE3 MTE3_MTE2 V_MTE2 V_S S_V MTE2_S MTE1_M M_FIX.",
      ["SetFlag", "WaitFlag", "PipeBarrier"]),
+    ("Debugging",
+     "Like `print`, their output is captured (64 KB a run) and shown with the result (`sage npu run -v`, "
+     "`printed` in --json), never on stdout. Not timed, no sync needed.",
+     ["printf", "DumpTensor"]),
 ]
 
 COST_OF = {"Add": "vadd", "Sub": "vsub", "Mul": "vmul", "Div": "vdiv", "Max": "vmax", "Min": "vmin", "And": "vand",
@@ -172,6 +186,9 @@ def _params(obj) -> str:
     for p in inspect.signature(obj).parameters.values():
         if p.name == "self":
             continue
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            parts.append(f"*{p.name}")
+            continue
         parts.append(p.name if p.default is inspect.Parameter.empty else f"{p.name}={_fmt(p.default)}")
     return "(" + ", ".join(parts) + ")"
 
@@ -197,8 +214,10 @@ def _costs(spec: HardwareSpec) -> str:
     t, s, cube = spec.transfer, spec.scalar, spec.cube
     bpc = spec.bytes_per_cycle
     lines = [
-        f"- Clock {spec.chip.clock_mhz:g} MHz. Kernel time = slowest core + launch overhead "
-        f"{spec.launch.overhead_us:g} us per launch; blocks beyond the cores run in waves.",
+        f"- Clock {spec.chip.clock_mhz:g} MHz. A launch's device time = slowest core + "
+        f"{spec.launch.device_fixed_us:g} us fixed; the host also spends {spec.launch.host_dispatch_us:g} us enqueuing "
+        "each launch, overlapped with the device (so a chain of short launches is host-bound); blocks beyond the "
+        "cores run in waves.",
         f"- Scalar: {s.issue_cycles:g} cycles to issue each instruction (in program order); an instruction starts "
         f"at max(its pipe free, issued, sync waits). LocalTensor GetValue/SetValue {s.local_access_cycles:g} cycles, "
         f"GlobalTensor GetValue/SetValue {s.gm_access_cycles:g}, SetFlag/WaitFlag {s.flag_cycles:g}.",
@@ -206,9 +225,10 @@ def _costs(spec: HardwareSpec) -> str:
         "paid only when the V pipe was idle (back-to-back instructions hide it; PipeBarrier(PIPE_V) exposes "
         "it). 16-bit column for 8/16-bit types, 32-bit column for 32/64-bit; Cast counts repeats of the wider type; "
         "Reduce* run one instruction per tree level (repeats summed, one head each).",
-        "- Transfers: cycles = latency + (K + bytes) / peak: "
+        "- Transfers: cycles = latency + max((K + bytes) / peak, bytes / plateau) (no plateau: peak): "
         + "; ".join(f"{name} {p.peak_gbps:g} GB/s ({bpc(p.peak_gbps):.1f} B/cycle)"
                     + (f", K {p.k_bytes:g} B" if p.k_bytes else "")
+                    + (f", plateau {p.plateau_gbps:g} GB/s" if p.plateau_gbps else "")
                     + (f", +{p.latency_cycles:g} cycles" if p.latency_cycles else "")
                     for name, p in (("GM->UB", t.gm_to_ub), ("UB->GM", t.ub_to_gm), ("GM->L1", t.gm_to_l1),
                                     ("L1->L0A/B", t.l1_to_l0), ("L0C->GM", t.l0c_to_gm), ("UB->UB", t.ub_to_ub),
@@ -238,6 +258,7 @@ def _errors() -> str:
         "KernelRuntimeError": "any other exception in kernel code (wrong dtype, bad argument, Python error)",
         "CoreTypeError": "vector work or UB on an AIC core, cube work or L1/L0 on an AIV core",
         "ImpossibleResultError": "a time below the physical floor (forged, or a simulator bug): not scored",
+        "UnsupportedError": "an instruction/dtype/parameter combination Atlas A2 lacks (see Legality)",
     }
     return "\n".join(f"- `{c.__name__}`: {when[c.__name__]}." for c in errors.ERROR_CLASSES)
 
@@ -297,8 +318,12 @@ def render(spec: HardwareSpec | None = None) -> str:
         EXAMPLE.rstrip(),
         "```",
     ]
+    high_level = set(SECTIONS[[h for h, _, _ in SECTIONS].index("High-level APIs (vector instruction sequences)")][2])
     for heading, intro, names in SECTIONS:
         out += ["", f"## {heading}", "", intro, ""]
+        if names == "legality":
+            out += legality_lines(high_level)
+            continue
         for name in names:
             out.append(_family(spec, name) if isinstance(name, tuple) else _entry(spec, name))
     out += ["", "## Costs", "", _costs(spec), "", "## Errors (each carries the kernel line)", "", _errors(), ""]

@@ -74,6 +74,11 @@ class CoreTypeError(NpuError):
     that core type does not have."""
 
 
+class UnsupportedError(NpuError):
+    """An instruction, dtype or parameter combination the target chip does not have (CANN's
+    Ascend C API reference for Atlas A2 lists what each instruction takes)."""
+
+
 class ImpossibleResultError(NpuError):
     """The run claims a time no 910B could reach (below the physical floor): not scored."""
 
@@ -81,4 +86,5 @@ class ImpossibleResultError(NpuError):
 ERROR_CLASSES = (
     AlignmentError, CapacityError, BoundsError, QueueError, RaceError, LaunchError,
     OutputSpecError, SandboxError, KernelTimeout, MemoryLimitError, KernelRuntimeError, CoreTypeError, ImpossibleResultError,
+    UnsupportedError,
 )

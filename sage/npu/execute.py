@@ -165,7 +165,10 @@ def time_run(run: FunctionalRun, spec: HardwareSpec, *, trace: bool = False) -> 
     extra = {"printed": run.printed, "isolation_gaps": run.isolation_gaps}
     if run.error is not None or run.trace is None:
         return KernelRun(None, run.error, None, **extra)
-    timed = replay(run.trace, spec, keep=trace)
+    try:
+        timed = replay(run.trace, spec, keep=trace)
+    except NpuError as err:  # a launch that cannot run on the chip (deadlock, SyncAll in waves, ...)
+        return KernelRun(None, err.info(), None, **extra)
     essential = sum(n for n, is_input in run.trace.allocations if is_input)
     essential += sum(o.nbytes for o in run.outputs or [])
     return KernelRun(run.outputs, None, build_profile(timed, essential), build_trace(timed) if trace else None,

@@ -31,9 +31,17 @@ class ChipSpec(_Frozen):
 
 
 class LaunchSpec(_Frozen):
-    overhead_us: float
-    max_block_dim_vector: int
-    max_block_dim_cube: int
+    host_dispatch_us: float      # host enqueue per launch, overlapped with device work (sage/npu/timeline.py)
+    device_fixed_us: float       # device cost of every kernel beyond its own work
+    sync_us: float               # a device->host read after the device drained
+    max_block_dim_vector: int    # blocks that run at once on a vector launch (one per AIV core)
+    max_block_dim_cube: int      # ... on a cube launch (one per AIC core)
+    max_block_dim: int = 65535   # the API's blockDim range: more blocks than cores run in waves
+
+    @property
+    def overhead_us(self) -> float:
+        """The per-launch cost the device itself pays (the engine adds it to each launch)."""
+        return self.device_fixed_us
 
 
 class BufferSpec(_Frozen):
@@ -74,11 +82,16 @@ class CubeSpec(_Frozen):
 
 
 class PathSpec(_Frozen):
-    """One data path: cycles = latency + (K + bytes) / peak (peak in bytes per cycle)."""
+    """One data path: cycles = latency + max((K + bytes) / peak, bytes / plateau).
+
+    ``peak`` and ``K`` fit the rising part of a measured bandwidth curve; ``plateau`` is the
+    rate a single core sustains on large copies (the curve stops rising there). Without a
+    plateau the path streams at its peak."""
 
     peak_gbps: float
     k_bytes: float
     latency_cycles: float
+    plateau_gbps: float | None = None
 
 
 class TransferEffects(_Frozen):

@@ -1,50 +1,88 @@
 """The profile of a forward() run, in msprof's terms (PipeUtilization per pipe, bytes per path).
 
+Time (docs/reference-model.md §1, `sage.npu.timeline`): each launch is one kernel step of
+the eager timeline. Its device time is the engine's cycles for the launch (slowest core,
+`LaunchTiming.kernel_cycles`) plus the preset's `device_fixed_us`; the host pays
+`host_dispatch_us` per launch, overlapped with the device. `time_us` is the end-to-end
+time of the whole forward (the scored time), `device_us` the device time alone.
+
+Busy cycles are summed over all cores. Utilisation is per core: a pipe's busy cycles over
+the device time of each launch times the cores that run that pipe in it (the V pipe of a
+mix launch is measured against its AIVs, M against its AICs, S and MTE2 against both), so
+it is the busy fraction of the average core, as msprof's PipeUtilization.
+
 Roofline bound (documented formula): the time no implementation of this forward() can beat
-on this preset, given the work its kernels do:
+on this preset, from the essential work only, with the launch excluded:
 
-    bound_cycles = max(essential GM bytes / HBM bytes per cycle,
-                       cube MACs / (4096 MAC/cycle x AIC cores),
-                       vector busy cycles without heads / AIV cores)
-                   + one launch overhead
+    bound_us = max(essential GM bytes / HBM bandwidth, essential cube FLOPs / cube peak)
 
-Essential GM bytes are the bytes of forward()'s inputs and outputs, each moved once. The
-cube and vector terms use the kernels' own work (MACs of Mmad, slope x repeats of vector
-instructions), spread perfectly over all cores. roofline_fraction = bound / time.
+Essential GM bytes here are forward()'s inputs and outputs, each moved once (every run
+starts with a cold L2, so they cost HBM bandwidth); the bench layer refines them per
+operator (gathered rows instead of a whole table) and adds the reference's matmul FLOPs
+(`sage.bench.evaluate`). roofline_fraction = bound / the kernels' own device time (the
+device fixed cost of each launch excluded too), never above 1 for a physically possible
+run. Work the kernel itself chooses to do never raises its own bound.
 """
 
 from __future__ import annotations
 
 from sage.npu.replay import Replay
 from sage.npu.results import PIPES, PipeStat, Profile
+from sage.npu.timeline import LaunchCosts, kernel_steps, run_timeline
 
 
-def build_profile(run: Replay, essential_bytes: int) -> Profile:
+def _pipe_stats(run: Replay) -> dict[str, PipeStat]:
+    busy = [0.0] * len(PIPES)
+    core_cycles = [0.0] * len(PIPES)     # device cycles x the cores that run each pipe
+    for lt in run.launches:
+        for kind, per_pipe in lt.busy_by_type.items():
+            for p, b in enumerate(per_pipe):
+                busy[p] += b
+                if b > 0:
+                    core_cycles[p] += lt.kernel_cycles * lt.cores_by_type[kind]
+    return {name: PipeStat(busy_cycles=int(round(busy[p])),
+                           utilisation=round(busy[p] / core_cycles[p], 4) if core_cycles[p] else 0.0)
+            for p, name in enumerate(PIPES)}
+
+
+def build_profile(run: Replay, essential_bytes: int, essential_cube_flops: float = 0.0) -> Profile:
     spec = run.spec
     launches = run.launches
-    cycles = sum(lt.cycles for lt in launches)
-    core_cycles = sum(lt.kernel_cycles * lt.cores_used for lt in launches)
-    busy = [sum(lt.busy[p] for lt in launches) for p in range(7)]
-    pipes = {name: PipeStat(busy_cycles=int(round(busy[p])),
-                            utilisation=round(busy[p] / core_cycles, 4) if core_cycles else 0.0)
-             for p, name in enumerate(PIPES)}
+    clock = spec.cycles_per_us
+    costs = LaunchCosts.of(spec)
+    pipes = _pipe_stats(run)
     nbytes: dict[str, int] = {}
-    macs = vector = instructions = 0
+    instructions = 0
     for b in run.all_blocks():
         for path, n in b.bytes.items():
             nbytes[path] = nbytes.get(path, 0) + n
-        macs += b.macs
-        vector += b.vector_cycles
         instructions += b.instructions
     bottleneck = max(PIPES, key=lambda p: pipes[p].utilisation) if launches else "none"
-    chip = spec.chip
-    bound = max(essential_bytes / spec.hbm_bytes_per_cycle,
-                macs / (spec.cube.peak_macs_per_cycle * chip.aic_cores),
-                vector / chip.aiv_cores) + spec.launch_overhead_cycles
-    clock = spec.cycles_per_us
+    # The engine's interface: per launch, the device cycles of the kernel's own work.
+    work_us = [lt.kernel_cycles / clock for lt in launches]
+    timeline = run_timeline(kernel_steps(work_us, [lt.name for lt in launches]), costs, keep_steps=False)
+    device_cycles = timeline.device_us * clock
+    widest = max(launches, key=lambda lt: lt.cores_used, default=None)
+    hbm = sum(lt.hbm_bytes for lt in launches)
+    kernel_cycles = sum(lt.kernel_cycles for lt in launches)
+    bound_us, bound_kind = roofline_bound_us(spec, essential_bytes, essential_cube_flops)
     return Profile(
-        cycles=int(round(cycles)), time_us=round(round(cycles) / clock, 4), launches=len(launches),
-        device_us=round(sum(lt.kernel_cycles for lt in launches) / clock, 4),
+        cycles=int(round(device_cycles)), time_us=round(timeline.end_to_end_us, 4), launches=len(launches),
+        device_us=round(timeline.device_us, 4),
+        launch_device_us=[round(costs.device_fixed_us + w, 4) for w in work_us],
+        host_dispatch_us=round(timeline.host_dispatch_us, 4), device_fixed_us=round(timeline.device_fixed_us, 4),
         blocks=sum(lt.block_dim for lt in launches), cores_used=max((lt.cores_used for lt in launches), default=0),
-        pipes=pipes, bytes=nbytes, bottleneck=bottleneck, roofline_bound_us=round(bound / clock, 4),
-        roofline_fraction=round(bound / cycles, 4) if cycles else 0.0, instructions=instructions)
+        pipes=pipes, bytes=nbytes, bottleneck=bottleneck, roofline_bound_us=round(bound_us, 4),
+        roofline_bound=bound_kind,
+        roofline_fraction=round(bound_us / timeline.device_work_us, 4) if timeline.device_work_us else 0.0,
+        instructions=instructions, cores_by_type=dict(widest.cores_by_type) if widest else {}, hbm_bytes=hbm,
+        hbm_utilisation=round(hbm / (kernel_cycles * spec.hbm_bytes_per_cycle), 4) if kernel_cycles else 0.0)
+
+
+def roofline_bound_us(spec, essential_bytes: float, essential_cube_flops: float = 0.0,
+                      fp32_cube: bool = False) -> tuple[float, str]:
+    """(bound in µs, which resource sets it: "memory" or "cube"), launch excluded."""
+    mem = essential_bytes / (spec.chip.hbm_gbps * 1e3)
+    peak = 2.0 * spec.cube.peak_macs_per_cycle * spec.chip.aic_cores * spec.chip.clock_mhz
+    cube = essential_cube_flops / (peak / (spec.cube.fp32_factor if fp32_cube else 1.0))
+    return (cube, "cube") if cube > mem else (mem, "memory")

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import ast
 import enum
+import json
 import math
 import operator
 import re
 import sys
 import types
+import unicodedata  # noqa: F401 - see below
 from typing import Any
 
 import numpy as np
@@ -150,6 +152,10 @@ def compile_kernel(source: str, filename: str = "kernel.py") -> types.CodeType:
 
 
 _ERROR_LINE = re.compile(r"Line (\d+|None): (.*)", re.S)
+# The parser imports unicodedata on first sight of a non-ASCII identifier (to NFKC-normalise
+# it). In the sandboxed child that import comes after the uid drop, when the standard
+# library may be unreadable: importing it here, in the zygote, keeps `α = 0.5` a name
+# instead of an internal error (ModuleNotFoundError inside ast.parse).
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,29 +174,40 @@ class KernelNamespace:
     """The guards and builtins of one kernel run; it remembers the classes the kernel defined."""
 
     def __init__(self, printer: PrintSink):
+        global _active_sink
         self.classes: set[type] = set()
         self.printer = printer
+        # The DSL's printf/DumpTensor write to this run's buffer too (a process runs one kernel file at a time).
+        _active_sink = printer
         self.attrs: dict[type, frozenset[str]] = dict(_VALUE_ATTRS)
         from sage.npu.ascendc import handles
 
         self.attrs.update(handles.public_attributes())
         self.writable = handles.writable_types()
+        # A parameter struct's fields are readable, as in Ascend C (its methods are not).
+        self.attrs.update({t: frozenset(t.__dataclass_fields__) for t in self.writable})
         self.item_types = handles.subscriptable_types() + _ITEM_TYPES
 
     # -- guards -----------------------------------------------------------------------------
-    def getattr(self, obj: Any, name: str, default: Any = None) -> Any:
-        t = type(obj)
-        allowed = self.attrs.get(t)
-        if allowed is not None and name in allowed:
-            return getattr(obj, name)
-        if t in self.classes and not name.startswith("_"):
-            return getattr(obj, name)
-        return self._slow_getattr(obj, t, name)
+    def guarded_getattr(self):
+        """The `_getattr_` of the kernel's namespace: a closure over the allow-lists (every attribute
+        read of a kernel goes through it, so the common cases are a dict lookup and a set test)."""
+        attrs, classes, slow = self.attrs, self.classes, self._slow_getattr
+
+        def _getattr_(obj: Any, name: str, default: Any = None) -> Any:
+            t = type(obj)
+            allowed = attrs.get(t)
+            if allowed is not None and name in allowed:
+                return getattr(obj, name)
+            if t in classes and name[0] != "_":
+                return getattr(obj, name)
+            return slow(obj, t, name)
+        return _getattr_
 
     def _slow_getattr(self, obj: Any, t: type, name: str) -> Any:
         if name.startswith("_"):
             raise SandboxError(f"the attribute '.{name}' is not allowed in a kernel")
-        if obj in self.classes:  # the kernel's own class: its own members only, not type's
+        if self._is_own_class(obj):  # the kernel's own class: its own members only, not type's
             for klass in obj.__mro__[:-1]:
                 if name in klass.__dict__:
                     return getattr(obj, name)
@@ -209,10 +226,15 @@ class KernelNamespace:
 
     def write(self, obj: Any) -> Any:
         t = type(obj)
-        if t in self.classes or obj in self.classes or t in _WRITE_TYPES or t in self.writable:
+        if t in self.classes or t in _WRITE_TYPES or t in self.writable or self._is_own_class(obj):
             return obj
         raise SandboxError(f"a kernel may not change a {getattr(t, '__name__', 'object')} "
                            "(DSL handles are immutable; keep state on your own objects)")
+
+    def _is_own_class(self, obj: Any) -> bool:
+        # Only a type can be one of the kernel's classes; asking a set about anything else
+        # would hash it, and lists, dicts and parameter structs are unhashable.
+        return isinstance(obj, type) and obj in self.classes
 
     def getitem(self, obj: Any, key: Any) -> Any:
         if isinstance(obj, self.item_types):
@@ -245,7 +267,7 @@ class KernelNamespace:
             "__file__": filename,
             "__builtins__": self.builtins(),
             "__metaclass__": self.build_class,
-            "_getattr_": self.getattr,
+            "_getattr_": self.guarded_getattr(),
             "_write_": self.write,
             "_getitem_": self.getitem,
             "_getiter_": iter,
@@ -295,8 +317,23 @@ def _is_dsl(obj: Any) -> bool:
     return getattr(obj, "__module__", "").startswith(DSL_MODULE)
 
 
+_active_sink: PrintSink | None = None
+TRUNCATED = "\n[output truncated]"
+
+
+def active_printer() -> PrintSink | None:
+    """The print buffer of the latest kernel namespace made in this process: the run in
+    progress, whose DSL calls (printf, DumpTensor) write where its print() does."""
+    return _active_sink
+
+
 class PrintSink:
-    """Where a kernel's print() goes: a bounded buffer returned with the result, never stdout."""
+    """Where a kernel's print() goes: a bounded buffer returned with the result, never stdout.
+
+    The bound is on the text as the reply carries it (JSON, where a control character or a
+    non-ASCII one takes up to 12 bytes), so what a kernel prints can never push the reply
+    over its cap and cost the kernel its verdict.
+    """
 
     def __init__(self, limit: int = MAX_PRINT_BYTES):
         self.limit = limit
@@ -307,18 +344,29 @@ class PrintSink:
     def write(self, text: str) -> None:
         room = self.limit - self.size
         if room <= 0:
-            self.truncated = True
+            self.truncated = self.truncated or bool(text)
             return
-        if len(text) > room:
-            text, self.truncated = text[:room], True
-        self.parts.append(text)
-        self.size += len(text)
+        kept = text[:room]  # every character costs at least one byte
+        cost = _json_size(kept)
+        while cost > room:
+            kept = kept[:max(0, len(kept) * room // cost - 1)]
+            cost = _json_size(kept)
+        self.truncated = self.truncated or len(kept) < len(text)
+        self.parts.append(kept)
+        self.size += cost
 
     def text(self) -> str:
-        return "".join(self.parts) + ("\n[output truncated]" if self.truncated else "")
+        """What was printed, at most `limit` characters: when cut, the marker replaces the end,
+        so whatever carries the text at that size (the sandbox's reply) keeps the marker."""
+        body = "".join(self.parts)
+        return body[:self.limit - len(TRUNCATED)] + TRUNCATED if self.truncated else body
 
     def collector(self, _getattr_=None) -> _Collector:
         return _Collector(self)
+
+
+def _json_size(text: str) -> int:
+    return len(json.dumps(text)) - 2
 
 
 class _Collector:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX")
 
@@ -17,25 +17,37 @@ class ErrorInfo(BaseModel):
 
 
 class PipeStat(BaseModel):
-    busy_cycles: int
-    utilisation: float
+    """One pipe over the whole forward(). Busy cycles are summed over cores; utilisation is per core."""
+
+    busy_cycles: int = Field(description="busy cycles of this pipe summed over all cores of every launch")
+    utilisation: float = Field(description="per core: busy cycles / (device cycles x the cores that run this pipe), "
+                                           "the average core's busy fraction (msprof PipeUtilization)")
 
 
 class Profile(BaseModel):
-    """Timing of a whole forward(): every launch, each with its launch overhead."""
+    """Timing of a whole forward() on the eager timeline (sage/npu/timeline.py)."""
 
-    cycles: int
-    time_us: float
+    cycles: int                 # device cycles: every launch's work plus its device fixed cost
+    time_us: float              # end to end (host dispatch overlapped with the device): the scored time
     launches: int
-    device_us: float = 0.0      # the kernels alone: time_us without the launch overheads
+    device_us: float = 0.0      # the device alone: the sum of launch_device_us
+    launch_device_us: list[float] = []   # per launch: its work plus the preset's device_fixed_us
+    host_dispatch_us: float = 0.0        # host enqueue paid for all launches (hidden behind the device or not)
+    device_fixed_us: float = 0.0         # the device fixed cost of all launches
     blocks: int
-    cores_used: int
+    cores_used: int = Field(description="physical cores (AIV + AIC) of the widest launch")
     pipes: dict[str, PipeStat]
     bytes: dict[str, int]
     bottleneck: str
-    roofline_bound_us: float
-    roofline_fraction: float
+    roofline_bound_us: float             # essential-work bound, launch excluded
+    roofline_fraction: float             # roofline_bound_us / (device_us - device_fixed_us): launch excluded
+    roofline_bound: str = "memory"       # which essential bound it is: memory or cube
     instructions: int
+    cores_by_type: dict[str, int] = Field(default_factory=dict,
+                                          description="physical cores of each type used by the widest launch")
+    hbm_bytes: int = Field(0, description="bytes read from or written to HBM (L2 misses and all writes), all cores")
+    hbm_utilisation: float = Field(0.0, description="hbm_bytes / (HBM bandwidth x device time): the chip-wide "
+                                                    "fraction of HBM bandwidth used")
 
 
 @dataclass

@@ -79,7 +79,8 @@ def _run(job_fd: int, reply_fd: int, private_dir: str, zygote_pid: int) -> None:
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # too late to interrupt: the reply is ready
     signal.signal(signal.SIGXCPU, signal.SIG_DFL)
     trace = encode(run.trace) if run.trace is not None else b""
-    outputs = None if run.outputs is None else [np.ascontiguousarray(o) for o in run.outputs]
+    # ascontiguousarray makes a 0-d array 1-d: keep each output's own shape (rank 0 included)
+    outputs = None if run.outputs is None else [np.ascontiguousarray(o).reshape(o.shape) for o in run.outputs]
     error = None if run.error is None else run.error.model_dump(mode="json")
     head = encode_reply_header(error, run.printed, outputs, len(trace), report.model_dump(mode="json"))
     _write_all(reply_fd, head)

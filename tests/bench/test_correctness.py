@@ -120,3 +120,99 @@ def test_quantised_codes_may_be_one_step_off_only_when_asked():
     assert not bad.correct and bad.outputs[0].mismatches == 1
     # Bool outputs stay exact whatever the step.
     assert not compare_outputs([np.array([True])], [np.array([False])], int_step=1).correct
+
+
+# --- The low-precision rule against the float64 truth (issue 9) ------------------------------------------
+
+import torch  # noqa: E402
+
+from sage.bench.correctness import C, CAP_ULPS, RULE, ulp  # noqa: E402
+from sage.bench.evaluate import reference_outputs, truth_outputs  # noqa: E402
+
+
+class _Swishish(torch.nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(x) + 0.5 * x - 1
+
+
+def _judge(model, x, kernel_out):
+    expected = reference_outputs(model, [x])
+    truth = truth_outputs(model, [x], len(expected))
+    assert truth is not None and truth[0].dtype == np.float64
+    return compare_outputs(expected, [kernel_out], truth=truth)
+
+
+def _fused_fp32(x: torch.Tensor, half: float) -> np.ndarray:
+    xf = x.float()
+    return (xf * torch.sigmoid(xf) + half * xf - 1).to(torch.float16).numpy()
+
+
+def test_fused_fp16_kernel_rounding_once_passes_twenty_fresh_runs():
+    model = _Swishish()
+    for seed in range(20):
+        g = torch.Generator().manual_seed(1000 + seed)
+        x = (torch.randn(1 << 20, generator=g) * 2).to(torch.float16)
+        r = _judge(model, x, _fused_fp32(x, 0.5))
+        assert r.correct, r.reason
+
+
+def test_the_same_kernel_failed_against_eager_alone():
+    # What the rule fixes: against the eager output (which rounds after every op) the more
+    # accurate fused kernel is 1-2 ulp off at ~1e3 elements near zero.
+    model = _Swishish()
+    x = (torch.randn(1 << 20, generator=torch.Generator().manual_seed(7)) * 2).to(torch.float16)
+    expected = reference_outputs(model, [x])
+    r = compare_outputs(expected, [_fused_fp32(x, 0.5)])
+    assert not r.correct and r.outputs[0].mismatches > 100
+
+
+def test_a_wrong_constant_fails():
+    model = _Swishish()
+    x = (torch.randn(1 << 20, generator=torch.Generator().manual_seed(3)) * 2).to(torch.float16)
+    r = _judge(model, x, _fused_fp32(x, 0.505))
+    assert not r.correct
+    s = r.outputs[0]
+    assert s.mismatches > 1000 and s.truth
+    # The message states the rule and shows where: kernel, eager, truth and eager's own error.
+    assert RULE in r.reason and "kernel=" in r.reason and "truth=" in r.reason and "eager error" in r.reason
+    assert len(s.first_failures) == 3
+
+
+class _GeluErf(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.gelu(x)
+
+
+def test_tanh_gelu_fails_an_exact_erf_fp32_case():
+    x = torch.randn(1 << 18, generator=torch.Generator().manual_seed(11)) * 3
+    approx = torch.nn.functional.gelu(x, approximate="tanh").numpy()
+    r = _judge(_GeluErf(), x, approx)
+    assert not r.correct and r.outputs[0].mismatches > 0
+    # ... while the exact kernel passes.
+    assert _judge(_GeluErf(), x, torch.nn.functional.gelu(x).numpy()).correct
+
+
+def test_second_term_is_capped_at_eight_ulps():
+    # Eager 20 ulp off: a kernel 10 ulp off the truth is not excused by eager's error (cap 8 ulp).
+    t = np.full(8, 1.5, dtype=np.float64)
+    u = ulp(t, "float16")[0]
+    assert u == 2.0 ** -10
+    eager = (t + 20 * u).astype(np.float16)
+    ok = (t + 7 * u).astype(np.float16)        # 7 ulp = 6.8e-3 > tol 1e-3 * 1.5, but within the cap
+    bad = (t + 10 * u).astype(np.float16)
+    assert compare_array(eager, ok, truth=t).correct
+    assert not compare_array(eager, bad, truth=t).correct
+    assert C == 2.0 and CAP_ULPS == 8
+
+
+def test_eager_overflow_is_judged_against_the_truth():
+    t = np.array([1000.0, 2.0], dtype=np.float64)
+    eager = np.array([np.inf, 2.0], dtype=np.float16)         # eager overflowed in an intermediate
+    assert compare_array(eager, t.astype(np.float16), truth=t).correct
+    assert not compare_array(eager, eager.copy(), truth=t).correct   # matching eager's inf is wrong
+
+
+def test_truth_positions_of_inf_count_after_rounding_to_the_output_dtype():
+    t = np.array([70000.0, 1.0], dtype=np.float64)           # beyond fp16: the representable truth is inf
+    out = np.array([np.inf, 1.0], dtype=np.float16)
+    assert compare_array(out, out.copy(), truth=t).correct

@@ -52,3 +52,24 @@ def test_empty_and_unsolved_suites_have_no_ratios():
     assert empty.tasks == 0 and empty.execution_rate is None and empty.geomean_speedup is None
     unsolved = compute_metrics([ev("x", 0, "error")])
     assert unsolved.correctness_rate == 0.0 and unsolved.fast_1_solved is None
+
+
+def test_fast_p_and_geomean_over_all_tasks_count_failures_as_one():
+    evals = [
+        TaskEvaluation(task="a", level=0, status="correct", executed=True, correct=True, speedup=1.05,
+                       device_speedup=2.0),
+        TaskEvaluation(task="b", level=0, status="correct", executed=True, correct=True, speedup=1.5,
+                       device_speedup=1.08),
+        TaskEvaluation(task="c", level=0, status="incorrect", executed=True, correct=False, speedup=4.0,
+                       device_speedup=4.0),
+        TaskEvaluation(task="d", level=0, status="error"),
+    ]
+    m = compute_metrics(evals)
+    # KernelBench fast_p: correct and speedup > p, over all n = 4 tasks.
+    assert (m.fast_1_count, m.fast_1_1_count) == (2, 1)
+    assert m.fast_1 == pytest.approx(2 / 4) and m.fast_1_1 == pytest.approx(1 / 4)
+    assert m.device_fast_1 == pytest.approx(2 / 4) and m.device_fast_1_1 == pytest.approx(1 / 4)
+    assert m.geomean_speedup == pytest.approx(math.sqrt(1.05 * 1.5))                # solved only
+    assert m.geomean_speedup_all == pytest.approx((1.05 * 1.5 * 1.0 * 1.0) ** 0.25)  # failures as 1x
+    assert m.device_geomean_speedup == pytest.approx(math.sqrt(2.0 * 1.08))
+    assert m.device_geomean_speedup_all == pytest.approx((2.0 * 1.08) ** 0.25)

@@ -25,7 +25,7 @@ def test_ray_executor_runs_jobs(local_ray, tmp_path):
     solver = KernelDirSolver(kernels=tmp_path)      # no kernels: measures Ray, not the simulator
     jobs = [Job(path=str(THIRDPARTY / "kernelbench/level1/19_ReLU.py"), solver=solver),
             Job(path=str(THIRDPARTY / "multikernelbench/npu_fused/rotary_mul.py"), solver=solver)]
-    rows = [r[0] for r in RayExecutor().map(run_job, jobs)]
+    rows = [r[0] for _, r in RayExecutor().map(run_job, jobs)]
     assert sorted((r.task, r.status) for r in rows) == [
         ("level1/19_ReLU", "no_kernel"), ("rotary_mul", "reference_unavailable")]
 
@@ -35,3 +35,15 @@ def test_bench_run_on_ray(local_ray, tmp_path):
     run = run_bench(config, KernelDirSolver(kernels=tmp_path))
     assert run.ran == 2
     assert [r.status for r in read_rows(tmp_path / "run" / "results.jsonl")] == ["no_kernel", "no_kernel"]
+
+
+def test_a_crashing_or_hanging_ray_job_costs_only_itself(local_ray):
+    # Each job runs in its own process inside the Ray worker: a segfault or a hang ends
+    # that process, not the Ray worker, and Ray does not retry it. (`eval` of code, because
+    # the job function must be importable in Ray's workers, which a test module is not.)
+    jobs = {"segfault": "__import__('ctypes').string_at(0)", "hang": "__import__('time').sleep(3600)",
+            "fine": "'fine'"}
+    outcomes = {code: out for code, out in RayExecutor().map(eval, jobs.values(), timeout_s=5)}
+    assert outcomes[jobs["fine"]] == "fine"
+    assert (outcomes[jobs["segfault"]].kind, outcomes[jobs["hang"]].kind) == ("crashed", "timeout")
+    assert "SIGSEGV" in outcomes[jobs["segfault"]].reason

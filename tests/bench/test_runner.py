@@ -71,8 +71,9 @@ class _TwoAttempts:
     """A picklable solver with two attempts, the second correct."""
 
     name = "two-attempts"
+    max_attempts = 2
 
-    def solve(self, task, *, epoch, seed):
+    def solve(self, task, *, epoch, seed, job_key=None):
         def ev(status, speedup):
             return TaskEvaluation(task=task.key, status=status, executed=True, correct=status == "correct",
                                   speedup=speedup)
@@ -105,10 +106,10 @@ def test_local_pool_runs_the_same_jobs(tmp_path):
              "multikernelbench/npu_fused/rotary_mul.py")]
     pool = LocalExecutor(2)
     try:
-        pooled = sorted((r[0].task, r[0].status) for r in pool.map(run_job, jobs))
+        pooled = sorted((r[0].task, r[0].status) for _, r in pool.map(run_job, jobs))
     finally:
         pool.close()
-    inline = sorted((r[0].task, r[0].status) for r in InlineExecutor().map(run_job, jobs))
+    inline = sorted((r[0].task, r[0].status) for _, r in InlineExecutor().map(run_job, jobs))
     assert pooled == inline == [("level1/19_ReLU", "no_kernel"), ("rotary_mul", "reference_unavailable"),
                                 ("sigmoid", "no_kernel")]
 
@@ -149,8 +150,8 @@ def test_kernel_folder_run_counts_missing_kernels(tmp_path):
     summary = json.loads((out / "summary.json").read_text())["suite"]
     assert (summary["tasks"], summary["executed"], summary["correct"]) == (3, 2, 1)
     report = (out / "report.md").read_text()
-    assert "| relu | correct | 1/1 |" in report and "roofline_by_level.png" in report
-    assert (out / "roofline_by_level.png").stat().st_size > 1000
+    assert "| relu | correct | 1/1 |" in report and "roofline_vs_reference.png" in report
+    assert (out / "roofline_vs_reference.png").stat().st_size > 1000
 
 
 def test_resume_with_other_options_is_refused(tmp_path):

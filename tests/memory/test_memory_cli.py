@@ -38,7 +38,10 @@ def test_inspect_show_stats(tmp_path) -> None:
 
     data = json.loads(runner.invoke(app, ["inspect", "--json", "--memory-url", url]).output)
     e1 = next(e for e in data["experiences"] if e["id"] == "E1")
-    assert (e1["adopted"], e1["operators"], e1["status"]) == (3, 3, "consolidated")
+    # Learned on "seed" (helpers.seed_experiences), adopted on softmax, layer_norm and rms_norm.
+    assert (e1["adopted"], e1["operators"], e1["adopted_on"], e1["status"]) == (3, 4, 3, "consolidated")
+    e3 = next(e for e in data["experiences"] if e["id"] == "E3")
+    assert (e3["operators"], e3["adopted_on"]) == (1, 0)       # learned on one operator, never adopted
     assert [r["id"] for r in data["rules"]] == ["R1"] and data["resident_tokens"] == data["rules"][0]["tokens"]
 
     rules = runner.invoke(app, ["inspect", "--rules", "--memory-url", url])
@@ -75,7 +78,7 @@ def test_export_reset_import_and_errors(tmp_path) -> None:
     assert again.exit_code == 2 and "not empty" in again.output
     bad = tmp_path / "bad.json"
     bad.write_text("{ not json")
-    assert "is not JSON" in runner.invoke(app, ["import", str(bad), "--memory-url", url]).output
+    assert "bad.json: not JSON (Expecting property name" in runner.invoke(app, ["import", str(bad), "--memory-url", url]).output
     bad.write_text(json.dumps({"format": "sage-memory", "schema_version": 2, "tables": {"experience": [{"id": "x"}]}}))
     result = runner.invoke(app, ["import", str(bad), "--replace", "--memory-url", url])
     assert result.exit_code == 2 and "tables.experience[0]" in result.output
@@ -86,3 +89,20 @@ def test_export_reset_import_and_errors(tmp_path) -> None:
     bad_url = runner.invoke(app, ["stats", "--memory-url", "nosuch://x"])
     assert bad_url.exit_code == 2 and "unsupported memory URL" in bad_url.output
     assert bad_url.exception is None or isinstance(bad_url.exception, SystemExit)
+
+
+def test_an_unknown_operator_gets_the_nearest_names(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    _taught(url)
+    result = runner.invoke(app, ["inspect", "--op", "sofmax", "--memory-url", url])
+    assert result.exit_code == 0 and "No experiences for operator 'sofmax' (did you mean softmax?)" in result.output
+    far = runner.invoke(app, ["inspect", "--op", "conv3d", "--memory-url", url])
+    assert "did you mean" not in far.output
+
+
+def test_show_names_where_an_experience_was_learned_and_adopted(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    _taught(url)
+    shown = runner.invoke(app, ["show", "E1", "--memory-url", url])
+    assert "learned on seed" in shown.output
+    assert "adopted on 3 operator(s): layer_norm, rms_norm, softmax" in shown.output

@@ -67,17 +67,15 @@ def test_mad_cycles_follow_the_cube_formula(run):
     _, result = run(MATMUL, [a, b])
     cube = load_preset().cube
     per_mmad = (64 // 16) * (32 // 16) * (48 // 16) + cube.fixed_cycles
-    assert result.profile.pipes["M"].busy_cycles == 3 * per_mmad
+    assert result.profile.pipes["M"].busy_cycles == round(3 * per_mmad)  # the profile counts whole cycles
 
 
-def test_a_cube_kernel_with_more_blocks_than_aic_cores_runs_in_waves(run):
+def test_blocks_writing_the_same_output_bytes_race(run):
+    # every block of this test kernel computes the whole product: two blocks write the same GM bytes
     a = np.ones((32, 32), np.float16)
-    _, one_wave = run(MATMUL, [a, a], kwargs={"blocks": 24})
-    _, two_waves = run(MATMUL, [a, a], kwargs={"blocks": 25})
-    assert two_waves.error is None, two_waves.error
-    np.testing.assert_array_equal(two_waves.outputs[0], np.full((32, 32), 32, np.float16))
-    assert two_waves.profile.cores_used == 24  # the cube kernel runs on the 24 AIC cores, the 25th block after
-    assert two_waves.profile.device_us > one_wave.profile.device_us
+    _, result = run(MATMUL, [a, a], kwargs={"blocks": 2})
+    assert result.error is not None and result.error.type == "RaceError"
+    assert "Fixpipe on AIC block 1 writes" in result.error.message and "AIC block 0" in result.error.message
 
 
 def test_l0_capacity_is_checked(run, check_error):

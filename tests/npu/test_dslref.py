@@ -20,7 +20,9 @@ def test_card_covers_every_exported_name_and_stays_compact():
     card = render()
     missing = [n for n in ascendc.__all__ if n not in card]
     assert not missing, missing
-    assert len(card.split()) <= 3600  # compact: it goes into every prompt (2700 before the language, queue and core-type rules)
+    # compact: it goes into every prompt (2700 before the language, queue and core-type rules; 3600 before the
+    # high-level APIs and the Atlas A2 legality rules)
+    assert len(card.split()) <= 3950
     assert "5.9+2.07r" in card  # vadd from the preset
 
 

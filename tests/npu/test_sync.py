@@ -2,7 +2,10 @@
 
 import numpy as np
 
-OVERHEAD = 18000  # launch overhead of ascend910b2 in cycles (10 us at 1800 MHz)
+from sage.npu.hardware import load_preset
+
+# The device fixed cost of one launch on ascend910b2, in cycles (profile.cycles counts it per launch).
+OVERHEAD = load_preset("ascend910b2").launch_overhead_cycles
 
 ADD = """
 @kernel

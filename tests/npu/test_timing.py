@@ -44,8 +44,9 @@ def vector_cost(key: str, itemsize: int, count: int) -> tuple[float, float]:
 
 
 def copy_cycles(path, nbytes: int) -> float:
-    """cycles = latency + (K + bytes) / peak, the preset's transfer curve."""
-    return path.latency_cycles + (path.k_bytes + nbytes) / SPEC.bytes_per_cycle(path.peak_gbps)
+    """cycles = latency + max((K + bytes) / peak, bytes / plateau), the preset's transfer curve."""
+    plateau = SPEC.bytes_per_cycle(path.plateau_gbps or path.peak_gbps)
+    return path.latency_cycles + max((path.k_bytes + nbytes) / SPEC.bytes_per_cycle(path.peak_gbps), nbytes / plateau)
 
 
 # -- one vector instruction ------------------------------------------------------------------

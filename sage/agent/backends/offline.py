@@ -31,7 +31,7 @@ class OfflineBackend:
     def complete(self, messages: list[Message]) -> Completion:
         facts = messages[-1].facts
         if "reflect" in facts:
-            return Completion(text=json.dumps({"experiences": self._reflect(facts["reflect"].get("tags", []))}))
+            return Completion(text=json.dumps({"experiences": self._reflect(facts["reflect"])}))
         if "feedback" in facts and self._agent is not None:
             source, adopted, plan = self._agent.refine(facts["feedback"])
         else:
@@ -51,12 +51,15 @@ class OfflineBackend:
         except Unsupported as exc:
             raise NoKernel(f"cannot compile: {exc}") from exc
 
-    def _reflect(self, tags: list[str]) -> list[dict[str, Any]]:
+    def _reflect(self, request: dict[str, Any]) -> list[dict[str, Any]]:
         from sage.agent.offline.distill import distil
 
         if self._agent is None:
             return []
-        return distil(self._agent, list(self.task.tags) or tags)
+        last = request.get("last_feedback")
+        if last is not None and self._agent.attempts and self._agent.attempts[-1].feedback is None:
+            self._agent.attempts[-1].feedback = last      # the last kernel was judged too
+        return distil(self._agent, list(self.task.tags) or list(request.get("tags", [])))
 
     def compiler_stats(self) -> dict[str, Any]:
         """Simulator runs spent by the search (counted apart from evaluated attempts), the

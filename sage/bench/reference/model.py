@@ -1,17 +1,20 @@
 """The torch_npu stand-in: how long the vendor's eager execution of a reference takes.
 
-`reference_time(task, args, preset)`:
+`reference_time(task, args, preset)` traces the forward once and builds the vendor's
+kernel sequence:
 
-- a task whose public reference is one fused torch_npu operator (`task.fused_op`) is
-  one vendor kernel: the operator's roofline (its forward's input and output bytes, the
-  vector work and matmul flops of its recorded aten trace) divided by the calibrated
-  efficiency of its dominant resource, plus one launch overhead;
-- any other task is its aten trace, one eager launch per non-view operator: a simulated
-  library kernel where the library has one (its simulated time includes the launch
-  overhead, as a candidate's does), else `max(floor(class), roofline / efficiency(class))
-  + launch overhead`.
+- a task whose public reference is one fused torch_npu operator (`task.fused_op`) is one
+  vendor kernel: its forward's inputs, parameters and outputs moved once, the vector work
+  and matmul FLOPs of its recorded aten trace (`fused_work`), timed in the group of its
+  dominant unit;
+- any other task is its eager chain (`chain.py`): one kernel per non-view aten call, timed
+  analytically (`vendor.py`) with L2 hits where the chain re-reads data, plus the
+  device→host syncs of data-dependent ops.
 
-Timings are cached by (kernel or operator, shapes, dtypes, preset, model fingerprint).
+The steps go through the eager timeline (`sage.npu.timeline`) a candidate's launches go
+through: `end_to_end_us` (the scored reference time) and `device_us` side by side, with the
+split into device work, device fixed cost and exposed host time. With `expert=True` every
+call with a library kernel is also timed by the simulated *expert* kernel (`expert.py`).
 """
 
 from __future__ import annotations
@@ -19,132 +22,164 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from sage.bench.reference.cache import ReferenceCache, default_cache
-from sage.bench.reference.calibration import CLASS_EFFICIENCY, Calibration, calibrate
-from sage.bench.reference.library_run import model_fingerprint, simulate
-from sage.bench.reference.plan import Plan, plan_call
-from sage.bench.reference.work import Work, dominant, roofline_us, tensor_bytes
-from sage.kernels import AtenCall, CostClass, TensorMeta, record_forward
+from sage.bench.reference.chain import ChainCall, chain_steps, eager_chain
+from sage.bench.reference.essential import essential_work
+from sage.bench.reference.expert import expert_time
+from sage.bench.reference.vendor import group_of, resource_us, vendor_time
+from sage.bench.reference.work import Work, tensor_bytes, work_of
+from sage.kernels import CostClass, Graph, TensorMeta, trace_graph
 from sage.npu.hardware import HardwareSpec, load_preset
+from sage.npu.timeline import LaunchCosts, Step, Timeline, run_timeline
 
 
 class OpTime(BaseModel):
     op: str                          # aten name with overload, e.g. "add.Tensor"
     shapes: list[list[int]]
     dtypes: list[str]
-    op_class: CostClass | Literal["fused"]
-    source: str                      # simulated | roofline | fused
-    time_us: float
-    kernel: str = ""                 # the library kernel or formula used
-    efficiency: float | None = None  # for roofline rows: the calibrated efficiency applied
+    op_class: CostClass | Literal["fused", "sync"]
+    group: str | None = None         # the calibrated vendor group that timed it
+    device_us: float = 0.0           # fixed + work (0 for a sync without a kernel)
+    work_us: float = 0.0
+    bound: str = ""                  # memory | vector | cube (which term set the vendor time)
+    l2_hit_bytes: float = 0.0
+    roofline_us: float = 0.0         # this kernel's own work at each unit's peak, launch excluded
+    sync: bool = False               # the host waits for the device after it
+    expert_device_us: float | None = None
+    expert_kernel: str = ""
 
 
 class ReferenceTime(BaseModel):
     task: str
     preset: str
-    total_us: float
+    end_to_end_us: float             # the scored reference time: host dispatch overlapped with the device
+    device_us: float                 # the vendor's kernels alone
+    device_work_us: float
+    device_fixed_us: float
+    host_dispatch_us: float          # dispatch paid by the host (overlapped or not)
+    host_exposed_us: float           # end-to-end time the device waits on the host (dispatch, syncs)
+    sync_us: float
+    launches: int
+    syncs: int
+    roofline_us: float               # essential-work bound of the case (launch excluded)
+    roofline_bound: str
     fused: bool
     fused_op: str | None = None
-    launches: int
+    expert_device_us: float | None = None       # the same ops timed by the library kernels where they have one
+    expert_end_to_end_us: float | None = None
+    expert_ops: int = 0                         # ops with an expert kernel (the rest keep the vendor time)
     ops: list[OpTime]
     notes: list[str] = []
+
+    @computed_field
+    @property
+    def total_us(self) -> float:
+        """The scored time (end to end); kept under the name older rows and callers use."""
+        return self.end_to_end_us
 
 
 def _hw(preset: str | HardwareSpec) -> HardwareSpec:
     return preset if isinstance(preset, HardwareSpec) else load_preset(preset)
 
 
-def reference_time(task: Any, args: list, preset: str | HardwareSpec = "ascend910b2", *,
+def reference_time(task: Any, args: list, preset: str | HardwareSpec = "ascend910b2", *, expert: bool = False,
                    cache: ReferenceCache | None = None) -> ReferenceTime:
     """Reference time of one case (`args`) of a task (anything with `make_model()`,
     `fused_op` and `name`)."""
     hw = _hw(preset)
-    cache = cache or default_cache()
     model = task.make_model()
     # Clones: a reference that mutates its inputs must not change the caller's case.
     args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-    calls, outputs = record_forward(model, args)
-    if getattr(task, "fused_op", None):
-        return _fused(task, model, args, calls, outputs, hw, cache)
-    cal: Calibration | None = None
-    rows: list[OpTime] = []
+    with torch.no_grad():
+        graph = trace_graph(model, args)
+    essential = essential_work(graph, hw)
+    fused_op = getattr(task, "fused_op", None)
     notes: list[str] = []
-    for call in calls:
-        if call.free:
-            continue
-        plan = plan_call(call, hw)
-        if plan.source == "roofline" and cal is None:
-            cal = calibrate(hw, cache)
-        rows.append(_time_call(call, plan, hw, cache, cal))
-    if not rows:
-        notes.append("the reference dispatches no kernel (views only): its time is zero")
-    total = sum(r.time_us for r in rows)
-    return ReferenceTime(task=getattr(task, "name", "task"), preset=hw.name, total_us=total, fused=False,
-                         launches=len(rows), ops=rows, notes=notes)
+    if fused_op:
+        rows, steps = _fused_rows(fused_op, graph, hw)
+        n_eager = sum(1 for n in graph.nodes if not n.call.free)
+        notes.append(f"one fused vendor kernel ({fused_op}); the plain-torch trace has {n_eager} eager ops")
+    else:
+        chain = eager_chain(graph, hw)
+        rows, steps = [_row(c, hw) for c in chain], chain_steps(chain)
+        if not steps:
+            notes.append("the reference dispatches no kernel (views only): its time is zero")
+    costs = LaunchCosts.of(hw)
+    tl = run_timeline(steps, costs, keep_steps=False)
+    ref = ReferenceTime(task=getattr(task, "name", "task"), preset=hw.name, end_to_end_us=tl.end_to_end_us,
+                        device_us=tl.device_us, device_work_us=tl.device_work_us, device_fixed_us=tl.device_fixed_us,
+                        host_dispatch_us=tl.host_dispatch_us, host_exposed_us=tl.host_exposed_us, sync_us=tl.sync_us,
+                        launches=tl.kernels, syncs=tl.syncs, roofline_us=essential.bound_us,
+                        roofline_bound=essential.bound, fused=bool(fused_op), fused_op=fused_op, ops=rows,
+                        notes=notes)
+    if expert and not fused_op:
+        _add_expert(ref, graph, steps, hw, cache or default_cache())
+    return ref
 
 
-def _call_row(call: AtenCall, **kw: Any) -> OpTime:
-    return OpTime(op=call.qualname, shapes=[list(t.shape) for t in call.inputs],
-                  dtypes=[t.dtype for t in call.inputs], **kw)
+def _row(c: ChainCall, hw: HardwareSpec) -> OpTime:
+    call = c.call
+    base = dict(op=call.qualname, shapes=[list(t.shape) for t in call.inputs], dtypes=[t.dtype for t in call.inputs],
+                sync=c.sync)
+    if c.time is None:
+        return OpTime(**base, op_class="sync", bound="sync")
+    return OpTime(**base, op_class=c.work.op_class or "fused", group=c.time.group, device_us=c.time.device_us,
+                  work_us=c.time.work_us, bound=c.time.bound, l2_hit_bytes=c.time.l2_hit_bytes,
+                  roofline_us=max(resource_us(c.work, hw)))
 
 
-def _time_call(call: AtenCall, plan: Plan, hw: HardwareSpec, cache: ReferenceCache,
-               cal: Calibration | None) -> OpTime:
-    fp = model_fingerprint(hw.source)
-    if plan.source == "simulated":
-        assert plan.kernel is not None
-        key = f"sim|{hw.name}|{fp}|{plan.kernel.key()}"
-        hit = cache.get(key)
-        if hit is None:
-            hit = simulate(plan.kernel, hw).model_dump()
-            cache.put(key, hit)
-        t = float(hit["time_us"]) + plan.epilogue_bytes / (hw.chip.hbm_gbps * 1e3)
-        label = plan.kernel.label + (" +bias epilogue" if plan.epilogue_bytes else "")
-        return _call_row(call, op_class=plan.op_class, source="simulated", time_us=t, kernel=label)
-    assert cal is not None
-    eff = cal.for_class(plan.op_class)
-    t = cal.time_us(plan.op_class, roofline_us(plan.work, hw), hw.launch.overhead_us)
-    return _call_row(call, op_class=plan.op_class, source="roofline", time_us=t,
-                     kernel=f"roofline({CLASS_EFFICIENCY[plan.op_class]})", efficiency=eff)
-
-
-def fused_work(model: torch.nn.Module, args: list, calls: list[AtenCall], outputs: list[TensorMeta],
-               hw: HardwareSpec) -> Work:
+def fused_work(graph: Graph, hw: HardwareSpec) -> Work:
     """The whole operator as one kernel: it reads its inputs and parameters once, writes
     its outputs once, and does the vector work and matmul flops of its aten trace."""
-    ins = [TensorMeta(shape=tuple(a.shape), dtype=str(a.dtype).removeprefix("torch."))
-           for a in args if isinstance(a, torch.Tensor)]
-    ins += [TensorMeta(shape=tuple(p.shape), dtype=str(p.dtype).removeprefix("torch."))
-            for p in list(model.parameters()) + list(model.buffers())]
+    def meta(v: int) -> TensorMeta:
+        return TensorMeta(shape=graph.shapes[v], dtype=graph.dtypes[v])
+
+    ins = [meta(v) for v in graph.inputs] + [meta(v) for v in graph.params]
+    outs = [meta(v) for v in graph.outputs]
     vec = cube = 0.0
     fp32_cube = False
-    for call in calls:
-        if call.free:
+    tiles = 0
+    for node in graph.nodes:
+        if node.call.free:
             continue
-        w = plan_call(call, hw).work
+        w = work_of(node.call, hw)
         vec += w.vector_cycles
         cube += w.cube_flops
+        tiles += w.cube_tiles
         fp32_cube = fp32_cube or (w.fp32_cube and w.cube_flops > 0)
-    return Work(bytes=tensor_bytes(ins) + tensor_bytes(outputs), vector_cycles=vec,
-                cube_flops=cube, fp32_cube=fp32_cube)
+    return Work(bytes=tensor_bytes(ins) + tensor_bytes(outs), vector_cycles=vec, cube_flops=cube,
+                fp32_cube=fp32_cube, cube_tiles=tiles)
 
 
-def _fused(task: Any, model, args, calls, outputs, hw: HardwareSpec, cache: ReferenceCache) -> ReferenceTime:
-    work = fused_work(model, args, calls, outputs, hw)
-    cal = calibrate(hw, cache)
-    bound = dominant(work, hw)
-    eff = cal.efficiencies[bound]
-    t = max(cal.floor_us[bound], roofline_us(work, hw) / eff) + hw.launch.overhead_us
-    row = OpTime(op=task.fused_op, shapes=[list(a.shape) for a in args if isinstance(a, torch.Tensor)],
-                 dtypes=[str(a.dtype).removeprefix("torch.") for a in args if isinstance(a, torch.Tensor)],
-                 op_class="fused", source="fused", time_us=t, kernel=f"fused roofline ({bound}-bound)",
-                 efficiency=eff)
-    n_eager = sum(1 for c in calls if not c.free)
-    notes = [f"one fused vendor kernel: {work.bytes / 1e6:.3f} MB in+out, "
-             f"{work.vector_cycles:.3g} vector cycles, {work.cube_flops:.3g} cube flops; "
-             f"{bound}-bound at efficiency {eff:.3f} (the plain-torch trace has {n_eager} eager ops)"]
-    return ReferenceTime(task=getattr(task, "name", "task"), preset=hw.name, total_us=t, fused=True,
-                         fused_op=task.fused_op, launches=1, ops=[row], notes=notes)
+def _fused_rows(fused_op: str, graph: Graph, hw: HardwareSpec) -> tuple[list[OpTime], list[Step]]:
+    work = fused_work(graph, hw)
+    group = group_of(None, work, hw)
+    t = vendor_time(work, group, hw)
+    row = OpTime(op=fused_op, shapes=[list(graph.shapes[v]) for v in graph.inputs],
+                 dtypes=[graph.dtypes[v] for v in graph.inputs], op_class="fused", group=group,
+                 device_us=t.device_us, work_us=t.work_us, bound=t.bound, roofline_us=max(resource_us(work, hw)))
+    return [row], [Step(kind="kernel", work_us=t.work_us, label=fused_op)]
 
+
+def _add_expert(ref: ReferenceTime, graph: Graph, steps: list[Step], hw: HardwareSpec, cache: ReferenceCache) -> None:
+    """Times every op with a library kernel by that kernel; the others keep the vendor time."""
+    kernel_rows = [r for r in ref.ops if r.op_class != "sync"]
+    calls = [n.call for n in graph.nodes if not n.call.free]
+    expert_steps: list[Step] = []
+    covered = 0
+    it = iter(zip(calls, kernel_rows))
+    for step in steps:
+        if step.kind != "kernel":
+            expert_steps.append(step)
+            continue
+        call, row = next(it)
+        e = expert_time(call, hw, cache)
+        if e is not None:
+            row.expert_device_us, row.expert_kernel = e.device_us, e.kernel
+            covered += 1
+        work = (e.device_us if e is not None else row.device_us) - hw.launch.device_fixed_us
+        expert_steps.append(Step(kind="kernel", work_us=max(work, 0.0), label=step.label))
+    tl: Timeline = run_timeline(expert_steps, LaunchCosts.of(hw), keep_steps=False)
+    ref.expert_device_us, ref.expert_end_to_end_us, ref.expert_ops = tl.device_us, tl.end_to_end_us, covered

@@ -1,27 +1,26 @@
-"""How one aten call is timed: a simulated library kernel, the roofline formula, or free.
+"""Which expert library kernel runs one aten call (the *expert* baseline), if any.
 
 `plan_call` maps a recorded call to a `Plan`. Calls whose registry entry has a library
-form (an elementwise vendor chain with row/column/scalar broadcast, a last-axis row
-kernel: reductions, softmax, layer norm; a matmul on the cube) get the generated kernel
-with the vendor's generic schedule; everything else gets its roofline `Work` and is timed
-by the calibrated formula of its cost class.
+form (an elementwise chain with row/column/scalar broadcast, a last-axis row kernel:
+reductions, softmax, layer norm; a matmul on the cube) get the generated kernel with the
+library's generic schedule (source "simulated": it is timed by the simulator, exactly as a
+candidate); everything else has no expert kernel (source "roofline": only its `Work`).
+The vendor's time never comes from here: it is analytic (`vendor.py`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from typing import Literal
 
 from pydantic import BaseModel
 
 from sage.bench.reference.library_run import LibraryKernel
-from sage.bench.reference.scaling import elementwise_scaling, matmul_scaling, row_scaling
-from sage.bench.reference.work import Work, pass_cycles, work_of
+from sage.bench.reference.work import Work, chain_passes, pass_cycles, work_of
 from sage.kernels import (
     REDUCTIONS, VENDOR_CUBE_KNOBS, VENDOR_KNOBS, AtenCall, ChainPlan, CostClass, CubeForm, ElementwiseSpec, Knobs,
-    Lowerer, MatmulSpec, RowForm, RowSpec, Target, TensorMeta, Val, chain_for, elementwise_source, elementwise_tiling,
-    base_name, matmul_source, op_def, render, row_source, row_tiling, target_of,
+    Lowerer, MatmulSpec, RowForm, RowSpec, Target, TensorMeta, Val, chain_for, elementwise_source, base_name,
+    matmul_source, op_def, render, row_source, target_of,
 )
 from sage.npu.hardware import HardwareSpec
 
@@ -29,7 +28,6 @@ Source = Literal["simulated", "roofline", "free"]
 ROW_FLOATS = {"float32", "float16", "bfloat16"}
 # Reductions whose `default` overload reduces every axis (amax/amin take their dims).
 _REDUCE_ALL_BY_DEFAULT = {"sum", "mean", "max", "min"}
-_INSTR = re.compile(r"^\s*(?!SetFlag|WaitFlag)[A-Z]\w*\(")
 
 
 class Plan(BaseModel):
@@ -72,26 +70,14 @@ def _elementwise_plan(call: AtenCall, chain: ChainPlan, knobs: Knobs, target: Ta
         return None                 # the library has no form for this chain: the formula times it
     shapes = [{"full": chain.out.shape, "row": (chain.C,), "col": (chain.R, 1), "scalar": (1,)}[kind]
               for kind in chain.kinds]
-    tile, align = elementwise_tiling(spec, knobs, target)
     dtypes = [t.dtype for t in chain.operands]
     kernel = LibraryKernel(family="elementwise", label=f"elementwise {render(chain.expr)}", source=source,
-                           inputs=[(tuple(sh), d) for sh, d in zip(shapes, dtypes)],
-                           scaling=elementwise_scaling(list(chain.kinds), dtypes, chain.R, chain.C, tile, align,
-                                                       knobs.block_dim or target.vector_cores))
+                           inputs=[(tuple(sh), d) for sh, d in zip(shapes, dtypes)])
     work = work_of(call, hw)
     klass = CostClass.BROADCAST if set(chain.kinds) - {"full", "scalar"} else work.op_class
     work = work.model_copy(update={"op_class": klass,
                                    "vector_cycles": pass_cycles(chain.out.numel * chain_passes(spec), hw)})
     return Plan(op_class=klass, source="simulated", kernel=kernel, work=work, operands=chain.operands)
-
-
-def chain_passes(spec: ElementwiseSpec) -> int:
-    """Vector instructions per element of a chain (casts included), from its lowering."""
-    inputs = {i: Val(k, f"x{i}") if k != "scalar" else Val("scalar", f"s{i}") for i, k in enumerate(spec.kinds)}
-    low = Lowerer(kinds=list(spec.kinds), inputs=inputs)
-    low.lower(spec.expr)
-    casts = sum(1 for d in spec.in_dtypes if d != "float32") + (spec.out_dtype != "float32")
-    return max(1, sum(1 for ln in low.lines if _INSTR.match(ln)) + casts)
 
 
 def _trailing(dims: list[int], ndim: int) -> bool:
@@ -127,10 +113,8 @@ def _row_plan(call: AtenCall, form: RowForm, knobs: Knobs, target: Target, hw: H
         return None
     spec = RowSpec(op=form.op, dtype=x.dtype, affine=affine, eps=eps, name="row")
     R = x.numel // C
-    tile, align = row_tiling(spec, knobs, target)
     kernel = LibraryKernel(family="row", label=f"{form.op} over rows of {C}", source=row_source(spec, knobs, target=target),
-                           inputs=[((R, C), x.dtype), *extra],
-                           scaling=row_scaling(R, C, x.dtype, extra, tile, align, knobs.block_dim or target.vector_cores))
+                           inputs=[((R, C), x.dtype), *extra])
     work = work_of(call, hw)
     work = work.model_copy(update={"vector_cycles": pass_cycles(x.numel * form.passes, hw)})
     return Plan(op_class=work.op_class, source="simulated", kernel=kernel, work=work,
@@ -173,9 +157,7 @@ def _matmul_plan(call: AtenCall, form: CubeForm, target: Target, hw: HardwareSpe
     spec = MatmulSpec(dtype=a.dtype, batched=form.batched, name="mm")
     inputs = [((B, M, K) if form.batched else (M, K), a.dtype), ((B, K, N) if form.batched else (K, N), b.dtype)]
     kernel = LibraryKernel(family="matmul", label=f"matmul {B}x{M}x{K}x{N}{' +bias' if row_bias else ''}",
-                           source=matmul_source(spec, knobs, target=target), inputs=inputs,
-                           scaling=matmul_scaling(B, M, K, N, a.dtype, form.batched, knobs.base_m, knobs.base_n,
-                                                  knobs.block_dim or target.cube_cores))
+                           source=matmul_source(spec, knobs, target=target), inputs=inputs)
     # The vendor fuses a row bias into the matmul epilogue; the simulated Mmad has no bias
     # operand, so the bias read is added at HBM rate (`epilogue_bytes`).
     return Plan(op_class=CostClass.MATMUL, source="simulated", kernel=kernel, work=work_of(call, hw),

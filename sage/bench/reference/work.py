@@ -18,11 +18,15 @@ vector cycles / (vector cores x clock) and flops / cube peak (x2 for float32 inp
 from __future__ import annotations
 
 import math
+import re
 from typing import Callable
 
 from pydantic import BaseModel
 
-from sage.kernels import AtenCall, CostClass, OpDef, TensorMeta, WorkRule, cost_class_of, dtype_size, op_def
+from sage.kernels import (
+    VENDOR_CUBE_KNOBS, AtenCall, CostClass, ElementwiseSpec, Expr, Inp, Lowerer, Op, OpDef, TensorMeta, Val, WorkRule,
+    call_chain, cost_class_of, dtype_size, op_def,
+)
 from sage.npu.hardware import HardwareSpec
 
 
@@ -32,6 +36,18 @@ class Work(BaseModel):
     vector_cycles: float = 0.0
     cube_flops: float = 0.0
     fp32_cube: bool = False
+    cube_tiles: int = 0                   # output tiles of the vendor's base block (matmul / conv): wave quantisation
+    rows: int = 0                         # independent rows of a per-row algorithm (sort, scan): at most this many
+                                          # cores share its vector work (0: all of them)
+
+
+# The vendor's matmul base block (CANN's default Matmul tiling, the library's VENDOR_CUBE_KNOBS): one
+# output tile of BASE_M x BASE_N per cube core and wave.
+BASE_M, BASE_N = VENDOR_CUBE_KNOBS.base_m, VENDOR_CUBE_KNOBS.base_n
+
+
+def cube_tiles(m: int, n: int) -> int:
+    return math.ceil(max(m, 1) / BASE_M) * math.ceil(max(n, 1) / BASE_N)
 
 
 def pass_cycles(elems: float, hw: HardwareSpec) -> float:
@@ -48,6 +64,43 @@ def _out_numel(call: AtenCall) -> int:
     return call.outputs[0].numel if call.outputs else 0
 
 
+_INSTR = re.compile(r"^\s*(?!SetFlag|WaitFlag)[A-Z]\w*\(")
+
+
+def chain_passes(spec: ElementwiseSpec) -> int:
+    """Vector instructions per element of a chain (casts included), from its lowering."""
+    inputs = {i: Val(k, f"x{i}") if k != "scalar" else Val("scalar", f"s{i}") for i, k in enumerate(spec.kinds)}
+    low = Lowerer(kinds=list(spec.kinds), inputs=inputs)
+    low.lower(spec.expr)
+    casts = sum(1 for d in spec.in_dtypes if d != "float32") + (spec.out_dtype != "float32")
+    return max(1, sum(1 for ln in low.lines if _INSTR.match(ln)) + casts)
+
+
+def _inputs_of(expr: Expr) -> int:
+    if isinstance(expr, Inp):
+        return expr.index + 1
+    if isinstance(expr, Op):
+        return max((_inputs_of(a) for a in expr.args), default=0)
+    return 0
+
+
+def elementwise_passes(call: AtenCall) -> int | None:
+    """Vector instructions per output element of an elementwise call with a chain form (the
+    library's decomposition of gelu, silu, ...), or None when the registry gives none."""
+    expr = call_chain(call)
+    if expr is None or not call.outputs:
+        return None
+    n = _inputs_of(expr)
+    out = call.outputs[0].dtype
+    dtypes = [t.dtype for t in call.inputs if t.numel > 1][:n]
+    dtypes += [out] * (n - len(dtypes))
+    try:
+        spec = ElementwiseSpec(expr=expr, in_dtypes=tuple(dtypes), kinds=("full",) * n, out_dtype=out, name="ew")
+        return chain_passes(spec)
+    except (ValueError, KeyError):
+        return None         # a form the lowering cannot count (bool/int operands): the registry's passes
+
+
 def work_of(call: AtenCall, hw: HardwareSpec) -> Work:
     """The roofline work of one eager call. An op the registry does not list counts as one
     elementwise pass over its output."""
@@ -57,7 +110,9 @@ def work_of(call: AtenCall, hw: HardwareSpec) -> Work:
 
 
 def _elementwise_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
-    passes = entry.passes if entry is not None else 1
+    passes = elementwise_passes(call) if entry is not None and entry.chain else None
+    if passes is None:
+        passes = entry.passes if entry is not None else 1
     return Work(bytes=io_bytes(call), vector_cycles=pass_cycles(_out_numel(call) * passes, hw))
 
 
@@ -67,11 +122,18 @@ def _scatter_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work
     return Work(bytes=io_bytes(call) + n_upd * hw.buffers.ub_block_bytes, vector_cycles=pass_cycles(n_upd * 2, hw))
 
 
+def _rows(x: TensorMeta, length: int) -> int:
+    return max(x.numel // max(length, 1), 1)
+
+
 def _sort_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
     x = call.inputs[0]
     L = x.shape[-1] if x.shape else 1
-    passes = 4 * (1 + math.ceil(math.log(max(L, 32) / 32, 4)))
-    return Work(bytes=io_bytes(call), vector_cycles=pass_cycles(x.numel * passes, hw))
+    merged = L
+    if entry is not None and entry.name == "topk" and call.scalars and isinstance(call.scalars[0], int):
+        merged = min(L, max(int(call.scalars[0]), 1))   # top-k keeps k candidates per row: merges stop at k
+    passes = 4 * (1 + math.ceil(math.log(max(merged, 32) / 32, 4)))
+    return Work(bytes=io_bytes(call), vector_cycles=pass_cycles(x.numel * passes, hw), rows=_rows(x, L))
 
 
 def _scan_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
@@ -79,7 +141,7 @@ def _scan_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
     dim = call.scalars[0] if call.scalars and isinstance(call.scalars[0], int) else -1
     L = x.shape[dim] if x.shape else 1
     passes = 1 + math.ceil(math.log2(max(L, 2)))
-    return Work(bytes=io_bytes(call), vector_cycles=pass_cycles(x.numel * passes, hw))
+    return Work(bytes=io_bytes(call), vector_cycles=pass_cycles(x.numel * passes, hw), rows=_rows(x, L))
 
 
 def _select_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
@@ -134,7 +196,10 @@ def _matmul_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
     left = mats[-2] if len(mats) >= 2 else mats[0]
     K = left.shape[-1] if left.shape else 1
     flops = 2.0 * out.numel * K
-    return Work(bytes=io_bytes(call), cube_flops=flops, fp32_cube=left.dtype == "float32")
+    M, N = (out.shape[-2], out.shape[-1]) if len(out.shape) >= 2 else (1, out.shape[-1] if out.shape else 1)
+    batch = out.numel // max(M * N, 1)
+    return Work(bytes=io_bytes(call), cube_flops=flops, fp32_cube=left.dtype == "float32",
+                cube_tiles=batch * cube_tiles(M, N))
 
 
 def _conv_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
@@ -148,7 +213,11 @@ def _conv_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
     else:
         flops = 2.0 * out.numel * (w.shape[1]) * k_spatial
     _ = groups  # w.shape[1] is already Cin/groups (or Cout/groups when transposed)
-    return Work(bytes=io_bytes(call), cube_flops=flops, fp32_cube=x.dtype == "float32")
+    # im2col: rows are the output positions, columns the output channels.
+    channels = out.shape[1] if len(out.shape) > 1 else 1
+    positions = out.numel // max(channels, 1)
+    return Work(bytes=io_bytes(call), cube_flops=flops, fp32_cube=x.dtype == "float32",
+                cube_tiles=cube_tiles(positions, channels))
 
 
 _FORMULAS: dict[WorkRule, Callable[[AtenCall, OpDef | None, HardwareSpec], Work]] = {

@@ -108,6 +108,9 @@ class _ElementwiseWriter:
         # are never stored.
         self.cmp_pad = target.repeat_bytes // 2
         self.masked = self.int_temp = False   # set by compute_body from the lowering
+        # bool data on a float32 compute type goes through half (A2 has uint8 <-> half casts only)
+        self.half_temp = self.ct != "float16" and "bool" in (*spec.in_dtypes, spec.out_dtype)
+        self.float_temp = self.ct == "int32" and spec.out_dtype == "bool"
         self.kinds = [COMPUTE_KIND.get(k, k) for k in spec.kinds]   # how the compute sees each input
         self.grouped = spec.group_axes is not None
         self.n = len(spec.in_dtypes)
@@ -132,8 +135,11 @@ class _ElementwiseWriter:
                 # Column and scalar operands are read by the scalar unit; giving them a
                 # vector-written copy lets one V->S flag order every read.
                 pre.append(f"c{i} = self.b{i}.Get({dsl_dtype(ct)})")
-                if dt == "bool":   # the same bytes as uint8 0/1, which Cast widens exactly
+                if dt == "bool" and ct == "float16":   # the bytes of uint8 0/1, which Cast widens exactly
                     pre.append(f"Cast(c{i}, x{i}.ReinterpretCast(uint8), RoundMode.CAST_NONE, {counts[kind]})")
+                elif dt == "bool":   # Atlas A2 casts uint8 to half only: through the half temp
+                    pre += [f"Cast(th, x{i}.ReinterpretCast(uint8), RoundMode.CAST_NONE, {counts[kind]})",
+                            cast_line(f"c{i}", "th", "float16", ct, counts[kind])]
                 elif self.needs_cast(dt):
                     pre.append(cast_line(f"c{i}", f"x{i}", dt, ct, counts[kind]))
                 else:
@@ -163,8 +169,15 @@ class _ElementwiseWriter:
             gets.append("ti = self.tib.Get(int32)")
         out = dsl_dtype(spec.out_dtype)
         post = [f"y = self.qy.AllocTensor({out})"]
-        if spec.out_dtype == "bool":   # 0/1 in the compute dtype -> the bytes of a bool
+        if spec.out_dtype == "bool" and ct == "float16":   # 0/1 in the compute dtype -> the bytes of a bool
             post.append(f"Cast(y.ReinterpretCast(uint8), {result.ref}, RoundMode.CAST_RINT, n)")
+        elif spec.out_dtype == "bool":   # Atlas A2 casts to uint8 from half only: through the half temp
+            src = result.ref
+            if ct == "int32":   # and int32 to float only: through a float temp first
+                post.append(f"Cast(tf, {src}, RoundMode.CAST_NONE, n)")
+                src = "tf"
+            post += [f"Cast(th, {src}, RoundMode.CAST_RINT, n)",
+                     "Cast(y.ReinterpretCast(uint8), th, RoundMode.CAST_RINT, n)"]
         elif spec.out_dtype != ct:
             post.append(cast_line("y", result.ref, ct, spec.out_dtype, "n"))
         else:
@@ -173,7 +186,9 @@ class _ElementwiseWriter:
         post += [f"self.q{i}.FreeTensor(x{i})" for i in range(self.n)]
         made = {k: low.made[k] for k in ("full", "row", "col")}
         self._size_tile(made)
-        return pre + gets + low.lines + post, made
+        first = (["th = self.thb.Get(half)"] if self.half_temp else []) + \
+            (["tf = self.tfb.Get(float32)"] if self.float_temp else [])
+        return first + pre + gets + low.lines + post, made
 
     def _size_tile(self, made: dict[str, int]) -> None:
         """The tile: `tile_len` elements, shrunk to what fits in UB (queues at depth
@@ -185,6 +200,12 @@ class _ElementwiseWriter:
         per_elem += DTYPE_SIZE[ct] * (n_temps + casts)
         n_bufs = knobs.buffer_num * (self.n + 1) + n_temps + self.n
         if self.int_temp:
+            per_elem += 4
+            n_bufs += 1
+        if self.half_temp:
+            per_elem += 2
+            n_bufs += 1
+        if self.float_temp:
             per_elem += 4
             n_bufs += 1
         # one block of alignment slack per buffer
@@ -233,6 +254,10 @@ class _ElementwiseWriter:
             init += ["self.mkb = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.mkb, buf_bytes(tile + CMP_PAD, 1) // 8 + {self.block})"]
         if self.int_temp:
             init += ["self.tib = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.tib, buf_bytes(tile, 4))"]
+        if self.half_temp:
+            init += ["self.thb = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.thb, buf_bytes({tl}, 2))"]
+        if self.float_temp:
+            init += ["self.tfb = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.tfb, buf_bytes({tl}, 4))"]
         params = "R, C, rpt, ct, n_ct, tpb, T, tile" + (", G, tpg" if self.grouped else "")
         if self.grouped:
             init += ["self.G = G", "self.tpg = tpg"]

@@ -266,7 +266,10 @@ class _RowWriter:
     def copy_out_fit(self) -> list[str]:
         body = [f"y = self.qy.DeQue({dsl_dtype(self.dt)})"]
         if self.reduce:
-            body.append(f"DataCopyPad(self.gy[r0], y, DataCopyExtParams(1, nr * {self.sz}, 0, 0, 0))")
+            # The results were written by the scalar unit, which the VECOUT queue does not order
+            # (its producer is V): the scalar unit waits for this copy before it reuses the buffer.
+            body += [f"DataCopyPad(self.gy[r0], y, DataCopyExtParams(1, nr * {self.sz}, 0, 0, 0))",
+                     "SetFlag(HardEvent.MTE3_S, 0)", "WaitFlag(HardEvent.MTE3_S, 0)"]
         else:
             body.append(f"DataCopyPad(self.gy[r0 * self.C], y, DataCopyExtParams(nr, self.C * {self.sz}, "
                         f"row_gap(self.C, {self.sz}), 0, 0))")
@@ -297,7 +300,8 @@ class _RowWriter:
             ch += [f"y = self.qy.AllocTensor({dsl_dtype(self.dt)})", "y.SetValue(0, v)",
                    "SetFlag(HardEvent.S_MTE3, 0)", "WaitFlag(HardEvent.S_MTE3, 0)", "self.qy.EnQue(y)",
                    f"y = self.qy.DeQue({dsl_dtype(self.dt)})",
-                   f"DataCopyPad(self.gy[r], y, DataCopyExtParams(1, {self.sz}, 0, 0, 0))", "self.qy.FreeTensor(y)"]
+                   f"DataCopyPad(self.gy[r], y, DataCopyExtParams(1, {self.sz}, 0, 0, 0))",
+                   "SetFlag(HardEvent.MTE3_S, 0)", "WaitFlag(HardEvent.MTE3_S, 0)", "self.qy.FreeTensor(y)"]
             return ch
         if op in ("softmax", "log_softmax"):
             ch += [loop, *chunk, *accumulate("Max", "self.acc", "self.xc"), *finish("max", "m", "self.acc")]

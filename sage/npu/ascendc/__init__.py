@@ -2,8 +2,9 @@
 
 from sage.npu.dtypes import (bfloat16, bool_, float16, float32, half, int8, int16, int32, int64, sizeof, uint8,
                              uint16, uint32)
-from sage.npu.ascendc import (cast, compare, cube, datamove, handles, host, matmul, queues, reduce, sort, sync,
-                              tensors, vector)
+from sage.npu.ascendc import (activation, cast, compare, cube, datamove, debug, handles, host, layernorm, mathfn, matmul,
+                              queues, reduce, softmax, sort, sync, tensors, trig, vector)
+from sage.npu.ascendc.params_highlevel import LayerNormShapeInfo, SoftMaxShapeInfo
 from sage.npu.ascendc.queues import QuePosition, TPosition
 from sage.npu.ascendc.params import (BinaryRepeatParams, BrcbRepeatParams, DataCopyExtParams, DataCopyPadExtParams,
                                      DataCopyPadParams, DataCopyParams, FixpipeParams, LoadData2DParams, MmadParams,
@@ -52,6 +53,13 @@ PipeBarrier, SetFlag, WaitFlag = _api(sync.PipeBarrier), _api(sync.SetFlag), _ap
 GetSubBlockIdx, GetTaskRation = _api(sync.GetSubBlockIdx), _api(sync.GetTaskRation)
 KERNEL_TASK_TYPE_DEFAULT, SyncAll = _api(sync.KERNEL_TASK_TYPE_DEFAULT), _api(sync.SyncAll)
 CrossCoreSetFlag, CrossCoreWaitFlag = _api(sync.CrossCoreSetFlag), _api(sync.CrossCoreWaitFlag)
+printf, DumpTensor = _api(debug.printf), _api(debug.DumpTensor)
+(Erf, FasterGelu, FasterGeluV2, Gelu, Log, Log2, Log10, Sigmoid, Sign, Silu, Swish, Tanh) = (
+    _api(getattr(activation if hasattr(activation, n) else mathfn, n)) for n in (
+        "Erf", "FasterGelu", "FasterGeluV2", "Gelu", "Log", "Log2", "Log10", "Sigmoid", "Sign", "Silu", "Swish",
+        "Tanh"))
+SoftMax, LayerNorm = _api(softmax.SoftMax), _api(layernorm.LayerNorm)
+Sin, Cos = _api(trig.Sin), _api(trig.Cos)
 del _api
 
 __all__ = [
@@ -71,6 +79,9 @@ __all__ = [
     "Cast", "RoundMode", "Compare", "CompareScalar", "Select", "CMPMODE", "SELMODE", "Gather",
     "ReduceSum", "ReduceMax", "ReduceMin", "WholeReduceSum", "WholeReduceMax", "WholeReduceMin", "ReduceOrder",
     "BlockReduceSum", "BlockReduceMax", "Brcb", "Sort", "TopK", "BinaryRepeatParams", "UnaryRepeatParams", "BrcbRepeatParams",
+    # high-level APIs (expansions into the vector instructions above)
+    "Gelu", "FasterGelu", "FasterGeluV2", "Sigmoid", "Silu", "Swish", "Tanh", "Erf", "Log", "Log2", "Log10", "Sign",
+    "Sin", "Cos", "SoftMax", "SoftMaxShapeInfo", "LayerNorm", "LayerNormShapeInfo",
     # cube
     "LoadData", "LoadData2DParams", "Mmad", "MmadParams", "Fixpipe", "FixpipeParams", "Matmul",
     # sync
@@ -81,4 +92,6 @@ __all__ = [
     "KERNEL_TASK_TYPE_DEFAULT", "KernelType", "KERNEL_TYPE_AIV_ONLY", "KERNEL_TYPE_AIC_ONLY", "KERNEL_TYPE_MIX_AIC_1_2",
     "KERNEL_TYPE_MIX_AIV_1_0", "KERNEL_TYPE_MIX_AIC_1_0", "ASCEND_IS_AIC", "ASCEND_IS_AIV", "GetSubBlockIdx",
     "GetTaskRation", "CrossCoreSetFlag", "CrossCoreWaitFlag", "SyncAll",
+    # debugging
+    "printf", "DumpTensor",
 ]

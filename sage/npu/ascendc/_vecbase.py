@@ -6,7 +6,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from sage.npu.errors import BoundsError, KernelRuntimeError
+from sage.npu.errors import BoundsError
+from sage.npu.isa import legal
+from sage.npu.isa.table import allowed_dtypes
 from sage.npu.sim import core as core_mod
 from sage.npu.sim.core import V
 from sage.npu.sim.opcodes import VEC
@@ -15,11 +17,12 @@ from sage.npu.ascendc import _checks as chk
 
 
 def issue(name: str, key: str, dst, srcs, count: int, itemsize: int | None = None, repeats: int | None = None,
-          spans=None, extra_heads: int = 0):
+          spans=None, extra_heads: int = 0, dst_align: int = 32):
     """Check UB placement, 32 B alignment and bounds, then record one V instruction (costed
     later from ``key``, the operand width and the repeats).
 
     ``extra_heads``: instructions made of dependent steps (reduction levels) pay the head again per step.
+    ``dst_align``: the destination's alignment where the reference relaxes it (reductions).
     """
     core = core_mod._current
     if core is None:
@@ -30,8 +33,8 @@ def issue(name: str, key: str, dst, srcs, count: int, itemsize: int | None = Non
         slot = t._slot
         if slot.alloc_gen != t._gen or slot.space.name != "UB":
             chk.local(t, name, "UB")
-        if (slot.addr + t._off) & 31:
-            chk.aligned(t, name)
+        if (slot.addr + t._off) & 31 and (t is not dst or (slot.addr + t._off) % dst_align):
+            chk.aligned(t, name, 32 if t is not dst else dst_align)
         if spans is None and count > t._size:
             chk.fits(t, count, name)
     if spans is None:
@@ -47,9 +50,26 @@ def issue(name: str, key: str, dst, srcs, count: int, itemsize: int | None = Non
     return core
 
 
-def require(name: str, dt: np.dtype, allowed: tuple) -> None:
-    if dt not in allowed:
-        raise KernelRuntimeError(f"{name} does not support {dt.name} (supported: {', '.join(a.name for a in allowed)})")
+def repeat_bytes(name: str) -> int:
+    """Bytes one vector repeat covers, from the preset (256 on Ascend 910B)."""
+    core = core_mod._current or core_mod.current_core(name)
+    return core.session.repeat_bytes
+
+
+def require(name: str, dt: np.dtype) -> None:
+    """The operand type is one the chip's instruction table lists for `name` (else UnsupportedError)."""
+    if dt not in allowed_dtypes(name):
+        legal.dtype(name, dt)
+
+
+def repeat_form(name: str, mask, repeat_times, itemsize: int):
+    """Check a mask/repeat form's repeatTimes (<= 255) and mask (per operand width); return
+    (mask key, repeats)."""
+    rep = chk.count_arg(repeat_times, f"{name} repeatTimes")
+    legal.repeat_times(name, rep)
+    mk = mask_key(mask)
+    legal.mask(name, mk, itemsize)
+    return mk, rep
 
 
 @lru_cache(maxsize=512)
@@ -57,8 +77,6 @@ def _lane_mask(mask, lanes: int) -> np.ndarray:
     if isinstance(mask, tuple):  # Ascend C's uint64_t mask[2]: mask[0] = lanes 0..63, mask[1] = lanes 64..127
         bits = [(int(mask[w]) >> b) & 1 for w in range(len(mask)) for b in range(64)]
         return np.array(bits[:lanes], dtype=bool)
-    if not 1 <= mask <= lanes:
-        raise KernelRuntimeError(f"mask must be in [1, {lanes}] for this dtype, got {mask}")
     return np.arange(lanes) < mask
 
 

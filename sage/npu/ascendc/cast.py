@@ -1,4 +1,14 @@
-"""Cast between element types (V pipe, vconv) with Ascend C's rounding modes."""
+"""Cast between element types (V pipe, vconv) with Ascend C's rounding modes.
+
+Which (src, dst, RoundMode) combinations exist comes from the chip's instruction table
+(sage/npu/isa). The rounding itself follows CANN's precision-conversion rules: a result
+that the destination cannot hold exactly lies between two neighbours; the mode picks one:
+CAST_RINT nearest (ties to even), CAST_ROUND nearest (ties away from zero), CAST_FLOOR /
+CAST_CEIL toward -inf / +inf, CAST_TRUNC toward zero, CAST_ODD the neighbour whose last
+bit is odd; CAST_NONE is CAST_RINT when precision is lost (exact otherwise). Integer
+results saturate. Float overflow keeps IEEE behaviour (nearest modes give inf, modes
+toward zero the largest finite value).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +18,8 @@ import numpy as np
 
 from sage.npu import dtypes
 from sage.npu.errors import KernelRuntimeError
+from sage.npu.isa import legal
+from sage.npu.isa.table import cast_modes
 from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc._half import store_half
 from sage.npu.ascendc._vecbase import issue
@@ -15,7 +27,7 @@ from sage.npu.ascendc.tensors import LocalTensor
 
 
 class RoundMode(enum.Enum):
-    CAST_NONE = 0   # exact where possible; narrowing float rounds to nearest even; float -> int rounds to nearest even
+    CAST_NONE = 0   # exact where possible, else as CAST_RINT
     CAST_RINT = 1   # round to nearest, ties to even
     CAST_FLOOR = 2
     CAST_CEIL = 3
@@ -24,8 +36,13 @@ class RoundMode(enum.Enum):
     CAST_ODD = 6    # von Neumann rounding (float narrowing only)
 
 
-def _round(x: np.ndarray, mode: RoundMode) -> np.ndarray:
-    if mode in (RoundMode.CAST_NONE, RoundMode.CAST_RINT):
+_NEAREST = (RoundMode.CAST_NONE, RoundMode.CAST_RINT)
+_BITS = {2: np.uint16, 4: np.uint32}
+
+
+def _to_integral(x: np.ndarray, mode: RoundMode) -> np.ndarray:
+    """x (float64) rounded to an integral value by `mode`."""
+    if mode in _NEAREST:
         return np.rint(x)
     if mode == RoundMode.CAST_FLOOR:
         return np.floor(x)
@@ -34,59 +51,71 @@ def _round(x: np.ndarray, mode: RoundMode) -> np.ndarray:
     if mode == RoundMode.CAST_TRUNC:
         return np.trunc(x)
     if mode == RoundMode.CAST_ROUND:
-        return np.sign(x) * np.floor(np.abs(x) + 0.5)
-    raise KernelRuntimeError(f"Cast: {mode.name} is only defined for float -> float narrowing")
+        return np.copysign(np.floor(np.abs(x) + 0.5), x)
+    raise KernelRuntimeError(f"Cast: {mode.name} rounds only float -> float narrowing")
 
 
-def _narrow_float(x: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
-    y = x.astype(dt)  # round to nearest even
-    if mode in (RoundMode.CAST_NONE, RoundMode.CAST_RINT, RoundMode.CAST_ROUND):
+def _step(y: np.ndarray, away: np.ndarray, sign: np.ndarray) -> np.ndarray:
+    """The neighbour of each float `y` one unit in the last place away from zero (``away``) or
+    toward it; a zero steps to the smallest subnormal of sign ``sign``."""
+    u = y.copy().view(_BITS[y.dtype.itemsize])
+    one = u.dtype.type(1)
+    zero = (u << one) == 0  # +0 or -0
+    out = np.where(away, u + one, u - one)
+    signbit = u.dtype.type(1 << (8 * u.dtype.itemsize - 1))
+    out = np.where(zero & away, np.where(sign < 0, signbit | one, one), out)
+    return out.astype(u.dtype).view(y.dtype)
+
+
+def _round_float(wide: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
+    """`wide` (float64, the exact source values) rounded into float type `dt` by `mode`."""
+    with np.errstate(over="ignore"):  # overflow to inf is the nearest-mode result
+        y = np.asarray(wide.astype(np.float32).astype(dt) if dt == dtypes.bfloat16 else wide.astype(dt))
+    if mode in _NEAREST:
         return y
     back = y.astype(np.float64)
-    wide = x.astype(np.float64)
-    if mode == RoundMode.CAST_FLOOR:
-        fix = back > wide
-        direction = -np.inf
-    elif mode == RoundMode.CAST_CEIL:
-        fix = back < wide
-        direction = np.inf
-    elif mode == RoundMode.CAST_TRUNC:
-        fix = np.abs(back) > np.abs(wide)
-        direction = 0.0
-    else:  # CAST_ODD: inexact results take the neighbour with an odd last bit
-        bits = y.view(np.uint16 if dt.itemsize == 2 else np.uint32)
-        fix = (back != wide) & (bits & 1 == 0) & np.isfinite(wide)
-        toward = np.where(back > wide, -np.inf, np.inf)
-        y[fix] = np.nextafter(y.astype(np.float32)[fix], toward[fix]).astype(dt) if dt == dtypes.bfloat16 else np.nextafter(y[fix], toward[fix].astype(dt))
+    inexact = (back != wide) & ~np.isnan(wide)
+    if not inexact.any():
         return y
-    if dt == dtypes.bfloat16:
-        raise KernelRuntimeError(f"Cast to bfloat16 supports CAST_NONE/CAST_RINT/CAST_ROUND/CAST_ODD, not {mode.name}")
-    y[fix] = np.nextafter(y[fix], np.asarray(direction, dtype=dt))
-    return y
+    beyond = np.abs(back) > np.abs(wide)  # nearest-even went away from zero
+    other = _step(y, ~beyond, np.sign(wide))
+    toward = np.where(beyond, other, y)   # the neighbour nearer zero
+    away = np.where(beyond, y, other)     # the neighbour farther from zero
+    if mode == RoundMode.CAST_TRUNC:
+        pick = toward
+    elif mode == RoundMode.CAST_FLOOR:
+        pick = np.where(wide > 0, toward, away)
+    elif mode == RoundMode.CAST_CEIL:
+        pick = np.where(wide > 0, away, toward)
+    elif mode == RoundMode.CAST_ROUND:
+        t64, a64 = toward.astype(np.float64), away.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            tie_or_more = np.abs(wide - t64) >= np.abs(a64 - t64) / 2
+        pick = np.where(np.isinf(a64), y, np.where(tie_or_more, away, toward))
+    else:  # CAST_ODD
+        odd = (toward.view(_BITS[dt.itemsize]) & 1).astype(bool)
+        pick = np.where(odd, toward, away)
+    return np.where(inexact, pick, y).astype(dt)
 
 
-_DIRECT = {(dtypes.float16, dtypes.float32), (dtypes.bfloat16, dtypes.float32), (dtypes.float32, dtypes.float16),
-           (dtypes.float32, dtypes.bfloat16)}
+def _exact64(src: np.ndarray) -> np.ndarray:
+    # float64 holds every float16/bfloat16/float32 and every int up to 2^53 exactly; int64
+    # sources beyond 2^53 are rounded twice (no DSL kernel reaches them)
+    return src.astype(np.float64)
 
 
 def convert(src: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
+    """src converted to `dt` by `mode` (no legality check: Cast checks the table, Fixpipe its own
+    rules); a conversion to the same type is the identity."""
     sdt = src.dtype
-    if (sdt, dt) in _DIRECT and mode in (RoundMode.CAST_NONE, RoundMode.CAST_RINT):
-        return src  # exact widening or round-to-nearest-even narrowing: numpy's cast on assignment
     if dtypes.is_float(dt):
-        if dtypes.is_float(sdt) and dt.itemsize < sdt.itemsize or (sdt == dtypes.float16 and dt == dtypes.bfloat16) \
-                or (sdt == dtypes.bfloat16 and dt == dtypes.float16):
-            return _narrow_float(src.astype(np.float32) if sdt == dtypes.bfloat16 else src, dt, mode)
-        return src.astype(dt)
+        return src if sdt == dt else _round_float(_exact64(src), dt, mode)
     info = np.iinfo(dt)
     if dtypes.is_float(sdt):
-        r = _round(src.astype(np.float64), mode)
+        r = _to_integral(_exact64(src), mode)
         r = np.nan_to_num(r, nan=0.0, posinf=info.max, neginf=info.min)
         return np.clip(r, info.min, info.max).astype(dt)
     return np.clip(src.astype(np.int64), info.min, info.max).astype(dt)  # integers saturate
-
-
-_NEAREST = (RoundMode.CAST_NONE, RoundMode.CAST_RINT)
 
 
 def Cast(dst, src, round_mode: RoundMode, count: int) -> None:
@@ -98,6 +127,9 @@ def Cast(dst, src, round_mode: RoundMode, count: int) -> None:
     if not (dst.__class__ is LocalTensor and src.__class__ is LocalTensor and dst._slot.alloc_gen == dst._gen
             and src._slot.alloc_gen == src._gen and dst._slot.space.name == "UB" and src._slot.space.name == "UB"):
         dst, src = chk.local(dst, "Cast dst", "UB"), chk.local(src, "Cast src", "UB")
+    modes = cast_modes().get((src._dtype, dst._dtype))
+    if modes is None or round_mode.name not in modes:
+        legal.cast(src._dtype, dst._dtype, round_mode.name)
     width = max(dst._dtype.itemsize, src._dtype.itemsize)
     issue("Cast", "vconv", dst, (src,), count, itemsize=width)
     if dst._slot is src._slot and dst._off != src._off and dst._dtype.itemsize != src._dtype.itemsize:
@@ -106,7 +138,9 @@ def Cast(dst, src, round_mode: RoundMode, count: int) -> None:
         data = src._arr[:count]
     if dst._dtype is dtypes.float16 and data.dtype == dtypes.float32 and round_mode in _NEAREST:
         store_half(dst._arr[:count], data)  # numpy's bits, minus its slow path for float16 subnormals
-    elif dst._dtype is dtypes.float32 and data.dtype == dtypes.float16 and round_mode in _NEAREST:
-        dst._arr[:count] = data  # exact widening (what convert() leaves to the assignment)
+    elif dst._dtype is dtypes.float32 and data.dtype == dtypes.float16:
+        dst._arr[:count] = data  # exact widening (the only mode the table allows)
+    elif dst._dtype == data.dtype:  # float -> float: rounds each value to an integral one
+        dst._arr[:count] = _to_integral(_exact64(data), round_mode).astype(data.dtype)
     else:
         dst._arr[:count] = convert(data, dst._dtype, round_mode)

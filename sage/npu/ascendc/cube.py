@@ -139,7 +139,7 @@ def Fixpipe(dst, src, params: FixpipeParams) -> None:
     isz = dst.dtype.itemsize
     # the FIX unit converts NZ -> ND while it streams: one transfer, not one burst per row
     gm_transfer(core, FIX, "Fixpipe", "L0C->GM", dst, 0, (m - 1) * dp + n, m * n * isz, 1, dp * isz,
-                src.span((m - 1) * sp + n), False)
+                src.span((m - 1) * sp + n), False, rows=(n * isz, dp * isz, m))
     vals = np.maximum(s, 0) if params.reluEn else s
     out = convert(np.ascontiguousarray(vals), dst.dtype, RoundMode.CAST_RINT).astype(dst.dtype, copy=False)
     d[...] = out if core.atomic is None else core.atomic(d, out)

@@ -13,17 +13,19 @@ from sage.npu.ascendc.tensors import GlobalTensor, LocalTensor
 
 
 def gm_transfer(core: CoreState, pipe: int, name: str, path: str, gt: GlobalTensor, elem_lo: int, elem_hi: int,
-                nbytes: int, bursts: int, pitch_bytes: int, local_span: tuple, read: bool) -> None:
+                nbytes: int, bursts: int, pitch_bytes: int, local_span: tuple, read: bool,
+                rows: tuple[int, int, int] | None = None) -> None:
     """Record one GM transfer: its path, size, bursts and pitch, and the GM bytes it touches
-    (the replay costs it, with the L2 state, alignment and HBM sharing; the span also guards
-    races between this core's pipes)."""
+    (the replay costs it, with the L2 state, alignment and HBM sharing). `rows` = (bytes per row,
+    pitch, rows) when the bytes touched are rows the cost counts as one burst (Fixpipe)."""
     buf = gt._buf
     isz = buf.dtype.itemsize
     byte_lo, byte_hi = (gt._off + elem_lo) * isz, (gt._off + elem_hi) * isz
-    gspan = (core.gm_region(buf), byte_lo, byte_hi)
-    reads, writes = ((gspan,), (local_span,)) if read else ((local_span,), (gspan,))
+    reads, writes = ((), (local_span,)) if read else ((local_span,), ())
     core.instr(pipe, name, GM_COPY, PATH_INDEX[path], nbytes, bursts, pitch_bytes, (buf.id, byte_lo, byte_hi),
                reads, writes)
+    length, pitch, count = rows or (nbytes // bursts, pitch_bytes, bursts)
+    core.gm_access(pipe, buf, byte_lo, length, pitch, count, not read, name)
 
 
 _GM_UB, _UB_GM = PATH_INDEX["GM->UB"], PATH_INDEX["UB->GM"]
@@ -122,17 +124,15 @@ def _fast_copy(core: CoreState, dst, src, count: int) -> bool:
         return False
     byte_lo = off * isz
     byte_hi = byte_lo + nbytes
-    region = core.gm_regions.get(buf.id)
-    if region is None:
-        region = core.gm_region(buf)
-    gspan = (region, byte_lo, byte_hi)
     lspan = (slot, local._off, local._off + nbytes)
     gm = (buf.id, byte_lo, byte_hi)
     if read:
-        core.instr(MTE2, "DataCopy", GM_COPY, _GM_UB, nbytes, 1, nbytes, gm, (gspan,), (lspan,))
+        core.instr(MTE2, "DataCopy", GM_COPY, _GM_UB, nbytes, 1, nbytes, gm, (), (lspan,))
+        core.gm_access(MTE2, buf, byte_lo, nbytes, nbytes, 1, False, "DataCopy")
         local._arr[:count] = buf.data[off:off + count]
     else:
-        core.instr(MTE3, "DataCopy", GM_COPY, _UB_GM, nbytes, 1, nbytes, gm, (lspan,), (gspan,))
+        core.instr(MTE3, "DataCopy", GM_COPY, _UB_GM, nbytes, 1, nbytes, gm, (lspan,), ())
+        core.gm_access(MTE3, buf, byte_lo, nbytes, nbytes, 1, True, "DataCopy")
         _store(core, buf.data[off:off + count], local._arr[:count])
     return True
 

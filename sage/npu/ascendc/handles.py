@@ -9,9 +9,16 @@ name. Every DSL call translates handles to their objects on the way in and objec
 handles on the way out, so no reference to simulator state ever reaches the kernel's
 namespace, whatever attribute a kernel manages to read.
 
-The table is per run (`reset`); a handle made inside one block and used in another, or
-one kept from an earlier run, is refused: on the chip a block cannot touch another
-core's buffers.
+The table is per run (`reset`); a handle made inside one block and used in another, one
+made on the host (in ``forward``) and used inside a block, or one kept from an earlier
+run, is refused: on the chip a block cannot touch another core's buffers, and a queue or
+buffer made outside every block would otherwise carry one block's local memory into the
+next. GM tensors and kernels are the exception: they belong to the whole run.
+
+What goes *into* a DSL call is checked too: handles, plain numbers and strings, dtypes,
+DSL enums, parameter structs and (for ``kernel``) functions, nothing else. An object of a
+class the kernel defined would otherwise reach DSL code, which reads attributes of its
+arguments (``params.srcStride``) without asking their type.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import enum
 import functools
 import itertools
+import types
 from typing import Any, Callable
 
 import numpy as np
@@ -35,6 +43,9 @@ _HANDLE_TYPES: set[type] = set()
 _SESSION_LEVEL: set[type] = set()  # classes whose objects live for the whole run (GM tensors, kernels)
 _PLAIN = {type(None), bool, int, float, complex, str}
 _PLAIN_BASES: tuple[type, ...] = (enum.Enum, np.dtype)
+_HOST = object()                   # the owner of block-level handles made outside every block
+_ARGUMENT_TYPES: set[type] = {types.FunctionType}  # besides _PLAIN and handles; params added on first use
+_MAX_ARGUMENT_DEPTH = 8            # lists of lists of ... of DSL values (masks, shapes) are shallow
 
 
 class Handle:
@@ -77,6 +88,8 @@ def end_block(core: Any) -> None:
 def wrap(obj: Any) -> Any:
     """A new handle for simulator object `obj`; plain values pass through, anything else is a
     bug in the DSL (it would hand the kernel a reference to simulator state) and raises."""
+    if obj is None:
+        return None
     cls = _PUBLIC.get(obj.__class__)
     if cls is None:
         if obj.__class__ in _PLAIN or isinstance(obj, _PLAIN_BASES):
@@ -88,29 +101,49 @@ def wrap(obj: Any) -> Any:
     handle = object.__new__(cls)
     object.__setattr__(handle, "_hid", hid)
     _OBJECTS[hid] = obj
-    core = core_mod._current
-    if core is not None and obj.__class__ not in _SESSION_LEVEL:
-        _OWNER[hid] = core
-        _BY_CORE.setdefault(id(core), []).append(hid)
+    if obj.__class__ not in _SESSION_LEVEL:
+        core = core_mod._current
+        if core is None:
+            _OWNER[hid] = _HOST
+        else:
+            _OWNER[hid] = core
+            _BY_CORE.setdefault(id(core), []).append(hid)
     return handle
 
 
-def unwrap(handle: Any) -> Any:
-    """The simulator object behind `handle` (plain values pass through)."""
-    if handle.__class__ not in _HANDLE_TYPES:
-        if handle.__class__ is tuple or handle.__class__ is list:
-            return handle.__class__(unwrap(h) for h in handle)
-        return handle
+def unwrap(handle: Any, depth: int = 0) -> Any:
+    """The simulator object behind `handle`; DSL values pass through, anything else raises."""
+    cls = handle.__class__
+    if cls not in _HANDLE_TYPES:
+        if cls in _PLAIN or cls in _ARGUMENT_TYPES or isinstance(handle, _PLAIN_BASES) or _is_param(cls):
+            return handle
+        if cls is tuple or cls is list:
+            if depth >= _MAX_ARGUMENT_DEPTH:
+                raise LaunchError(f"a DSL call was given lists nested more than {_MAX_ARGUMENT_DEPTH} deep")
+            return cls(unwrap(h, depth + 1) for h in handle)
+        raise LaunchError(f"a DSL call takes tensors, queues, numbers, strings, dtypes, DSL enums and parameter "
+                          f"structs, not a {getattr(cls, '__name__', 'object')}")
     hid = handle._hid
     obj = _OBJECTS.get(hid)
     if obj is None:
-        raise LaunchError(f"this {type(handle).__name__} belongs to another block or an earlier run: a block can "
+        raise LaunchError(f"this {cls.__name__} belongs to another block or an earlier run: a block can "
                           "only use the tensors and queues it created (and GM tensors passed to the kernel)")
     owner = _OWNER.get(hid)
-    if owner is not None and owner is not core_mod._current:
-        raise LaunchError(f"this {type(handle).__name__} was created in another block: a block cannot touch "
-                          "another core's buffers")
+    if owner is not None:
+        here = core_mod._current
+        if owner is not (_HOST if here is None else here):
+            where = "on the host (in forward)" if owner is _HOST else "in another block"
+            raise LaunchError(f"this {cls.__name__} was created {where}: a block can only use the local buffers, "
+                              "queues and GlobalTensors it created itself (GM tensors come in as kernel arguments)")
     return obj
+
+
+def _is_param(cls: type) -> bool:
+    """A DSL parameter struct (registered on first sight: params.py imports nothing of this module)."""
+    if cls in writable_types() or issubclass(cls, (np.number, np.bool_)):  # numpy scalars are values too
+        _ARGUMENT_TYPES.add(cls)
+        return True
+    return False
 
 
 def api(fn: Callable) -> Callable:
@@ -119,8 +152,27 @@ def api(fn: Callable) -> Callable:
     def call(*args, **kwargs):
         if kwargs:
             kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-        return wrap(fn(*[unwrap(a) for a in args], **kwargs))
+        result = fn(*_plain(args), **kwargs)
+        return None if result is None else wrap(result)
     return call
+
+
+def _plain(args: tuple) -> list:
+    """`args` with every handle replaced by its object; the common case (a live handle of this
+    core) inline, every other case through unwrap(), which explains what is wrong."""
+    handle_types, objects, owners, current = _HANDLE_TYPES, _OBJECTS, _OWNER, core_mod._current
+    out = []
+    for a in args:
+        cls = a.__class__
+        if cls in handle_types:
+            hid = a._hid
+            obj = objects.get(hid)
+            owner = owners.get(hid)
+            a = obj if obj is not None and (owner is None or owner is current) else unwrap(a)
+        elif cls not in _PLAIN:
+            a = unwrap(a)  # lists and tuples unwrapped, other DSL values checked, anything else refused
+        out.append(a)
+    return out
 
 
 def public(impl: type, *, session_level: bool = False, passthrough: tuple[str, ...] = ()) -> type:
@@ -166,7 +218,8 @@ def _forward_method(fn: Callable, passthrough: bool) -> Callable:
         def method(self, *args, **kwargs):
             if kwargs:
                 kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-            return wrap(fn(unwrap(self), *[unwrap(a) for a in args], **kwargs))
+            result = fn(*_plain((self, *args)), **kwargs)
+            return None if result is None else wrap(result)
     return method
 
 
@@ -182,10 +235,12 @@ def public_attributes() -> dict[type, frozenset[str]]:
 
 
 def writable_types() -> tuple[type, ...]:
-    """DSL types whose fields a kernel may set (the parameter structs, as in Ascend C)."""
+    """DSL types whose fields a kernel may set: every parameter struct, as in Ascend C (those of
+    params.py and of the high-level APIs alike: all are made by params.dataclass)."""
     from sage.npu.ascendc import params
 
-    return params.PARAM_TYPES
+    return tuple(t for t in params._Params.__subclasses__() if "__slots__" in t.__dict__ and
+                 "__dataclass_fields__" in t.__dict__)
 
 
 def subscriptable_types() -> tuple[type, ...]:

@@ -9,11 +9,10 @@ import numpy as np
 
 from sage.npu import dtypes
 from sage.npu.errors import KernelRuntimeError
+from sage.npu.isa import legal
 from sage.npu.ascendc import _checks as chk
-from sage.npu.ascendc._vecbase import indexed, issue, repeat_index, require
+from sage.npu.ascendc._vecbase import indexed, issue, repeat_bytes, repeat_form, repeat_index, require
 from sage.npu.ascendc.params import BrcbRepeatParams
-
-_NUM = (dtypes.float16, dtypes.float32, dtypes.bfloat16, dtypes.int16, dtypes.int32)
 
 
 class ReduceOrder(enum.Enum):
@@ -73,7 +72,7 @@ def _reduce_all(x: np.ndarray, op, lanes: int):
 
 def _reduce(name, key, op, dst, src, work, count, calIndex=False):
     dt = chk.same_dtype(name, dst, src)
-    require(name, dt, _NUM)
+    require(name, dt)
     count = chk.count_arg(count, f"{name} count")
     if count < 1:
         raise KernelRuntimeError(f"{name}: count must be >= 1")
@@ -81,7 +80,7 @@ def _reduce(name, key, op, dst, src, work, count, calIndex=False):
     chk.fits(src, count, name)
     chk.fits(dst, 2 if calIndex else 1, name)
     isz = dt.itemsize
-    lanes = 256 // isz
+    lanes = repeat_bytes(name) // isz
     reps = _level_repeats(count, lanes)
     # the partial results of the first level go to work (one per repeat)
     work_bytes = min(work._size * work._dtype.itemsize, reps[0] * isz)
@@ -112,14 +111,15 @@ def ReduceMin(dst, src, work, count: int, calIndex: bool = False) -> None:
 
 def _whole(name, key, op, dst, src, mask, repeatTimes, dstRepStride, srcBlkStride, srcRepStride, order=None):
     dt = chk.same_dtype(name, dst, src)
-    require(name, dt, _NUM)
-    rep = chk.count_arg(repeatTimes, f"{name} repeatTimes")
-    mask = chk.count_arg(mask, f"{name} mask")
+    require(name, dt)
+    mask, rep = repeat_form(name, chk.count_arg(mask, f"{name} mask"), repeatTimes, dt.itemsize)
     si = repeat_index(mask, rep, srcBlkStride, srcRepStride, dt.itemsize)
     width = 1 if order in (None, ReduceOrder.ORDER_ONLY_VALUE, ReduceOrder.ORDER_ONLY_INDEX) else 2
     di = np.arange(rep) * dstRepStride * width
     out_span = indexed(name, dst, (di[:, None] + np.arange(width)[None, :]).ravel())
-    issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (out_span,)))
+    # the destination is aligned to one result (ReduceRepeat page, table 3), not to 32 B
+    align = 4 if order == ReduceOrder.ORDER_ONLY_INDEX else width * dt.itemsize
+    issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (out_span,)), dst_align=align)
     rows = src._arr[si]
     values = _tree_rows(rows, op)
     if width == 1 and order != ReduceOrder.ORDER_ONLY_INDEX:
@@ -157,17 +157,17 @@ def WholeReduceMin(dst, src, mask: int, repeatTimes: int, dstRepStride: int = 1,
 
 def _block(name, key, op, dst, src, repeatTimes, mask, dstRepStride, srcBlkStride, srcRepStride):
     dt = chk.same_dtype(name, dst, src)
-    require(name, dt, _NUM)
-    rep = chk.count_arg(repeatTimes, f"{name} repeatTimes")
-    mask = chk.count_arg(mask, f"{name} mask")
+    require(name, dt)
+    mask, rep = repeat_form(name, chk.count_arg(mask, f"{name} mask"), repeatTimes, dt.itemsize)
     epb = 32 // dt.itemsize
     si = repeat_index(mask, rep, srcBlkStride, srcRepStride, dt.itemsize)
     lanes = si.shape[1]
     nblk = -(-lanes // epb)
     pad = nblk * epb - lanes
     di = (np.arange(rep)[:, None] * dstRepStride * 8 + np.arange(nblk)[None, :])
-    issue(name, key, dst, (src,), 0, repeats=rep,
-          spans=((indexed(name, src, si),), (indexed(name, dst, di.ravel()),)))
+    # the destination: 16 B aligned for half, 32 B for float (ReduceDataBlock page)
+    issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (indexed(name, dst, di.ravel()),)),
+          dst_align=8 * dt.itemsize)
     rows = src._arr[si]
     if pad:
         rows = np.concatenate([rows, np.full((rep, pad), _identity(op, dt), dtype=dt)], axis=1)
@@ -190,10 +190,10 @@ def Brcb(dst, src, repeatTimes: int, repeatParams: BrcbRepeatParams | None = Non
     """Brcb(dst, src, repeatTimes, BrcbRepeatParams(dstBlkStride, dstRepStride)): each of 8 src elements per
     repeat fills one 32 B block of dst. Cost: vbrcb."""
     dt = chk.same_dtype("Brcb", dst, src)
-    if dt.itemsize not in (2, 4):
-        raise KernelRuntimeError(f"Brcb supports 16- and 32-bit types, not {dt.name}")
+    require("Brcb", dt)
     p = repeatParams or BrcbRepeatParams()
     rep = chk.count_arg(repeatTimes, "Brcb repeatTimes")
+    legal.repeat_times("Brcb", rep)
     epb = 32 // dt.itemsize
     blocks = np.arange(rep)[:, None] * p.dstRepStride + np.arange(8)[None, :] * p.dstBlkStride  # (rep, 8)
     di = (blocks[..., None] * epb + np.arange(epb)).reshape(rep, 8, epb)

@@ -15,9 +15,7 @@ import numpy as np
 from sage.npu import dtypes
 from sage.npu.errors import KernelRuntimeError
 from sage.npu.ascendc import _checks as chk
-from sage.npu.ascendc._vecbase import issue, require
-
-_KEYS = (dtypes.float16, dtypes.float32, dtypes.bfloat16, dtypes.int16, dtypes.int32)
+from sage.npu.ascendc._vecbase import issue, repeat_bytes, require
 
 
 def _passes(count: int) -> int:
@@ -26,7 +24,7 @@ def _passes(count: int) -> int:
 
 def _order(name, dst_value, dst_index, src, count, descending):
     dt = chk.same_dtype(name, dst_value, src)
-    require(name, dt, _KEYS)
+    require(name, dt)
     if dst_index._dtype not in (dtypes.uint32, dtypes.int32):
         raise KernelRuntimeError(f"{name}: indices are written as uint32 or int32, got {dst_index._dtype.name}")
     count = chk.count_arg(count, f"{name} count")
@@ -44,7 +42,7 @@ def Sort(dstValue, dstIndex, src, count: int, descending: bool = True) -> None:
     chk.fits(dstIndex, count, "Sort")
     spans = ((src.span(count),), (dstValue.span(count), dstIndex.span(count)))
     issue("Sort", "vsort", dstValue, (src, dstIndex), count, itemsize=dt.itemsize,
-          repeats=-(-count * dt.itemsize // 256) * _passes(count), spans=spans)
+          repeats=-(-count * dt.itemsize // repeat_bytes("Sort")) * _passes(count), spans=spans)
     values = src._arr[order]
     dstValue._arr[:count] = values
     dstIndex._arr[:count] = order
@@ -61,7 +59,7 @@ def TopK(dstValue, dstIndex, src, k: int, count: int, largest: bool = True) -> N
     chk.fits(dstValue, k, "TopK")
     spans = ((src.span(count),), (dstValue.span(k), dstIndex.span(k)))
     issue("TopK", "vsort", dstValue, (src, dstIndex), 0, itemsize=dt.itemsize,
-          repeats=-(-count * dt.itemsize // 256) * _passes(count), spans=spans)
+          repeats=-(-count * dt.itemsize // repeat_bytes("TopK")) * _passes(count), spans=spans)
     top = order[:k]
     values = src._arr[top]
     dstValue._arr[:k] = values

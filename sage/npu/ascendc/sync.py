@@ -166,8 +166,9 @@ def CrossCoreSetFlag(modeId: int, pipe: PipeType, flagId: int) -> None:
         raise KernelRuntimeError(f"CrossCoreSetFlag needs the pipe the flag follows (PIPE_MTE3, PIPE_FIX, ...; not "
                                  f"PIPE_S or PIPE_ALL), got {pipe!r}")
     flag, mode = _int_arg(flagId, "flagId"), _int_arg(modeId, "modeId")
-    core.instr(PIPE_INDEX[pipe.value], f"CrossCoreSetFlag({mode},{flag})", CROSS_SET, flag, mode, kind=SYNC)
-    core.launch.cross_set(core, flag, mode)
+    p = PIPE_INDEX[pipe.value]
+    core.instr(p, f"CrossCoreSetFlag({mode},{flag})", CROSS_SET, flag, mode, kind=SYNC)
+    core.launch.cross_set(core, flag, mode, p)
 
 
 def CrossCoreWaitFlag(flagId: int, modeId: int = 0, pipe: PipeType | None = None) -> None:

@@ -76,10 +76,9 @@ class GlobalTensor:
             raise BoundsError(
                 f"{what}: elements [{lo}, {lo + count}) are outside the GM allocation of {buf.data.size} elements")
 
-    def _gm_span(self, core, i: int) -> tuple:
+    def _gm_access(self, core, i: int, write: bool, name: str) -> None:
         isz = self._buf.dtype.itemsize
-        lo = (self._off + i) * isz
-        return (core.gm_region(self._buf), lo, lo + isz)
+        core.gm_access(S, self._buf, (self._off + i) * isz, isz, isz, 1, write, name)
 
     def _gm_ref(self, i: int) -> tuple:
         isz = self._buf.dtype.itemsize
@@ -91,7 +90,8 @@ class GlobalTensor:
         core = current_core("GlobalTensor.GetValue")
         i = _index(i, "GetValue")
         self._check(i, 1, "GetValue")
-        core.instr(S, "GetValue(GM)", SCALAR_GM, gm=self._gm_ref(i), reads=(self._gm_span(core, i),))
+        core.instr(S, "GetValue(GM)", SCALAR_GM, gm=self._gm_ref(i))
+        self._gm_access(core, i, False, "GetValue(GM)")
         core.scalar_read_done()
         return self._buf.data[self._off + i].item()
 
@@ -99,7 +99,8 @@ class GlobalTensor:
         core = current_core("GlobalTensor.SetValue")
         i = _index(i, "SetValue")
         self._check(i, 1, "SetValue")
-        core.instr(S, "SetValue(GM)", SCALAR_GM, gm=self._gm_ref(i), writes=(self._gm_span(core, i),))
+        core.instr(S, "SetValue(GM)", SCALAR_GM, gm=self._gm_ref(i))
+        self._gm_access(core, i, True, "SetValue(GM)")
         self._buf.data[self._off + i] = value
 
 

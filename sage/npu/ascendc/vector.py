@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from sage.npu import dtypes
-from sage.npu.errors import KernelRuntimeError
+from sage.npu.isa import legal
+from sage.npu.isa.table import allowed_dtypes
 from sage.npu.ascendc import _checks as chk
-from sage.npu.ascendc._vecbase import indexed, issue, mask_key, repeat_index, require
+from sage.npu.ascendc._vecbase import indexed, issue, repeat_form, repeat_index, require
 from sage.npu.ascendc.tensors import LocalTensor
 from sage.npu.ascendc.params import BinaryRepeatParams, UnaryRepeatParams
 
-_FLOATS = (dtypes.float16, dtypes.float32, dtypes.bfloat16)
-_NUMERIC = _FLOATS + (dtypes.int16, dtypes.int32, dtypes.uint16, dtypes.uint32, dtypes.int8, dtypes.uint8, dtypes.int64)
-_INTS = (dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.int64)
 _F32 = np.float32
 
 
@@ -31,28 +28,33 @@ def _reciprocal(x):
     return np.reciprocal(x) if x.dtype.itemsize != 2 else (1.0 / x.astype(_F32)).astype(x.dtype)
 
 
-def _binary(name: str, key: str, fn, allowed, what: str):
-    allowed = frozenset(allowed)
+def _binary(name: str, key: str, fn, what: str):
+    allowed = allowed_dtypes(name)
 
     def op(dst, src0, src1, count_or_mask, repeatTimes=None, repeatParams=None):
         dt = dst._dtype if (dst.__class__ is LocalTensor and src0.__class__ is LocalTensor and src1.__class__ is LocalTensor
                             and src0._dtype is dst._dtype and src1._dtype is dst._dtype) else chk.same_dtype(name, dst, src0, src1)
         if dt not in allowed:
-            require(name, dt, tuple(allowed))
+            require(name, dt)
         if repeatTimes is None:
             count = count_or_mask if count_or_mask.__class__ is int else chk.count_arg(count_or_mask, f"{name} count")
             issue(name, key, dst, (src0, src1), count)
             fn(src0._arr[:count], src1._arr[:count], out=dst._arr[:count])
             return
         p = repeatParams or BinaryRepeatParams()
-        rep = chk.count_arg(repeatTimes, f"{name} repeatTimes")
-        mk = mask_key(count_or_mask)
         isz = dt.itemsize
+        mk, rep = repeat_form(name, count_or_mask, repeatTimes, isz)
         di = repeat_index(mk, rep, p.dstBlkStride, p.dstRepStride, isz)
         ai = repeat_index(mk, rep, p.src0BlkStride, p.src0RepStride, isz)
         bi = repeat_index(mk, rep, p.src1BlkStride, p.src1RepStride, isz)
         spans = ((indexed(name, src0, ai), indexed(name, src1, bi)), (indexed(name, dst, di),))
         issue(name, key, dst, (src0, src1), 0, repeats=rep, spans=spans)
+        if p.dstRepStride == 0 and rep > 1:
+            # repeats run in order: with dstRepStride 0 each one reads what the previous wrote
+            # (Ascend C's own reductions fold a row into one repeat this way)
+            for r in range(rep):
+                dst._arr[di[r]] = fn(src0._arr[ai[r]], src1._arr[bi[r]])
+            return
         dst._arr[di] = fn(src0._arr[ai], src1._arr[bi])
     op.__name__ = name
     op.__doc__ = f"dst = {what}; also {name}(dst, src0, src1, mask, repeatTimes, BinaryRepeatParams)."
@@ -60,15 +62,15 @@ def _binary(name: str, key: str, fn, allowed, what: str):
     return op
 
 
-def _unary(name: str, key: str, fn, allowed, what: str):
-    allowed = frozenset(allowed)
+def _unary(name: str, key: str, fn, what: str):
+    allowed = allowed_dtypes(name)
     into = isinstance(fn, np.ufunc)  # a ufunc writes dst in place (numpy buffers overlapping operands)
 
     def op(dst, src, count_or_mask, repeatTimes=None, repeatParams=None):
         dt = dst._dtype if (dst.__class__ is LocalTensor and src.__class__ is LocalTensor
                             and src._dtype is dst._dtype) else chk.same_dtype(name, dst, src)
         if dt not in allowed:
-            require(name, dt, tuple(allowed))
+            require(name, dt)
         if repeatTimes is None:
             count = count_or_mask if count_or_mask.__class__ is int else chk.count_arg(count_or_mask, f"{name} count")
             issue(name, key, dst, (src,), count)
@@ -78,8 +80,7 @@ def _unary(name: str, key: str, fn, allowed, what: str):
                 dst._arr[:count] = fn(src._arr[:count])
             return
         p = repeatParams or UnaryRepeatParams()
-        rep = chk.count_arg(repeatTimes, f"{name} repeatTimes")
-        mk = mask_key(count_or_mask)
+        mk, rep = repeat_form(name, count_or_mask, repeatTimes, dt.itemsize)
         di = repeat_index(mk, rep, p.dstBlkStride, p.dstRepStride, dt.itemsize)
         si = repeat_index(mk, rep, p.srcBlkStride, p.srcRepStride, dt.itemsize)
         issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (indexed(name, dst, di),)))
@@ -90,15 +91,15 @@ def _unary(name: str, key: str, fn, allowed, what: str):
     return op
 
 
-def _scalar(name: str, key: str, fn, allowed, what: str):
-    allowed = frozenset(allowed)
+def _scalar(name: str, key: str, fn, what: str):
+    allowed = allowed_dtypes(name)
     into = isinstance(fn, np.ufunc)  # a ufunc writes dst in place (numpy buffers overlapping operands)
 
     def op(dst, src, scalar, count_or_mask, repeatTimes=None, repeatParams=None):
         dt = dst._dtype if (dst.__class__ is LocalTensor and src.__class__ is LocalTensor
                             and src._dtype is dst._dtype) else chk.same_dtype(name, dst, src)
         if dt not in allowed:
-            require(name, dt, tuple(allowed))
+            require(name, dt)
         s = dt.type(scalar)  # the scalar operand has the tensor's type, as on the hardware
         if repeatTimes is None:
             count = count_or_mask if count_or_mask.__class__ is int else chk.count_arg(count_or_mask, f"{name} count")
@@ -109,8 +110,7 @@ def _scalar(name: str, key: str, fn, allowed, what: str):
                 dst._arr[:count] = fn(src._arr[:count], s)
             return
         p = repeatParams or UnaryRepeatParams()
-        rep = chk.count_arg(repeatTimes, f"{name} repeatTimes")
-        mk = mask_key(count_or_mask)
+        mk, rep = repeat_form(name, count_or_mask, repeatTimes, dt.itemsize)
         di = repeat_index(mk, rep, p.dstBlkStride, p.dstRepStride, dt.itemsize)
         si = repeat_index(mk, rep, p.srcBlkStride, p.srcRepStride, dt.itemsize)
         issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (indexed(name, dst, di),)))
@@ -121,43 +121,43 @@ def _scalar(name: str, key: str, fn, allowed, what: str):
     return op
 
 
-Add = _binary("Add", "vadd", np.add, _NUMERIC, "src0 + src1")
-Sub = _binary("Sub", "vsub", np.subtract, _NUMERIC, "src0 - src1")
-Mul = _binary("Mul", "vmul", np.multiply, _NUMERIC, "src0 * src1")
-Div = _binary("Div", "vdiv", np.divide, _FLOATS, "src0 / src1 (floats)")
-Max = _binary("Max", "vmax", np.maximum, _NUMERIC, "max(src0, src1)")
-Min = _binary("Min", "vmin", np.minimum, _NUMERIC, "min(src0, src1)")
-And = _binary("And", "vand", np.bitwise_and, _INTS, "src0 & src1 (integers)")
-Or = _binary("Or", "vor", np.bitwise_or, _INTS, "src0 | src1 (integers)")
+Add = _binary("Add", "vadd", np.add, "src0 + src1")
+Sub = _binary("Sub", "vsub", np.subtract, "src0 - src1")
+Mul = _binary("Mul", "vmul", np.multiply, "src0 * src1")
+Div = _binary("Div", "vdiv", np.divide, "src0 / src1 (floats)")
+Max = _binary("Max", "vmax", np.maximum, "max(src0, src1)")
+Min = _binary("Min", "vmin", np.minimum, "min(src0, src1)")
+And = _binary("And", "vand", np.bitwise_and, "src0 & src1 (integers)")
+Or = _binary("Or", "vor", np.bitwise_or, "src0 | src1 (integers)")
 
-Exp = _unary("Exp", "vexp", np.exp, _FLOATS, "exp(src)")
-Ln = _unary("Ln", "vln", np.log, _FLOATS, "ln(src)")
-Abs = _unary("Abs", "vabs", np.abs, _FLOATS + (dtypes.int16, dtypes.int32), "|src|")
-Reciprocal = _unary("Reciprocal", "vrec", _reciprocal, _FLOATS, "1 / src")
-Sqrt = _unary("Sqrt", "vsqrt", np.sqrt, _FLOATS, "sqrt(src)")
-Rsqrt = _unary("Rsqrt", "vrsqrt", _rsqrt, _FLOATS, "1 / sqrt(src)")
-Relu = _unary("Relu", "vrelu", lambda x: np.maximum(x, x.dtype.type(0)), _FLOATS + (dtypes.int32,), "max(src, 0)")
-Not = _unary("Not", "vnot", np.invert, _INTS, "~src (integers)")
+Exp = _unary("Exp", "vexp", np.exp, "exp(src)")
+Ln = _unary("Ln", "vln", np.log, "ln(src)")
+Abs = _unary("Abs", "vabs", np.abs, "|src|")
+Reciprocal = _unary("Reciprocal", "vrec", _reciprocal, "1 / src")
+Sqrt = _unary("Sqrt", "vsqrt", np.sqrt, "sqrt(src)")
+Rsqrt = _unary("Rsqrt", "vrsqrt", _rsqrt, "1 / sqrt(src)")
+Relu = _unary("Relu", "vrelu", lambda x: np.maximum(x, x.dtype.type(0)), "max(src, 0)")
+Not = _unary("Not", "vnot", np.invert, "~src (integers)")
 
-Adds = _scalar("Adds", "vadds", np.add, _NUMERIC, "src + scalar")
-Muls = _scalar("Muls", "vmuls", np.multiply, _NUMERIC, "src * scalar")
-Maxs = _scalar("Maxs", "vmaxs", np.maximum, _NUMERIC, "max(src, scalar)")
-Mins = _scalar("Mins", "vmins", np.minimum, _NUMERIC, "min(src, scalar)")
-LeakyRelu = _scalar("LeakyRelu", "vmuls", lambda x, a: np.where(x >= 0, x, x * a), _FLOATS,
-                    "src if src >= 0 else src * scalar")
+Adds = _scalar("Adds", "vadds", np.add, "src + scalar")
+Muls = _scalar("Muls", "vmuls", np.multiply, "src * scalar")
+Maxs = _scalar("Maxs", "vmaxs", np.maximum, "max(src, scalar)")
+Mins = _scalar("Mins", "vmins", np.minimum, "min(src, scalar)")
+LeakyRelu = _scalar("LeakyRelu", "vmuls", lambda x, a: np.where(x >= 0, x, x * a), "src if src >= 0 else src * scalar")
 
 
 def Duplicate(dst, scalar, count_or_mask, repeatTimes=None, dstBlockStride=1, dstRepeatStride=8) -> None:
     """Duplicate(dst, scalar, count): dst[:count] = scalar. Cost: vector_dup."""
     dst = chk.local(dst, "Duplicate dst", "UB")
     dt = dst._dtype
+    require("Duplicate", dt)
     if repeatTimes is None:
         count = chk.count_arg(count_or_mask, "Duplicate count")
         issue("Duplicate", "vector_dup", dst, (), count)
         dst._arr[:count] = dt.type(scalar)
         return
-    rep = chk.count_arg(repeatTimes, "Duplicate repeatTimes")
-    di = repeat_index(mask_key(count_or_mask), rep, dstBlockStride, dstRepeatStride, dt.itemsize)
+    mk, rep = repeat_form("Duplicate", count_or_mask, repeatTimes, dt.itemsize)
+    di = repeat_index(mk, rep, dstBlockStride, dstRepeatStride, dt.itemsize)
     issue("Duplicate", "vector_dup", dst, (), 0, repeats=rep, spans=((), (indexed("Duplicate", dst, di),)))
     dst._arr[di] = dt.type(scalar)
 
@@ -165,9 +165,7 @@ def Duplicate(dst, scalar, count_or_mask, repeatTimes=None, dstBlockStride=1, ds
 def Axpy(dst, src, scalar, count: int) -> None:
     """Axpy(dst, src, scalar, count): dst = dst + src * scalar (src fp16 with dst fp32 allowed). Cost: vaxpy."""
     dst, src = chk.local(dst, "Axpy dst", "UB"), chk.local(src, "Axpy src", "UB")
-    if dst._dtype != src._dtype and not (src._dtype == dtypes.float16 and dst._dtype == dtypes.float32):
-        raise KernelRuntimeError(f"Axpy: dst {dst._dtype.name} and src {src._dtype.name} must match (or half -> float)")
-    require("Axpy", dst._dtype, _FLOATS)
+    legal.combo("Axpy", src._dtype, dst._dtype)
     count = chk.count_arg(count, "Axpy count")
     # Mixed half -> float Axpy processes 64 lanes per repeat (Ascend C's PAR for that mode), so
     # repeats follow the fp32 destination; the product is formed at the destination precision.

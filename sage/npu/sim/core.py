@@ -19,6 +19,7 @@ import numpy as np
 from sage.npu.errors import CapacityError, CoreTypeError, KernelTimeout, LaunchError, RaceError
 from sage.npu.results import PIPES
 from sage.npu.sim.opcodes import AIC, AIV, BARRIER, FLAG, MARK, NORMAL, SYNC
+from sage.npu.sim.gmhazards import Access
 from sage.npu.sim.races import RangeTracker
 
 S, V, M, MTE1, MTE2, MTE3, FIX = range(7)
@@ -33,12 +34,30 @@ _UNINITIALISED = 0xFF  # fresh local memory reads as NaN / -1, as garbage would,
 
 
 class Gate:
-    """A raised flag: the record(s) a waiting pipe depends on and the vector clock they carry."""
+    """A raised flag: the record(s) a waiting pipe depends on, the vector clock they carry, and
+    what the raising pipe knew of other cores (for GM hazards between cores)."""
 
-    __slots__ = ("deps", "vc", "gen")
+    __slots__ = ("deps", "vc", "gen", "knows")
 
-    def __init__(self, deps: tuple, vc: list[int], gen: int):
+    def __init__(self, deps: tuple, vc: list[int], gen: int, knows: dict | None = None):
         self.deps, self.vc, self.gen = deps, vc, gen
+        self.knows = knows if knows is not None else NOTHING
+
+
+NOTHING: dict = {}  # shared and never changed: knowledge dicts are replaced, not updated
+
+
+def merge(a: dict, b: dict) -> dict:
+    """What both know: `a` itself when `b` adds nothing (so unchanged knowledge stays shared)."""
+    if not b or b is a:
+        return a
+    out = None
+    for k, v in b.items():
+        if a.get(k, 0) < v:
+            if out is None:
+                out = dict(a)
+            out[k] = v
+    return a if out is None else out
 
 
 class MemSpace:
@@ -84,21 +103,6 @@ class Slot:
         self.views: dict = {}  # dtype -> typed numpy view of the whole buffer
 
 
-class GmRegion:
-    """One GM allocation as seen by one core, for races between its pipes (e.g. MTE3 writes
-    a workspace that MTE2 reads back). Only writes are recorded: reads are checked against
-    them (read-after-write and write-after-write), which keeps streaming reads cheap."""
-
-    __slots__ = ("label", "tracker", "last_access", "last_writer")
-    track_reads = False
-
-    def __init__(self, label: str):
-        self.label = label
-        self.tracker = RangeTracker()
-        self.last_access: dict[int, tuple[int, int]] = {}
-        self.last_writer = -1
-
-
 class CoreState:
     """The state of one block while its kernel code runs."""
 
@@ -118,7 +122,8 @@ class CoreState:
         self.vc = [[0] * 7 for _ in range(7)]
         self.pipe_recs: list[list[int]] = [[] for _ in range(7)]
         self.flags: dict[tuple[int, int, int], list[Gate]] = {}
-        self.gm_regions: dict[int, GmRegion] = {}
+        self.knows: list[dict] = [NOTHING] * 7   # per pipe: (stream, pipe) -> seq known of other cores
+        self.stream_id = 0
         self.instructions = 0
         self.atomic = None  # SetAtomicAdd/Max/Min: the ufunc GM stores combine with
 
@@ -229,7 +234,7 @@ class CoreState:
     def signal(self, pipe: int, name: str) -> Gate:
         """A flag raised on ``pipe`` once all its earlier work is done (SetFlag, EnQue, FreeTensor)."""
         idx = self.instr(pipe, name, FLAG, kind=SYNC)
-        return Gate((idx,), list(self.vc[pipe]), 0)
+        return Gate((idx,), list(self.vc[pipe]), 0, self.knows[pipe])
 
     def wait(self, pipe: int, gate: Gate, name: str) -> None:
         """``pipe`` blocks until ``gate``'s flag is up (WaitFlag, DeQue, AllocTensor of a freed buffer):
@@ -238,6 +243,7 @@ class CoreState:
         for p, s in enumerate(gate.vc):
             if vcd[p] < s:
                 vcd[p] = s
+        self.knows[pipe] = merge(self.knows[pipe], gate.knows)
         self.instr(pipe, name, FLAG, deps=gate.deps, kind=SYNC)
 
     def set_flag(self, src: int, dst: int, event_id: int, name: str) -> None:
@@ -260,6 +266,10 @@ class CoreState:
         joined = [max(col) for col in zip(*self.vc)]
         for p in range(7):
             self.vc[p] = list(joined)
+        known = NOTHING
+        for k in self.knows:
+            known = merge(known, k)
+        self.knows = [known] * 7
         self.instr(S, name, FLAG, deps=deps, kind=SYNC)
         for p in range(1, 7):
             if PIPE_CORE[p] is None or self.core_type in (None, PIPE_CORE[p]):  # only the pipes this core has
@@ -272,12 +282,30 @@ class CoreState:
         for row in self.vc:
             if row[S] < seq:
                 row[S] = seq
+        known = self.knows[S]
+        self.knows = [merge(k, known) for k in self.knows]
 
-    def gm_region(self, buf) -> GmRegion:
-        region = self.gm_regions.get(buf.id)
-        if region is None:
-            region = self.gm_regions[buf.id] = GmRegion(f"GM tensor #{buf.id} ({buf.dtype.name}[{buf.data.size}])")
-        return region
+    # -- GM and other cores ------------------------------------------------------------------
+    def gm_access(self, pipe: int, buf, lo: int, length: int, pitch: int, count: int, write: bool, name: str) -> None:
+        """Record the GM bytes the instruction just recorded on `pipe` touched (`count` bursts of
+        `length` bytes, `pitch` apart, from byte `lo` of allocation `buf`) and check them for
+        hazards with every other pipe of every core of the launch."""
+        if self.launch is None or count <= 0 or length <= 0:
+            return
+        vcp = self.vc[pipe]
+        where = f"{self.core_type or 'AIV'} block {self.block_idx}" + (f" sub-block {self.sub}" if self.sub else "")
+        self.launch.hazards.access(buf.id, f"GM tensor #{buf.id} ({buf.dtype.name}[{buf.data.size}])", Access(
+            self.stream_id, pipe, vcp[pipe], write, write and self.atomic is not None, lo, length,
+            pitch if count > 1 else length, count, tuple(vcp), self.knows[pipe], self.last_line, name, where))
+
+    def payload(self, pipe: int) -> dict:
+        """What a cross-core flag raised on `pipe` tells the cores it reaches: everything `pipe` knows."""
+        own = {(self.stream_id, p): s for p, s in enumerate(self.vc[pipe]) if s}
+        return merge(dict(self.knows[pipe]), own) if self.knows[pipe] else own
+
+    def learn(self, payload: dict) -> None:
+        """After a cross-core wait or SyncAll, every later instruction of every pipe knows `payload`."""
+        self.knows = [merge(k, payload) for k in self.knows]
 
     # -- accounting -------------------------------------------------------------------------
     def claim(self, core_type: str, what: str) -> None:

@@ -1,8 +1,18 @@
-"""Cost formulas of the simulator, with their numbers taken from a HardwareSpec."""
+"""Cost formulas of the simulator, with their numbers taken from a HardwareSpec.
+
+One copy alone on a path takes ``latency + max((K + B) / peak, B / plateau)`` cycles: the
+rising part is the fit through the small-copy measurements, the plateau the rate one core
+sustains on large copies (HARDWARE.md "Data movement"). For the multi-core schedule a GM
+copy is split in two (`Transfer`): an exposed fixed part that takes no HBM bandwidth
+(latency and setup not hidden behind the stream, extra bursts, L2 hits at the L2 rate) and
+the stream of bytes that go to or from HBM at the path's sustained rate, which the engine
+shares with the streams of the other cores running at the same moment.
+"""
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from sage.npu.hardware import HardwareSpec, PathSpec
 
@@ -10,14 +20,28 @@ _CACHE_LIMIT = 65536
 
 
 class PathCost:
-    """cycles = latency + (K + bytes) / peak, i.e. bytes / bw(bytes) with bw(B) = peak·B/(K+B)."""
+    """Rates of one path in bytes per cycle: ``peak`` and ``k_bytes`` of the rising fit,
+    ``rate`` the sustained (plateau) rate its bytes stream at."""
 
-    __slots__ = ("latency", "k_cycles", "bytes_per_cycle")
+    __slots__ = ("latency", "k_bytes", "peak", "rate")
 
     def __init__(self, spec: HardwareSpec, path: PathSpec):
-        self.bytes_per_cycle = spec.bytes_per_cycle(path.peak_gbps)
+        self.peak = spec.bytes_per_cycle(path.peak_gbps)
+        self.rate = spec.bytes_per_cycle(path.plateau_gbps) if path.plateau_gbps else self.peak
         self.latency = path.latency_cycles
-        self.k_cycles = path.k_bytes / self.bytes_per_cycle
+        self.k_bytes = path.k_bytes
+
+    def cycles(self, nbytes: float) -> float:
+        """One copy of `nbytes` alone on this path."""
+        return self.latency + max((self.k_bytes + nbytes) / self.peak, nbytes / self.rate)
+
+
+class Transfer(NamedTuple):
+    """One copy: alone it takes ``fixed + hbm_bytes / rate`` cycles."""
+
+    fixed: float      # cycles that use no HBM bandwidth
+    hbm_bytes: int    # bytes streamed to or from HBM (L2 misses; every write)
+    rate: float       # bytes per cycle of that stream when nothing else uses HBM
 
 
 class CostModel:
@@ -49,7 +73,7 @@ class CostModel:
         self.fractal = c.fractal
         self.mad_fixed = c.fixed_cycles
         self.fp32_factor = c.fp32_factor
-        self._transfers: dict[tuple, tuple[float, float]] = {}  # a kernel copies the same few sizes over and over
+        self._transfers: dict[tuple, Transfer] = {}  # a kernel copies the same few sizes over and over
 
     def repeats(self, count: int, itemsize: int) -> int:
         return -(-count * itemsize // self.repeat_bytes)
@@ -60,12 +84,8 @@ class CostModel:
         return head, slope * repeats
 
     def transfer(self, path: str, nbytes: int, bursts: int = 1, *, unaligned: bool = False,
-                 hit_bytes: int = 0) -> tuple[float, float]:
-        """(fixed, stretchable) cycles of one copy.
-
-        The stretchable part is the bandwidth time of bytes that go to HBM (L2 misses); it
-        grows when concurrently running cores ask for more than the HBM bandwidth.
-        """
+                 hit_bytes: int = 0) -> Transfer:
+        """One copy of `nbytes` in `bursts`; `hit_bytes` of them are read from L2."""
         key = (path, nbytes, bursts, unaligned, hit_bytes)
         cost = self._transfers.get(key)
         if cost is None:
@@ -74,20 +94,18 @@ class CostModel:
             cost = self._transfers[key] = self._transfer(path, nbytes, bursts, unaligned, hit_bytes)
         return cost
 
-    def _transfer(self, path: str, nbytes: int, bursts: int, unaligned: bool, hit_bytes: int) -> tuple[float, float]:
+    def _transfer(self, path: str, nbytes: int, bursts: int, unaligned: bool, hit_bytes: int) -> Transfer:
         pc = self.paths[path]
-        bw_cycles = nbytes / pc.bytes_per_cycle
-        if unaligned:
-            bw_cycles *= self.unaligned_penalty
-        fixed = pc.latency + pc.k_cycles + (bursts - 1) * self.burst_overhead
-        if hit_bytes and nbytes:
-            hit_frac = hit_bytes / nbytes
-            fixed += bw_cycles * hit_frac / self.l2_speedup
-            bw_cycles *= 1.0 - hit_frac
-        return fixed, bw_cycles
+        penalty = self.unaligned_penalty if unaligned else 1.0
+        eff = nbytes * penalty                      # an unaligned read moves more lines
+        stream = eff / pc.rate
+        exposed = pc.latency + max(0.0, (pc.k_bytes + eff) / pc.peak - stream) + (bursts - 1) * self.burst_overhead
+        rate = pc.rate / penalty
+        hit = min(hit_bytes, nbytes)
+        return Transfer(exposed + hit / rate / self.l2_speedup, nbytes - hit, rate)
 
     def mad_cycles(self, m: int, n: int, k: int, in_itemsize: int) -> float:
-        """ceil(m/16) · ceil(k/(32/sizeof(in))) · ceil(n/16) × (2 for fp32 inputs) + 6."""
+        """ceil(m/16) · ceil(k/(32/sizeof(in))) · ceil(n/16) × (2 for fp32 inputs) + the fixed cost."""
         f = self.fractal
         k0 = 32 // in_itemsize
         cycles = math.ceil(m / f) * math.ceil(k / k0) * math.ceil(n / f)

@@ -29,6 +29,8 @@ import numpy as np
 
 from sage.npu.errors import KernelTimeout, LaunchError
 from sage.npu.sim import core as core_mod
+from sage.npu.sim.core import merge
+from sage.npu.sim.gmhazards import GmHazards
 from sage.npu.sim.opcodes import AIC, AIV
 from sage.npu.sim.runtrace import BlockTrace, LaunchTrace
 
@@ -46,7 +48,9 @@ class Stream:
     done: bool = False
     waiting: str | None = None            # what it waits for, in words (None: runnable)
     counters: dict[int, int] = field(default_factory=dict)
+    inbox: dict[int, list[dict]] = field(default_factory=dict)      # flag -> what each pending set tells
     sets: dict[tuple[int, int], int] = field(default_factory=dict)   # (flag, mode) -> sets so far
+    told: dict[tuple[int, int, int], dict] = field(default_factory=dict)  # (flag, mode, k) -> its payload
     syncs: int = 0                        # SyncAll calls so far
 
 
@@ -61,8 +65,11 @@ class LaunchRun:
         self.declared: str | None = None
         self.streams: list[Stream] = []
         self.expanded = False
+        self._made = 0
         self.scheduler: greenlet.greenlet | None = None
         self.syncall_arrivals: dict[int, int] = {}    # k-th SyncAll -> streams arrived
+        self.syncall_told: dict[int, dict] = {}       # k-th SyncAll -> what all arrivals knew
+        self.hazards = GmHazards()
 
     # -- running -----------------------------------------------------------------------------
     def run(self) -> LaunchTrace:
@@ -94,6 +101,8 @@ class LaunchRun:
 
     def _stream(self, block: int, sub: int, core_type: str | None) -> Stream:
         core = core_mod.CoreState(self.session, block, self.block_dim, core_type=core_type, sub=sub, launch=self)
+        core.stream_id = self._made
+        self._made += 1
         stream = Stream(block, sub, core)
         stream.glet = greenlet.greenlet(lambda: self._body(stream), parent=self.scheduler)
         return stream
@@ -157,17 +166,23 @@ class LaunchRun:
             raise LaunchError(f"a MIX_AIC_1_2 launch runs one AIC + two AIV per block: block_dim may be at most "
                               f"{groups} on {self.session.spec.name} (the physical groups), got {self.block_dim}")
 
-    def cross_set(self, core, flag: int, mode: int) -> None:
+    def cross_set(self, core, flag: int, mode: int, pipe: int) -> None:
         stream = self._of(core)
         self._check_flag(flag, mode, core)
         k = stream.sets.get((flag, mode), 0) + 1
         stream.sets[(flag, mode)] = k
-        for target in self._reached(stream, flag, mode, k):
+        stream.told[(flag, mode, k)] = core.payload(pipe)
+        reached = self._reached(stream, flag, mode, k)
+        told: dict = {}
+        for s in self._senders(stream, flag, mode, k) if reached else ():
+            told = merge(told, s.told[(flag, mode, k)])
+        for target in reached:
             n = target.counters.get(flag, 0) + 1
             if n > MAX_PENDING_SETS:
                 raise LaunchError(f"CrossCoreSetFlag: flag {flag} was set {n} times with no wait in between; "
                                   f"a flag id's counter holds at most {MAX_PENDING_SETS}")
             target.counters[flag] = n
+            target.inbox.setdefault(flag, []).append(told)
             if target.waiting == f"flag {flag}":
                 target.waiting = None
 
@@ -179,6 +194,7 @@ class LaunchRun:
             stream.waiting = f"flag {flag}"
             self.scheduler.switch()
         stream.counters[flag] -= 1
+        core.learn(stream.inbox[flag].pop(0))
 
     def sync_all(self, core, aiv_only: bool) -> None:
         stream = self._of(core)
@@ -197,6 +213,7 @@ class LaunchRun:
         if aiv_only and core.core_type != AIV:
             raise LaunchError("SyncAll() (isAIVOnly) is for vector cores: use SyncAll(False) on a cube core")
         self.syncall_arrivals[k] = self.syncall_arrivals.get(k, 0) + 1
+        self.syncall_told[k] = merge(self.syncall_told.get(k, {}), core.payload(core_mod.S))
         while self.syncall_arrivals[k] < len(members):
             stream.waiting = f"SyncAll #{k} ({self.syncall_arrivals[k]} of {len(members)} cores arrived)"
             self.scheduler.switch()
@@ -204,6 +221,7 @@ class LaunchRun:
         for s in members:
             if s.waiting is not None and s.waiting.startswith(f"SyncAll #{k} "):
                 s.waiting = None
+        core.learn(self.syncall_told[k])
 
     def claimed(self, core) -> None:
         """`core` has just taken a core type by what it touched (an undeclared kernel)."""
@@ -227,6 +245,14 @@ class LaunchRun:
                               "KERNEL_TYPE_MIX_AIC_1_2 kernel")
         if mode == 1 and core.core_type != AIV:
             raise LaunchError("CrossCoreSetFlag mode 1 syncs the two AIVs of a group: call it on the AIV side")
+
+    def _senders(self, stream: Stream, flag: int, mode: int, k: int) -> list[Stream]:
+        """The streams whose k-th (flag, mode) sets together made this delivery."""
+        if mode == 2 and stream.core.core_type == AIC:
+            return [stream]
+        if mode == 0:
+            return [s for s in self.streams if s.core.core_type == stream.core.core_type]
+        return [s for s in self.streams if s.block == stream.block and s.core.core_type == AIV]
 
     def _reached(self, stream: Stream, flag: int, mode: int, k: int) -> list[Stream]:
         """The streams whose counter the k-th (flag, mode) set of `stream` completes, if it completes any."""

@@ -5,13 +5,12 @@ DESCRIPTION = (
     "Inputs: grad_output and the forward result relu(x)."
 )
 TAGS = ["elementwise", "backward", "activation"]
-# torch_npu runs this as one vendor kernel; our explicit math would otherwise be timed as several launches.
-FUSED_OP = "aclnnThresholdBackward"
 
 
 class Model(torch.nn.Module):
     def forward(self, grad_output, result):
-        return torch.where(result > 0, grad_output, 0.0)
+        # One aten op (ReLU's backward is threshold_backward at 0): torch_npu launches one kernel.
+        return torch.ops.aten.threshold_backward(grad_output, result, 0.0)
 
 
 _CASES = [

@@ -11,6 +11,8 @@ TAGS = ["index", "scatter"]
 class Model(torch.nn.Module):
     def forward(self, x, indices, values, accumulate):
         if accumulate and x.is_floating_point():
+            # CPU torch accumulates half-precision duplicates in half precision (torch_npu does not):
+            # accumulate in float32 and round once. The casts are a CPU-semantics workaround.
             out = x.float().index_put((indices,), values.float(), accumulate=True)
             return out.to(x.dtype)
         return x.index_put((indices,), values, accumulate=accumulate)

@@ -8,7 +8,8 @@ DESCRIPTION = (
     "Sums are accumulated in float32."
 )
 TAGS = ["backward", "index", "scatter"]
-# torch_npu runs this as one vendor kernel; our explicit math would otherwise be timed as several launches.
+# The public reference is one aten op (embedding_dense_backward), one torch_npu kernel. This CPU reference
+# spells it out to accumulate half-precision gradients in float32 (CPU's kernel sums in half precision).
 FUSED_OP = "aclnnEmbeddingDenseBackward"
 
 

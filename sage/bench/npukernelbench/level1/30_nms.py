@@ -6,7 +6,6 @@ DESCRIPTION = (
     "scores (N,), python float iou_threshold; returns the kept int64 indices in decreasing score order."
 )
 TAGS = ["vision", "sort"]
-FUSED_OP = "torch_npu.npu_nms_v4"
 
 
 def _pairwise_iou(boxes):

@@ -13,7 +13,6 @@ DESCRIPTION = (
     "either way in another evaluation order (int8 off by 1)."
 )
 TAGS = ["quant", "activation", "reduction"]
-FUSED_OP = "torch_npu.npu_dequant_swiglu_quant"
 
 
 class Model(torch.nn.Module):

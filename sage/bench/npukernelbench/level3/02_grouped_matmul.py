@@ -9,7 +9,9 @@ DESCRIPTION = (
     "group_list[g] of x are multiplied by weight[g]; y [M, N] in x's dtype."
 )
 TAGS = ["matmul", "grouped", "moe"]
-FUSED_OP = "torch_npu.npu_grouped_matmul"
+# The public reference is one aten op (F.grouped_mm), which torch_npu runs as one kernel; this CPU
+# reference loops over the groups instead (CPU _grouped_mm needs 16-byte strides and has no float64).
+FUSED_OP = "torch._grouped_mm"
 
 
 class Model(torch.nn.Module):

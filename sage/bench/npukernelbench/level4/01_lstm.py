@@ -10,6 +10,8 @@ DESCRIPTION = (
     "math, outputs in x's dtype (same as torch.nn.LSTM)."
 )
 TAGS = ["rnn", "matmul", "elementwise", "scan"]
+# The public reference calls this one torch_npu operator: the vendor runs one fused kernel.
+FUSED_OP = "torch_npu.npu_lstm"
 
 
 class Model(torch.nn.Module):

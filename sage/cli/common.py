@@ -1,0 +1,73 @@
+"""What every command shares: the one-line error, checks of the places sage writes to, and
+"did you mean" for names.
+
+A command that will write under HOME (the memory, the reference timing cache) checks first
+that it can: an unwritable HOME or memory folder is a one-line error with exit code 2,
+never a traceback halfway through the work, nor a silent "-" where a figure should be.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+BAD_INPUT = 2
+HOME_HINT = "set HOME (or SAGE_CACHE_DIR / --memory-url) to a writable place"
+
+
+def fail(message: str, code: int = BAD_INPUT) -> NoReturn:
+    """`error: message` on stderr, one line whatever the width (brackets are not markup)."""
+    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def writable_problem(folder: Path) -> str | None:
+    """None when files can be created in `folder` (made if missing), else why not. The test
+    writes a file: permission bits say nothing for root or on a read-only mount."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".sage-write-check-"):
+            pass
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
+def require_writable(folder: Path, what: str) -> None:
+    problem = writable_problem(folder)
+    if problem is not None:
+        fail(f"cannot write {what} in {folder}: {problem}; {HOME_HINT}")
+
+
+def require_cache() -> None:
+    """The reference timing cache (~/.sage/cache, or SAGE_CACHE_DIR) must be writable."""
+    from sage.bench.reference.cache import cache_dir
+
+    require_writable(cache_dir(), "the reference timing cache")
+
+
+def require_memory(url: str) -> None:
+    """A SQLite memory's folder, and the database file if it exists, must be writable
+    (SQLite writes its journal beside the file even to read in WAL mode)."""
+    from sage.memory.engine import sqlite_path
+
+    path = sqlite_path(url)
+    if path is None:
+        return
+    require_writable(path.parent, "the memory database")
+    if path.exists() and not os.access(path, os.W_OK):
+        fail(f"the memory database {path} is read-only; {HOME_HINT}")
+
+
+def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> str:
+    """" (did you mean softmax?)" for the nearest known names, or ""."""
+    close = difflib.get_close_matches(name, sorted(set(known)), n=n, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""

@@ -1,0 +1,136 @@
+"""GM hazards of one launch, byte-precise: every pair of accesses that can race is a RaceError.
+
+An access is made by an actor (a core's stream and one of its pipes) at that pipe's n-th
+instruction. Access B is ordered after access A when B's pipe knew, when B ran, that A's
+pipe had got past its n-th instruction: through the pipe order and SetFlag/WaitFlag and
+queue flags inside a core (the core's vector clocks), or through CrossCoreSetFlag /
+CrossCoreWaitFlag and SyncAll between cores (`knows`: what each pipe knows of other cores'
+pipes). Two accesses to a common GM byte race when neither is ordered after the other and
+one of them writes; atomic accumulations (SetAtomicAdd/Max/Min) from several cores do not
+race with each other. Every transfer is a set of bursts (count x length, a fixed pitch), and
+two transfers conflict only if a byte of one burst of each is the same: disjoint stripes of
+the same rows are legal.
+
+Accesses are indexed by 4 KB GM pages, so a check looks only at accesses that can overlap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sage.npu.errors import RaceError
+from sage.npu.results import PIPES
+
+PAGE = 4096
+_MAX_PAGES = 64          # a transfer spanning more pages is indexed on its first and last pages only,
+_WIDE: int = -1          # plus a per-buffer list of wide accesses every check scans
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    stream: int
+    pipe: int
+    seq: int
+    write: bool
+    atomic: bool
+    lo: int            # first byte
+    length: int        # bytes per burst
+    pitch: int         # bytes between burst starts
+    count: int         # bursts
+    own: tuple         # the core's vector clock of this pipe when it ran (intra-core order)
+    knows: dict        # (stream, pipe) -> seq this pipe knew of other cores' pipes
+    line: int
+    name: str
+    where: str         # "AIV block 3" and the like, for messages
+
+    @property
+    def hi(self) -> int:
+        return self.lo + (self.count - 1) * self.pitch + self.length
+
+    def after(self, other: Access) -> bool:
+        """This access is ordered after `other`."""
+        if self.stream == other.stream:
+            return self.own[other.pipe] >= other.seq
+        return self.knows.get((other.stream, other.pipe), 0) >= other.seq
+
+
+def overlap(a: Access, b: Access) -> tuple[int, int] | None:
+    """A byte range both touch, or None (bursts compared exactly)."""
+    lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)
+    if lo >= hi:
+        return None
+    if a.count > b.count:
+        a, b = b, a
+    for i in range(a.count):
+        x = a.lo + i * a.pitch
+        y = x + a.length
+        if y <= b.lo or x >= b.hi:
+            continue
+        # bursts j of b with b.lo + j*pitch < y and b.lo + j*pitch + length > x
+        first = max(0, (x - b.lo - b.length) // b.pitch + 1) if b.pitch else 0
+        last = min(b.count - 1, (y - 1 - b.lo) // b.pitch) if b.pitch else 0
+        for j in range(first, last + 1):
+            s = b.lo + j * b.pitch
+            lo2, hi2 = max(x, s), min(y, s + b.length)
+            if lo2 < hi2:
+                return lo2, hi2
+    return None
+
+
+class GmHazards:
+    """The GM accesses of one launch so far, per allocation and page."""
+
+    def __init__(self) -> None:
+        self.pages: dict[int, dict[int, tuple[list[Access], list[Access]]]] = {}   # buf -> page -> (reads, writes)
+        self.wide: dict[int, list[Access]] = {}
+
+    def access(self, buf: int, label: str, acc: Access) -> None:
+        """Check `acc` against what other actors did to `buf`, then record it."""
+        pages = self.pages.setdefault(buf, {})
+        first, last = acc.lo // PAGE, (acc.hi - 1) // PAGE
+        span = range(first, last + 1) if last - first < _MAX_PAGES else (first, last)
+        seen: set[int] = set()
+        for p in span:
+            entry = pages.get(p)
+            if entry is not None:
+                reads, writes = entry
+                self._check(acc, writes, seen, label)
+                if acc.write:
+                    self._check(acc, reads, seen, label)
+        self._check(acc, self.wide.get(buf, ()), seen, label)
+        if last - first >= _MAX_PAGES:
+            self.wide.setdefault(buf, []).append(acc)
+            return
+        for p in span:
+            entry = pages.get(p)
+            if entry is None:
+                entry = pages[p] = ([], [])
+            entry[1 if acc.write else 0].append(acc)
+
+    def _check(self, acc: Access, others, seen: set[int], label: str) -> None:
+        for o in others:
+            if id(o) in seen or (o.stream == acc.stream and o.pipe == acc.pipe):
+                continue
+            seen.add(id(o))
+            if not (o.write or acc.write) or (o.atomic and acc.atomic):
+                continue
+            if acc.after(o) or o.after(acc):
+                continue
+            both = overlap(acc, o)
+            if both is not None:
+                raise RaceError(_message(acc, o, both, label), line=acc.line)
+
+
+def _message(b: Access, a: Access, both: tuple[int, int], label: str) -> str:
+    verb = "writes" if b.write else "reads"
+    other = "writes" if a.write else "reads"
+    where = f"bytes [{both[0]}, {both[1]}) of {label}"
+    if a.stream == b.stream:
+        pa, pb = PIPES[a.pipe], PIPES[b.pipe]
+        fix = (f"order them with SetFlag/WaitFlag(HardEvent.{pa}_{pb}, id) (or PipeBarrier(PIPE_ALL))")
+        return (f"{b.name} on pipe {pb} {verb} {where} that {a.name} on pipe {pa} (kernel line {a.line}) also "
+                f"{other}, with no sync between {pa} and {pb}: {fix}")
+    return (f"{b.name} on {b.where} {verb} {where} that {a.name} on {a.where} (kernel line {a.line}) "
+            f"{other}, with no sync between the two cores: the blocks of one launch run at the same time, so "
+            "make them touch disjoint bytes, order them with SyncAll() or CrossCoreSetFlag/CrossCoreWaitFlag, "
+            "or accumulate with SetAtomicAdd")

@@ -1,0 +1,35 @@
+"""Whole-suite hooks: after the run, which tests were skipped and how to run them.
+
+`make test` runs pytest with -rs (each skip reason, in the short summary); this adds one
+line per kind of skip that a developer can undo, with the command that undoes it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# (words in a skip reason, what the line says, how to run them)
+HOW_TO_RUN = [
+    ("SAGE_TEST_POSTGRES_URL", "PostgreSQL",
+     "start one with `bash .ci/start-postgres`, then "
+     "SAGE_TEST_POSTGRES_URL=postgresql+psycopg://sage:sage@127.0.0.1:55432/sage_test make test "
+     "(a database of your own: the tests create and drop schemas in it)"),
+    ("pip install 'sage-npu[ray]'", "Ray", "pip install 'sage-npu[ray]' (or .venv/bin/pip install ray)"),
+]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    reasons = [str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+               for report in skipped]
+    counted = 0
+    for words, what, how in HOW_TO_RUN:
+        n = sum(words in reason for reason in reasons)
+        if n:
+            counted += n
+            terminalreporter.write_line(f"{n} {what} test(s) skipped; to run them: {how}", yellow=True)
+    others = len(reasons) - counted
+    if others:
+        terminalreporter.write_line(f"{others} other test(s) skipped on this machine (reasons in the summary below)")

@@ -1,0 +1,131 @@
+"""GM hazards between the cores of one launch: byte-precise, ordered only by SyncAll and cross-core flags."""
+
+import numpy as np
+
+# Block b copies its 64-element tile of x to y, then reads back block (b+1)'s tile of y: the
+# neighbour may not have written it yet (blocks run at the same time).
+NEIGHBOUR = """
+@kernel
+def k(x, y, z, n):
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIV_1_0)
+    b = GetBlockIdx()
+    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 1); pipe.InitBuffer(q, 1, 64 * 4)
+    xg = GlobalTensor(); xg.SetGlobalBuffer(x); yg = GlobalTensor(); yg.SetGlobalBuffer(y)
+    zg = GlobalTensor(); zg.SetGlobalBuffer(z)
+    t = q.AllocTensor(float32)
+    DataCopy(t, xg[b * 64], 64)
+    q.EnQue(t); t = q.DeQue(float32)
+    DataCopy(yg[b * 64], t, 64)  # @write
+    SYNC
+    SetFlag(HardEvent.MTE3_MTE2, 0); WaitFlag(HardEvent.MTE3_MTE2, 0)
+    DataCopy(t, yg[((b + 1) % n) * 64], 64)  # @read
+    SetFlag(HardEvent.MTE2_MTE3, 0); WaitFlag(HardEvent.MTE2_MTE3, 0)
+    DataCopy(zg[b * 64], t, 64)
+    q.FreeTensor(t)
+
+def forward(x, blocks=4):
+    y = empty_like(x); z = empty_like(x)
+    k[blocks](x, y, z, blocks)
+    return z
+"""
+
+
+def _line(src: str, marker: str) -> int:
+    return next(i for i, text in enumerate(src.splitlines(), 1) if marker in text)
+
+
+def test_reading_a_neighbour_block_s_output_without_sync_is_a_race_naming_both_lines(run):
+    src, result = run(NEIGHBOUR.replace("SYNC", "pass"), [np.arange(256, dtype=np.float32)])
+    assert result.error is not None and result.error.type == "RaceError"
+    assert "no sync between the two cores" in result.error.message
+    # whichever of the two runs second is the error's line; the message names the other one
+    lines = {_line(src, "# @read"), _line(src, "# @write")}
+    assert result.error.line in lines
+    (other,) = lines - {result.error.line}
+    assert f"(kernel line {other})" in result.error.message
+
+
+def test_sync_all_between_write_and_read_makes_it_legal_and_correct(run):
+    x = np.arange(256, dtype=np.float32)
+    _, result = run(NEIGHBOUR.replace("SYNC", "SyncAll()"), [x])
+    assert result.error is None, result.error
+    np.testing.assert_array_equal(result.outputs[0], np.roll(x, -64))
+
+
+# Block b writes rows [b*R, (b+1)*R) of x's column stripe b: 32-column stripes of the same 64-column
+# rows, one strided DataCopyPad per block. The blocks' byte ranges interleave but share no byte.
+STRIPES = """
+@kernel
+def k(x, y, rows):
+    b = GetBlockIdx()
+    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 1); pipe.InitBuffer(q, 1, rows * 32 * 4)
+    xg = GlobalTensor(); xg.SetGlobalBuffer(x); yg = GlobalTensor(); yg.SetGlobalBuffer(y)
+    t = q.AllocTensor(float32)
+    DataCopyPad(t, xg[b * 32], DataCopyExtParams(rows, 32 * 4, 32 * 4, 0, 0), DataCopyPadExtParams(False, 0, 0, 0))
+    q.EnQue(t); t = q.DeQue(float32)
+    DataCopyPad(yg[b * OFFSET], t, DataCopyExtParams(rows, 32 * 4, 0, 32 * 4, 0))  # @store
+    q.FreeTensor(t)
+
+def forward(x):
+    y = empty_like(x)
+    k[2](x, y, x.shape[0])
+    return y
+"""
+
+
+def test_disjoint_interleaved_stripes_of_the_same_rows_are_legal(run):
+    x = np.arange(16 * 64, dtype=np.float32).reshape(16, 64)
+    _, result = run(STRIPES.replace("OFFSET", "32"), [x])
+    assert result.error is None, result.error
+    np.testing.assert_array_equal(result.outputs[0], x)
+
+
+def test_overlapping_stripes_race(run, check_error):
+    # block 1 starts 16 columns in: its stripe shares 16 columns of every row with block 0's
+    src, result = run(STRIPES.replace("OFFSET", "16"), [np.zeros((16, 64), np.float32)])
+    check_error(result, src, "RaceError", "@store", "writes bytes")
+
+
+# The AIC writes a GM workspace with Fixpipe and raises a cross-core flag; the AIVs wait for it and
+# read the workspace. The flag must follow the pipe that wrote (PIPE_FIX): one raised on MTE2
+# does not wait for the Fixpipe, and the AIVs may read before the data is there.
+HANDOVER = """
+@kernel
+def k(a, work, y):
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2)
+    pipe = TPipe()
+    wg = GlobalTensor(); wg.SetGlobalBuffer(work)
+    if ASCEND_IS_AIC:
+        ag = GlobalTensor(); ag.SetGlobalBuffer(a)
+        mm = Matmul(pipe, float16, 16, 16, 16)
+        mm.SetTensorA(ag, 16, 16)
+        mm.SetTensorB(ag, 16, 16)
+        mm.IterateAll(wg)
+        CrossCoreSetFlag(2, PIPE_X, 1)
+    else:
+        yg = GlobalTensor(); yg.SetGlobalBuffer(y)
+        q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 1); pipe.InitBuffer(q, 1, 128 * 4)
+        CrossCoreWaitFlag(1)
+        t = q.AllocTensor(float32)
+        DataCopy(t, wg[GetSubBlockIdx() * 128], 128)  # @read
+        q.EnQue(t); t = q.DeQue(float32)
+        DataCopy(yg[GetSubBlockIdx() * 128], t, 128)
+        q.FreeTensor(t)
+
+def forward(a):
+    work = empty((16, 16), float32); y = empty((16, 16), float32)
+    k[1](a, work, y)
+    return y
+"""
+
+
+def test_a_cross_core_flag_on_the_writing_pipe_orders_the_hand_over(run):
+    a = np.eye(16, dtype=np.float16) * 2
+    _, result = run(HANDOVER.replace("PIPE_X", "PIPE_FIX"), [a])
+    assert result.error is None, result.error
+    np.testing.assert_array_equal(result.outputs[0], np.eye(16, dtype=np.float32) * 4)
+
+
+def test_a_cross_core_flag_on_another_pipe_does_not(run, check_error):
+    src, result = run(HANDOVER.replace("PIPE_X", "PIPE_MTE2"), [np.eye(16, dtype=np.float16)])
+    check_error(result, src, "RaceError", "@read", "no sync between the two cores")

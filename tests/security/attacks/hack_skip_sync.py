@@ -1,0 +1,41 @@
+# class: reward hack / timing
+# tries: drop the MTE2->V and V->MTE3 syncs so copies and compute overlap for free
+# run: evaluate tests/fixtures/tasks/relu.py
+# expect: error RaceError
+
+from sage.npu.ascendc import *
+
+BLOCKS = 8
+
+
+@kernel
+def relu_kernel(x, z, per_block):
+    start = GetBlockIdx() * per_block
+    xg = GlobalTensor()
+    xg.SetGlobalBuffer(x, start, per_block)
+    zg = GlobalTensor()
+    zg.SetGlobalBuffer(z, start, per_block)
+    pipe = TPipe()
+    qi = TQue(TPosition.VECIN, 2)
+    qo = TQue(TPosition.VECOUT, 2)
+    pipe.InitBuffer(qi, 2, 8192)
+    pipe.InitBuffer(qo, 2, 8192)
+    tile = 2048
+    for i in range(TILES(per_block, tile)):
+        a = qi.AllocTensor(float32)
+        DataCopy(a, xg[i * tile], tile)
+        b = qo.AllocTensor(float32)
+        Relu(b, a, tile)
+        qi.FreeTensor(a)
+        DataCopy(zg[i * tile], b, tile)
+        qo.FreeTensor(b)
+
+
+def TILES(n, tile):
+    return n // tile
+
+
+def forward(x):
+    z = empty_like(x)
+    relu_kernel[BLOCKS](x, z, x.numel() // BLOCKS)
+    return z

@@ -1,0 +1,25 @@
+# class: strided out of bounds
+# tries: SetGlobalBuffer at an offset of 2**62 elements
+# expect: refused BoundsError
+
+from sage.npu.ascendc import *
+
+
+@kernel
+def k(x, z, n):
+    xg = GlobalTensor()
+    xg.SetGlobalBuffer(x)
+    zg = GlobalTensor()
+    zg.SetGlobalBuffer(z)
+    pipe = TPipe()
+    b = TBuf(TPosition.VECCALC)
+    pipe.InitBuffer(b, 65536)
+    t = b.Get(float32)
+    g = GlobalTensor()
+    g.SetGlobalBuffer(x, 2 ** 62, 8)
+    DataCopy(t, g, 8)
+
+def forward(x, canary, port):
+    z = empty_like(x)
+    k[1](x, z, x.numel())
+    return z
