@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from sage.kernels import aten_rules as r
 from sage.kernels import decompose as d
+from sage.kernels.decompose_pointwise import DECOMPOSED as POINTWISE_DECOMPOSED
 
 if TYPE_CHECKING:
     from sage.kernels.aten_rules import ChainRule
@@ -331,6 +332,7 @@ _DECOMPOSED: dict[str, Callable] = {
     "upsample_nearest3d": d.upsample_nearest, "upsample_bilinear2d": d.upsample_bilinear2d,
     "convolution": d.convolution, "_convolution": d.convolution,
     "sum": d.sum_, "mean": d.mean, "amax": d.amax, "amin": d.amin,
+    **POINTWISE_DECOMPOSED,
 }
 _DECOMPOSED_INPLACE: dict[str, Callable] = {"index_put": d.index_put_, "_unsafe_index_put": d.index_put_}
 # Ops whose output shape depends on the values they read: a kernel must allocate its

@@ -22,7 +22,7 @@ from sage.agent.compiler.ir import Layout, Program, Ref
 from sage.agent.compiler.lowerings import lower_group
 from sage.agent.compiler.rewrite import absorb_upcasts
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
-from sage.kernels import Target, trace_graph
+from sage.kernels import Target, dsl_dtype, trace_graph
 
 ScheduleFor = Callable[[GroupKey], Schedule]
 
@@ -110,6 +110,9 @@ def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, targ
     returned: set[int] = set()
     for j, ref in enumerate(prog.outputs):
         buf = prog.buffers[ref.buf]
+        if ref.layout.numel == 0:
+            variant.returns.append(f"empty({tuple(ref.shape)!r}, {dsl_dtype(ref.dtype)})")
+            continue
         whole = ref.layout.offset == 0 and ref.layout.is_dense() and ref.layout.numel == buf.numel
         if whole and not buf.is_input and ref.buf not in returned:
             returned.add(ref.buf)

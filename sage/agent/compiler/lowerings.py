@@ -18,8 +18,8 @@ from sage.kernels import (
 def lower_group(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
     """The group's launch, or None when it has nothing to do (a zero-size iteration)."""
     if group.kind == "tile":
-        if not group.stores:
-            return None
+        if not group.stores or (group.tile is not None and 0 in group.tile.full):
+            return None                  # a zero-size iteration writes nothing
         spec = tile_spec(group, prog, name, fp32=sched.fp32_compute, row_axis=sched.row_axis)
         return tile_launch(spec, sched.knobs(), target, group.describe())
     if group.kind == "matmul":

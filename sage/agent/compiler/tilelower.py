@@ -172,7 +172,9 @@ def _compute_dtype(leaves: list, outputs: list[TileOutput], fp32: bool) -> str:
         return "float16"
     if dtypes <= {"bool"} and not iota:
         return "float16"
-    if all(VECTOR_OPS[n].int32 for n in ops):
+    # A2's Select takes half/float only, so a comparison's 0/1 result (Compare, then Select)
+    # and a reduction (ReduceSum/Max) compute in float32 (exact below 2**24)
+    if not reduce and all(VECTOR_OPS[n].int32 and not VECTOR_OPS[n].compare for n in ops):
         return "int32"
     return "float32"
 

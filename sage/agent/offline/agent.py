@@ -19,7 +19,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from sage.agent.compiler.compiler import CaseProgram, compile_cases, trace_cases
+from sage.agent.compiler.compiler import CaseProgram, CompiledTask, compile_cases, trace_cases
 from sage.agent.compiler.schedule import Schedule
 from sage.agent.compiler.search import DEFAULT_BUDGET, SearchState, knob_diff, measure, next_move, rank
 from sage.agent.offline import hints as H
@@ -50,6 +50,7 @@ class CompilerAgent:
     knobs_of: dict[str, dict[str, Any]] = field(default_factory=dict)   # adopted id -> its knobs
     scope_of: dict[str, dict[str, Any]] = field(default_factory=dict)
     attempts: list[Attempt] = field(default_factory=list)
+    sources: set[str] = field(default_factory=set)                      # every kernel answered
 
     # -- the first answer ----------------------------------------------------------------------
     def first(self, rules: list[dict], experiences: list[dict]) -> tuple[str, list[str], str]:
@@ -108,13 +109,15 @@ class CompilerAgent:
                 move = ("all", "fp32_compute True")
         elif kind == "correct":
             base = self._best() or last
-            scheds = dict(base.schedules)
-            found = next_move(self.state)
-            if found is not None:
+            # a move the kernel does not show (a tile already covering the data) is skipped:
+            # the same source again would only be judged a repeat
+            while (found := next_move(self.state)) is not None:
                 gid, name, sched = found
                 self.state.tried.setdefault(gid, set()).add(sched)
-                scheds[gid] = sched
-                move = (gid, name)
+                trial = {**base.schedules, gid: sched}
+                if self._compile(trial).source not in self.sources:
+                    scheds, move = trial, (gid, name)
+                    break
         if move is None:
             best = self._best() or last
             return self._answer(Attempt(best.schedules, None, best.adopted))
@@ -128,8 +131,8 @@ class CompilerAgent:
     def _answer(self, attempt: Attempt) -> tuple[str, list[str], str]:
         assert self.state is not None
         scheds = attempt.schedules
-        compiled = compile_cases(self.cases, lambda key: scheds.get(key.id, Schedule()), self.target,
-                                 f"compiled from the aten graph of {self.task.key}")
+        compiled = self._compile(scheds)
+        self.sources.add(compiled.source)
         keys = [k for c in self.cases for k in c.keys]
         attempt.adopted = [i for i, knobs in self.knobs_of.items()
                            if any(H.applies(self.scope_of[i], k) and H.in_effect(knobs, scheds.get(k.id, Schedule()))
@@ -142,6 +145,10 @@ class CompilerAgent:
                 + (f"; refinement: {attempt.move[1]} on {attempt.move[0]}" if attempt.move else "")
                 + (f"; applied the knob hints of {', '.join(attempt.adopted)}" if attempt.adopted else "") + ".")
         return compiled.source, list(attempt.adopted), plan
+
+    def _compile(self, scheds: dict[str, Schedule]) -> CompiledTask:
+        return compile_cases(self.cases, lambda key: scheds.get(key.id, Schedule()), self.target,
+                             f"compiled from the aten graph of {self.task.key}")
 
     def stats(self) -> dict[str, Any]:
         if self.state is None:

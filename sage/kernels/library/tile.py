@@ -223,8 +223,13 @@ class _Writer:
         results = low.lower_all(roots)
         post: list[str] = []
         n_fold = len(self.reduces) if fold else 0
+        folds: list[str] = []
+        folded: set[str] = set()
         for j, (r, res) in enumerate(zip(self.reduces[:n_fold], results)):
-            post += self._fold(low, r.kind, res, j)
+            # the fold halves its operand in place: a value stored too (the stores below run
+            # first) or folded twice is folded from a copy
+            folds += self._fold(low, r.kind, res, j, shared=res.ref in folded)
+            folded.add(res.ref)
         for j, res in zip(outs, results[n_fold:]):
             want = "col" if self.lay.out_level[j] == "col" else "full"
             if self.rows and j in self.late:
@@ -232,6 +237,7 @@ class _Writer:
             if res.kind != want:
                 res = low._materialize(res, want)
             post += self.e.store(j, spec.outputs[j].access, res.ref, "col" if want == "col" else "full")
+        post += folds
         post += self.e.free_leaves([i for i in inputs if i < len(spec.leaves) and isinstance(spec.leaves[i], Access)])
         self.masked = self.masked or low.uses_mask
         self.int_temp = self.int_temp or low.int_temp
@@ -247,13 +253,13 @@ class _Writer:
         self.vector_lines += sum(1 for ln in low.lines if "(" in ln and not ln.lstrip().startswith(("for", "if", "else")))
         return pre + gets + low.lines + post
 
-    def _fold(self, low: Lowerer, kind: str, x: Val, j: int) -> list[str]:
+    def _fold(self, low: Lowerer, kind: str, x: Val, j: int, shared: bool = False) -> list[str]:
         """Row mode: the tile's rows folded onto its first row (halving), then into the
         accumulator (the first row tile starts it)."""
         fn = _FOLD[kind]
         src = x.ref
         lines = []
-        if not x.temp or x.kind != "full":
+        if not x.temp or x.kind != "full" or shared:
             full = low._materialize(x, "full") if x.kind != "full" else None
             src = full.ref if full is not None else low.temp("full")
             if full is None:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from sage.kernels.chain import Expr, Op, Reduce
 from sage.kernels.library.knobs import UB_RESERVED, Knobs
-from sage.kernels.library.source import DTYPE_SIZE, cast_line, dsl_dtype, ub_helpers
+from sage.kernels.library.casts import SCRATCH_SLOT_BYTES, cast_lines, hops
+from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype, ub_helpers
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind, load_plan
 from sage.kernels.lowering import Val
 from sage.kernels.target import Target
@@ -57,6 +58,7 @@ class TileLayout:
     nr: int = 1
     nc: int = 1
     s: int = 8
+    cvt_slots: int = 0          # scratch slots for multi-step conversions (casts.py)
 
     @property
     def es_c(self) -> int:
@@ -135,6 +137,7 @@ class TileLayout:
             total += (s + CMP_PAD) * csz * 4     # accumulators
         total += (tile // 8 + 64) if masked else 0
         total += tile * 4 if int_temp else 0
+        total += self.cvt_slots * tile * SCRATCH_SLOT_BYTES
         if self.needs_ramp:
             total += (max(s, nr, nc) + 64) * (4 + csz)  # index ramps
         n_bufs = 4 * (len(spec.leaves) + len(spec.outputs)) + sum(made.values()) + 4
@@ -184,10 +187,21 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
             plan = "rows" if sc == 1 and (sr >= spec.cols or sr == 0) else \
                 "row_loop" if sc == 1 else "transposed" if sr == 1 and sc >= spec.rows else "elements"
             lay.out_plans.append(plan)
+    ct = spec.compute
+    lay.cvt_slots = max([hops(leaf.dtype, ct) for i, leaf in enumerate(spec.leaves)
+                         if isinstance(leaf, Access) and leaf.dtype != ct]
+                        + [hops(ct, o.access.dtype) for o in spec.outputs if o.access.dtype != ct] + [0])
     lay.needs_ramp = any(p in GATHER_PLANS for p in lay.plans.values()) or \
         any(p in ("transposed", "elements", "col_strided") for p in lay.out_plans) or \
         any(isinstance(leaf, Iota) for leaf in spec.leaves)
+    if lay.needs_ramp and ct != "int32":
+        lay.cvt_slots = max(lay.cvt_slots, hops("int32", ct))
     return lay
+
+
+def _scratch(slot: int, dtype: str) -> str:
+    """Intermediate `slot` of a conversion chain, viewed as `dtype`."""
+    return f"self.cvt.Get({dsl_dtype(dtype)})[{slot} * TILE_ELEMS * {SCRATCH_SLOT_BYTES // DTYPE_SIZE[dtype]}]"
 
 
 class Emit:
@@ -252,6 +266,9 @@ class Emit:
                          "col_strided": lay.nr * 32 // es}[plan]
                 body += [f"self.oo{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.oo{j}, {_ceil(table * 4, 32)})",
                          f"self.yb{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.yb{j}, buf_bytes(TILE_ELEMS, {es}))"]
+        if lay.cvt_slots:
+            body += ["self.cvt = TBuf(TPosition.VECCALC)",
+                     f"self.pipe.InitBuffer(self.cvt, buf_bytes({lay.cvt_slots} * TILE_ELEMS, {SCRATCH_SLOT_BYTES}))"]
         if self._needs_ramp():
             body += ["self.rampb = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.rampb, buf_bytes(RAMP, 4))",
                      "self.rampc = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.rampc, buf_bytes(RAMP, {lay.es_c}))"]
@@ -269,7 +286,9 @@ class Emit:
             return []
         spec, lay = self.spec, self.lay
         body = ["ramp = self.rampb.Get(int32)", "make_ramp(ramp, RAMP)",
-                "rampc = self.rampc.Get(" + dsl_dtype(ct) + ")", "Cast(rampc, ramp, RoundMode.CAST_NONE, RAMP)"]
+                "rampc = self.rampc.Get(" + dsl_dtype(ct) + ")"]
+        body += cast_lines("rampc", "ramp", "int32", ct, "RAMP", _scratch) if ct != "int32" else \
+            ["Adds(rampc, ramp, 0, RAMP)"]
         for i, leaf in enumerate(spec.leaves):
             plan = lay.plans.get(i)
             if plan in GATHER_PLANS:
@@ -373,10 +392,8 @@ class Emit:
         if not lay.casts(i):
             return Val(kind, src), lines, []
         lines.append(f"c{i} = self.b{i}.Get({dsl_dtype(ct)})")
-        if leaf.dtype == "bool":
-            lines.append(f"Cast(c{i}, {src}.ReinterpretCast(uint8), RoundMode.CAST_NONE, {count})")
-        elif leaf.dtype != ct:
-            lines.append(cast_line(f"c{i}", src, leaf.dtype, ct, count))
+        if leaf.dtype != ct:
+            lines += cast_lines(f"c{i}", src, leaf.dtype, ct, count, _scratch)
         else:
             lines.append(f"Adds(c{i}, {src}, 0, {count})")
         if kind == "scalar":
@@ -419,10 +436,8 @@ class Emit:
         lines = [f"y{j} = self.qo{j}.AllocTensor({dt})"]
         if target != f"y{j}":
             lines.append(f"z{j} = self.yb{j}.Get({dt})")
-        if od == "bool":
-            lines.append(f"Cast({target}.ReinterpretCast(uint8), {ref}, RoundMode.CAST_RINT, {count})")
-        elif od != ct:
-            lines.append(cast_line(target, ref, ct, od, count))
+        if od != ct:
+            lines += cast_lines(target, ref, ct, od, count, _scratch)
         else:
             lines.append(f"Adds({target}, {ref}, 0, {count})")
         if target != f"y{j}":
