@@ -75,7 +75,9 @@ class CompilerAgent:
             knobs = H.knobs_of(hints)
             if knobs is None:
                 continue
-            matching = [k for k in keys if H.applies(hints, k)]
+            # cube knobs shape only matrix-product groups: on others they would be claimed
+            # as adopted while the kernel does not use them
+            matching = [k for k in keys if H.applies(hints, k) and (k.op_class == "matmul" or not set(knobs) & H.CUBE)]
             changed = {k.id: H.apply(starts.get(k.id, (Schedule(), ""))[0], knobs) for k in matching}
             changed = {gid: s for gid, s in changed.items() if s is not None}
             if not changed or rng.random() >= p:

@@ -64,6 +64,9 @@ def distil(agent: CompilerAgent, tags: list[str], limit: int = 3) -> list[dict[s
                     out.append(_scoped(key, knob_diff(sched), f"an evaluated attempt got "
                                        f"{fb['speedup'] / before['speedup']:.2f}x faster", tags))
         previous = a
+    whole = _whole_schedule(agent, tags)
+    if whole is not None:
+        out.insert(0, whole)
     unique: dict[str, dict[str, Any]] = {}
     for e in out:
         unique.setdefault(e["title"], e)
@@ -77,5 +80,31 @@ def _scoped(key, knobs: dict[str, Any], evidence: str, tags: list[str]) -> dict[
     return {"title": f"{key.op_class} kernels on {key.dtype}, about 2^{elems} elements (rows 2^{row}): {shown}",
             "advice": f"For {key.op_class} groups on {key.dtype} data of about 2^{elems} elements, start the schedule "
                       f"from {shown} ({evidence}). {why}.".replace(" .", "."),
+            "tags": sorted(set(tags + [key.op_class, key.dtype, "schedule"])),
+            "hints": decision_hints(key, knobs)}
+
+
+def _whole_schedule(agent: CompilerAgent, tags: list[str]) -> dict[str, Any] | None:
+    """The kept kernel's whole schedule, when a refined attempt beat the first one: every knob
+    of the group the refinement moved, as the kernel runs it (a later search starts there)."""
+    state = agent.state
+    judged = [a for a in agent.attempts if (a.feedback or {}).get("kind") == "correct"]
+    if state is None or not judged or agent.attempts[0].feedback is None:
+        return None
+    best = max(judged, key=lambda a: a.feedback.get("speedup") or 0.0)
+    first = agent.attempts[0].feedback or {}
+    if best is agent.attempts[0] or best.move is None or best.move[0] not in state.decisions or \
+            (best.feedback.get("speedup") or 0.0) <= (first.get("speedup") or 0.0):
+        return None
+    key = state.decisions[best.move[0]].key
+    sched = best.schedules[best.move[0]]
+    knobs = {f: getattr(sched, f) for f in ("tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute")}
+    shown = (f"TILE_LEN {sched.tile_len}, BUFFER_NUM {sched.buffer_num}, BLOCK_DIM {sched.block_dim or 'all'}, "
+             f"copy mode {sched.copy_mode}, fp32 compute {sched.fp32_compute}")
+    gain = (best.feedback.get("speedup") or 0.0) / max(first.get("speedup") or 0.0, 1e-9)
+    return {"title": f"Whole schedule for {key.op_class} kernels on {key.dtype} (about 2^{key.regime.split('/')[0]} "
+                     f"elements): {shown}",
+            "advice": f"The kept kernel ran {shown} ({gain:.2f}x the first attempt after refinement, "
+                      f"{best.move[1]}); start {key.op_class} groups of this size from all of these knobs together.",
             "tags": sorted(set(tags + [key.op_class, key.dtype, "schedule"])),
             "hints": decision_hints(key, knobs)}

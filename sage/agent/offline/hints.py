@@ -16,6 +16,7 @@ from sage.agent.compiler.schedule import GroupKey, Schedule
 SCOPE = ("op_class", "dtype", "regime")
 # Hint keys of older experiences (before the compiler) mapped to the schedule's fields.
 ALIASES = {"cube_buffer_num": "buffer_num", "cube_block_dim": "block_dim"}
+CUBE = {"base_m", "base_n", "base_k", "l1_k"}
 KNOBS = {"tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute", "row_axis", "base_m", "base_n", "base_k",
          "l1_k"}
 
