@@ -24,6 +24,8 @@ def lower_group(group: Group, prog: Program, name: str, sched: Schedule, target:
         return tile_launch(spec, sched.knobs(), target, group.describe())
     if group.kind == "matmul":
         return matmul_launch(group, prog, name, sched, target)
+    if group.kind == "index_select":
+        return gather_rows_launch(group, prog, name, sched, target)
     raise Unsupported(f"{group.nodes[0].describe()}: the {group.kind} lowering is not written yet")
 
 
@@ -166,3 +168,45 @@ def _epilogue_spec(group: Group, prog: Program, name: str, dims: tuple[int, int,
             arg=buf.name, dtype=ref.dtype, numel=buf.numel, strides=widen(gm.strides), offset=gm.offset)))
     compute = _compute_dtype(leaves, outputs, True)
     return TileSpec(name=name, dims=dims, row=1, leaves=tuple(leaves), outputs=tuple(outputs), compute=compute)
+
+
+# -- row gathers ---------------------------------------------------------------------------------
+def gather_rows_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """index_select(x, dim, idx) of a dense x into a dense output: one copy per (outer, index)."""
+    from sage.kernels.library.gather_rows import MAX_INDICES, GatherRowsSpec, gather_rows_args, gather_rows_source
+
+    node = group.nodes[0]
+    x, idx, out = node.ins[0], node.ins[1], node.outs[0]
+    if x is None or idx is None:
+        raise Unsupported(f"{node.describe()}: a constant operand")
+    dim = next((v for v in node.scalars if isinstance(v, int)), 0) % max(len(x.shape), 1)
+    if out.layout.numel == 0:
+        return None
+    if x.layout.numel == 0:
+        raise Unsupported(f"{node.describe()}: indices into an empty axis")
+    if out.layout.offset:
+        raise Unsupported(f"{node.describe()}: an output at an offset")
+    for ref, what in ((x, "source"), (out, "output")):
+        if not ref.layout.is_dense() or ref.layout.strides != contiguous_strides(ref.shape):
+            raise Unsupported(f"{node.describe()}: the {what} is a strided view (the row gather copies dense rows)")
+    if idx.layout.strides not in ((1,), (0,)) and len(idx.shape) == 1 and idx.shape[0] > 1:
+        raise Unsupported(f"{node.describe()}: strided indices")
+    if idx.dtype not in ("int64", "int32"):
+        raise Unsupported(f"{node.describe()}: {idx.dtype} indices")
+    outer = math.prod(x.shape[:dim])
+    inner = math.prod(x.shape[dim + 1:])
+    count = idx.layout.numel
+    if count > MAX_INDICES:
+        raise Unsupported(f"{node.describe()}: {count} indices (the row gather holds at most {MAX_INDICES})")
+    if outer * count > 65536 and inner < 8:
+        raise Unsupported(f"{node.describe()}: {outer * count} copies of {inner} element(s) each: an element-wise "
+                          "gather along an inner axis is not written yet")
+    spec = GatherRowsSpec(name=name, outer=outer, rows=x.shape[dim], inner=inner, count=count, dtype=x.dtype,
+                          index_dtype=idx.dtype, x=prog.buffers[x.buf].name, index=prog.buffers[idx.buf].name,
+                          out=prog.buffers[out.buf].name, x_offset=x.layout.offset, index_offset=idx.layout.offset)
+    try:
+        source = gather_rows_source(spec, target, sched.block_dim)
+    except ValueError as exc:
+        raise Unsupported(f"{node.describe()}: {exc}") from None
+    args = gather_rows_args(spec)
+    return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)

@@ -69,7 +69,8 @@ def distil(agent: CompilerAgent, tags: list[str], limit: int = 3) -> list[dict[s
         out.insert(0, whole)
     unique: dict[str, dict[str, Any]] = {}
     for e in out:
-        unique.setdefault(e["title"], e)
+        if len(e["title"]) <= 120:          # the reflection contract (sage.agent.reflection)
+            unique.setdefault(e["title"], e)
     return list(unique.values())[:limit]
 
 
@@ -85,26 +86,32 @@ def _scoped(key, knobs: dict[str, Any], evidence: str, tags: list[str]) -> dict[
 
 
 def _whole_schedule(agent: CompilerAgent, tags: list[str]) -> dict[str, Any] | None:
-    """The kept kernel's whole schedule, when a refined attempt beat the first one: every knob
-    of the group the refinement moved, as the kernel runs it (a later search starts there)."""
+    """The kept kernel's whole schedule once refinement tried moves: every knob of the group
+    the moves were on, as the kept kernel runs it (a later search starts there). Whether a
+    move beat the first attempt or the first stayed best, the kept schedule is the lesson."""
     state = agent.state
     judged = [a for a in agent.attempts if (a.feedback or {}).get("kind") == "correct"]
-    if state is None or not judged or agent.attempts[0].feedback is None:
+    moved = [a.move[0] for a in agent.attempts if a.move is not None and state is not None
+             and a.move[0] in state.decisions]
+    if state is None or len(judged) < 2 or not moved:
         return None
     best = max(judged, key=lambda a: a.feedback.get("speedup") or 0.0)
-    first = agent.attempts[0].feedback or {}
-    if best is agent.attempts[0] or best.move is None or best.move[0] not in state.decisions or \
-            (best.feedback.get("speedup") or 0.0) <= (first.get("speedup") or 0.0):
+    gid = best.move[0] if best.move is not None and best.move[0] in state.decisions else moved[0]
+    key = state.decisions[gid].key
+    sched = best.schedules.get(gid, state.chosen.get(gid))
+    if sched is None:
         return None
-    key = state.decisions[best.move[0]].key
-    sched = best.schedules[best.move[0]]
     knobs = {f: getattr(sched, f) for f in ("tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute")}
     shown = (f"TILE_LEN {sched.tile_len}, BUFFER_NUM {sched.buffer_num}, BLOCK_DIM {sched.block_dim or 'all'}, "
              f"copy mode {sched.copy_mode}, fp32 compute {sched.fp32_compute}")
-    gain = (best.feedback.get("speedup") or 0.0) / max(first.get("speedup") or 0.0, 1e-9)
-    return {"title": f"Whole schedule for {key.op_class} kernels on {key.dtype} (about 2^{key.regime.split('/')[0]} "
-                     f"elements): {shown}",
-            "advice": f"The kept kernel ran {shown} ({gain:.2f}x the first attempt after refinement, "
-                      f"{best.move[1]}); start {key.op_class} groups of this size from all of these knobs together.",
+    first = judged[0].feedback.get("speedup") or 0.0
+    gain = (best.feedback.get("speedup") or 0.0) / max(first, 1e-9)
+    how = (f"{gain:.2f}x the first attempt after {best.move[1]}" if best is not judged[0] and best.move
+           else f"the first schedule stayed fastest against {len(judged) - 1} single-knob move(s)")
+    compact = (f"tile {sched.tile_len}, buffers {sched.buffer_num}, blocks {sched.block_dim or 'all'}, "
+               f"copy {sched.copy_mode}, fp32 {sched.fp32_compute}")
+    return {"title": f"Whole schedule for {key.op_class} on {key.dtype}, 2^{key.regime.split('/')[0]} elements: {compact}",
+            "advice": f"The kept kernel ran {shown} ({how}); start {key.op_class} groups of this size from all "
+                      f"of these knobs together.",
             "tags": sorted(set(tags + [key.op_class, key.dtype, "schedule"])),
             "hints": decision_hints(key, knobs)}

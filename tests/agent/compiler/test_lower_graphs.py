@@ -83,3 +83,15 @@ def test_an_op_without_a_lowering_is_named(compile_graph):
 
     with pytest.raises(Unsupported, match=r"aten\.topk.*lowering is not written"):
         compile_graph("x", "torch.topk(x, 2).values", "torch.randn(4, 8)")
+
+
+def test_embedding_gathers_rows_by_index(compile_graph):
+    compiled, run = compile_graph("w, i", "torch.nn.functional.embedding(i, w) * 2.0",
+                                  "torch.randn(10, 40), torch.randint(0, 10, (3, 4))")
+    assert [g.kind for _, g in compiled.groups] == ["index_select", "tile"]
+    w = np.arange(400, dtype=F32).reshape(10, 40)
+    i = np.array([[0, 9, 3, 3], [1, 2, 5, 7], [8, 8, 0, 4]], np.int64)
+    (out,) = run(w, i)
+    assert out.shape == (3, 4, 40)
+    # row r of w is 40 r + k; doubled
+    assert out[0, 1, :3].tolist() == [720, 722, 724] and out[2, 3, 39] == 2 * (160 + 39)
