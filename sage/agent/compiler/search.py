@@ -53,6 +53,7 @@ class SearchState:
     chosen: dict[str, Schedule] = field(default_factory=dict)
     decisions: dict[str, Decision] = field(default_factory=dict)
     tried: dict[str, set] = field(default_factory=dict)
+    unmeasured: set[str] = field(default_factory=set)     # groups the evaluation's time does not include
 
     def schedule_for(self, key: GroupKey) -> Schedule:
         return self.chosen.get(key.id, Schedule())
@@ -164,7 +165,7 @@ def _run(state: SearchState, case: CaseProgram, group, sched: Schedule, args: li
 def next_move(state: SearchState) -> tuple[str, str, Schedule] | None:
     """For a refinement turn: the untried candidate the model ranks best, on the group with
     the largest estimated time (group id, move name, schedule)."""
-    order = sorted(state.ranked, key=lambda gid: -state.ranked[gid][0][0])
+    order = sorted((g for g in state.ranked if g not in state.unmeasured), key=lambda gid: -state.ranked[gid][0][0])
     for gid in order:
         tried = state.tried.setdefault(gid, {state.chosen[gid]})
         for _, sched, name in state.ranked[gid]:

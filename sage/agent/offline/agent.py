@@ -111,6 +111,12 @@ class CompilerAgent:
                 move = ("all", "fp32_compute True")
         elif kind == "correct":
             base = self._best() or last
+            before = next((a for a in reversed(self.attempts[:-1]) if a.feedback is not None), None)
+            if last.move is not None and last.move[0] != "all" and before is not None and \
+                    feedback.get("speedup") is not None and feedback.get("speedup") == before.feedback.get("speedup"):
+                # the very same speedup (the simulator is deterministic): the evaluation does not run this group (a case it does not
+                # judge), so further moves on it cannot show
+                self.state.unmeasured.add(last.move[0])
             # a move the kernel does not show (a tile already covering the data) is skipped:
             # the same source again would only be judged a repeat
             while (found := next_move(self.state)) is not None:
