@@ -27,6 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+# Markers of the compiler section in docs/results.md (benchmarks/offline_suite.py keeps it).
+COMPILER_BEGIN, COMPILER_END = "<!-- compiler-coverage -->", "<!-- /compiler-coverage -->"
+
 # Failure classes: the first pattern found in the reason names the class.
 REASON_CLASSES = [
     ("data-dependent output shape", ("output shape depends on the input values",)),
@@ -90,6 +93,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--preset", default="ascend910b2")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="also write the report as the compiler section of this doc (docs/results.md)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows_path = args.out / "rows.jsonl"
@@ -120,13 +125,38 @@ def main() -> None:
                 print(f"[{time.perf_counter() - began:7.0f} s] {row['task']}: {row['status']} "
                       f"{_x(row.get('speedup'))} {(row.get('reason') or row.get('error') or '')[:120]}", flush=True)
     rows = [json.loads(line) for line in rows_path.read_text().splitlines()]
-    (args.out / "report.md").write_text(report(rows, json.loads((args.out / "meta.json").read_text())))
-    print((args.out / "report.md").read_text())
+    if not args.report_only:
+        from datetime import datetime, timezone
+
+        meta = json.loads((args.out / "meta.json").read_text())
+        meta["finished"] = datetime.now(timezone.utc).isoformat(timespec="minutes")
+        (args.out / "meta.json").write_text(json.dumps(meta, indent=2))
+    text = report(rows, json.loads((args.out / "meta.json").read_text()))
+    (args.out / "report.md").write_text(text)
+    print(text)
+    if args.results is not None:
+        write_section(args.results, text)
+        print(f"wrote the compiler section of {args.results}")
+
+
+def write_section(doc: Path, text: str) -> None:
+    """Replace (or append) the marked compiler section of `doc`; the rest is kept as it is."""
+
+    block = (f"{COMPILER_BEGIN}\n## The offline compiler, first answer per task\n\n"
+             "Written by `benchmarks/compiler_coverage.py --results docs/results.md` from its report "
+             "(the first kernel the offline agent answers: the compiler with the default schedule search "
+             "budget, no memory, no refinement turns; every kernel judged by the evaluation).\n\n"
+             f"{text}{COMPILER_END}")
+    old = doc.read_text(encoding="utf-8") if doc.exists() else ""
+    start, end = old.find(COMPILER_BEGIN), old.find(COMPILER_END)
+    new = old[:start] + block + old[end + len(COMPILER_END):] if 0 <= start < end else old.rstrip("\n") + "\n\n" + block + "\n"
+    doc.write_text(new, encoding="utf-8")
 
 
 def report(rows: list[dict], meta: dict) -> str:
     lines = [f"Command: `{meta['command']}`; cases: {'all' if meta['cases'] is None else meta['cases']}; "
-             f"suite: {meta['suite']}.", "",
+             f"suite: {meta['suite']}; rows written {meta.get('finished', '-')} (the per-mode tables above "
+             "come from their own run, dated in their header).", "",
              "| level | tasks | correct | faster than reference (of correct) | median speedup (correct) | "
              "median roofline (correct) | simulator runs (mean) |", "|---|---|---|---|---|---|---|"]
     levels = sorted({r.get("level") for r in rows}, key=lambda v: (v is None, v))

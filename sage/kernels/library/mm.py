@@ -29,7 +29,9 @@ CUBE_DTYPES = {"float16", "bfloat16", "float32", "int8"}
 MAX_PENDING = 15          # cross-core flag sets that may be outstanding (the hardware allows 16)
 
 
-class MatOperand(BaseModel):
+class MmOut(BaseModel):
+    """A GM matrix (per batch) with contiguous columns: the product's destination."""
+
     model_config = ConfigDict(frozen=True)
 
     arg: str
@@ -37,23 +39,17 @@ class MatOperand(BaseModel):
     numel: int
     offset: int
     batch_stride: int
-    row_stride: int           # A: along M, B: along K
+    row_stride: int           # A: along M, B: along K, C: along M
+
+
+class MatOperand(MmOut):
+    """An operand: its columns may be strided (a transposed view)."""
+
     col_stride: int           # A: along K, B: along N
 
     @property
     def transposed(self) -> bool:
         return self.col_stride != 1
-
-
-class MmOut(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    arg: str
-    dtype: str
-    numel: int
-    offset: int
-    batch_stride: int
-    row_stride: int           # columns are contiguous
 
 
 class MmSpec(BaseModel):
