@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from sage.bench.ablation import (COMPARE_FILE, MEMORY_MODES, ablation_level_metrics, ablation_metrics,  # noqa: E402
                                  load_mode_rows, run_compare, run_memory_url)
+from benchmarks.compiler_coverage import COMPILER_BEGIN, COMPILER_END  # noqa: E402
 from sage.bench.metrics import SuiteMetrics  # noqa: E402
 from sage.bench.runner import BenchConfig, ResultRow, final_rows  # noqa: E402
 
@@ -72,8 +73,18 @@ def main() -> None:
                       finished_at=datetime.now(timezone.utc).isoformat(timespec="minutes"))
         (args.out / COMPARE_FILE).write_text(json.dumps(record, indent=2) + "\n")
         print(f"all modes in {run.wall_s:.0f} s; report {run.report}")
-    args.results.write_text(results_markdown(args.out, args.expert_run), encoding="utf-8")
+    kept = compiler_block(args.results.read_text(encoding="utf-8")) if args.results.exists() else ""
+    args.results.write_text(results_markdown(args.out, args.expert_run) + kept, encoding="utf-8")
     print(f"wrote {args.results}")
+
+
+# The compiler coverage section is written by benchmarks/compiler_coverage.py --results;
+# rewriting the rest of the doc keeps it.
+
+
+def compiler_block(text: str) -> str:
+    start, end = text.find(COMPILER_BEGIN), text.find(COMPILER_END)
+    return "\n" + text[start:end + len(COMPILER_END)] + "\n" if 0 <= start < end else ""
 
 
 def results_markdown(out: Path, expert_run: Path | None = None) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 PLANS_FILE = "offline_plans.json"
 DECIDE_TIMEOUT_S = 120.0
-_CODE_DIRS = ("agent/offline", "kernels")
+_CODE_DIRS = ("agent/offline", "agent/compiler", "kernels")
 
 
 def decide(path: str) -> str | None:

@@ -12,22 +12,32 @@ Users import the names below; the submodules are the implementation.
 """
 
 from sage.kernels.aten_chain import ChainPlan, call_chain, chain_for
-from sage.kernels.chain import Const, Expr, Inp, Kind, Op, const, inp, op, render
+from sage.kernels.aten_rules import chain_ctx as chain_context
+from sage.kernels.chain import Const, Expr, Inp, Kind, Op, Reduce, const, inp, op, render
 from sage.kernels.layout import broadcast_layout, grouped_layout
 from sage.kernels.library import (
     HEADER, KERNEL_DTYPES, LIB_DTYPES, REDUCTIONS, VENDOR_CUBE_KNOBS, VENDOR_KNOBS, CubeKnobs, ElementwiseSpec, Knobs,
-    MatmulSpec, RowSpec, dsl_dtype, elementwise_source, elementwise_tiling, matmul_source, row_source, row_tiling,
+    MatmulSpec, RowSpec, dsl_dtype, elementwise_source, suffixed, elementwise_tiling, matmul_source, row_source, row_tiling,
 )
+from sage.kernels.library.tile import TileGeometry, TileTooBig, tile_args, tile_geometry, tile_source
+from sage.kernels.library.mm import MatOperand, MmOut, MmSpec, mm_args, mm_source
+from sage.kernels.library.tile_spec import Access, Iota, TileOutput, TileSpec
+from sage.kernels.library.tile_spec import load_plan as tile_load_plan
 from sage.kernels.lowering import Lowerer, Val
 from sage.kernels.record import AtenCall, Graph, Node, TensorMeta, dtype_size, record_aten, record_forward, trace_graph
 from sage.kernels.registry import (
-    CUBE_OPS, FREE_OPS, MATMUL_OPS, OPS, ROW_OPS, ChainForm, CostClass, CubeForm, OpDef, Promotion, RowForm, WorkRule,
+    CUBE_OPS, FREE_OPS, MATMUL_OPS, OPS, ROW_OPS, ChainForm, CostClass, CubeForm, OpDef, Prim, Promotion, RowForm,
+    WorkRule,
     base_name, broadcasts, cost_class_of, is_free, op_def, ops_in,
 )
 from sage.kernels.target import Target, target_for, target_of
 from sage.kernels.vector_ops import VECTOR_OPS, VectorOp
 
 __all__ = [
+    "Access", "Iota", "MatOperand", "MmOut", "MmSpec", "Prim", "mm_args", "mm_source", "Reduce", "TileGeometry", "TileOutput", "TileSpec", "TileTooBig", "chain_context",
+    "tile_args", "tile_geometry",
+    "tile_load_plan",
+    "tile_source",
     "CUBE_OPS", "FREE_OPS", "HEADER", "KERNEL_DTYPES", "LIB_DTYPES", "MATMUL_OPS", "OPS", "REDUCTIONS", "ROW_OPS",
     "VECTOR_OPS", "VENDOR_CUBE_KNOBS", "VENDOR_KNOBS",
     "AtenCall", "ChainForm", "ChainPlan", "Const", "CostClass", "CubeForm", "CubeKnobs", "ElementwiseSpec", "Expr",
@@ -35,6 +45,6 @@ __all__ = [
     "RowSpec", "Target", "TensorMeta", "Val", "VectorOp", "WorkRule",
     "base_name", "broadcast_layout", "broadcasts", "call_chain", "chain_for", "const", "cost_class_of", "dsl_dtype",
     "dtype_size", "elementwise_source", "elementwise_tiling", "grouped_layout", "inp", "is_free", "matmul_source",
-    "op", "op_def", "ops_in", "record_aten", "record_forward", "render", "row_source", "row_tiling", "target_for",
+    "op", "op_def", "ops_in", "record_aten", "record_forward", "render", "row_source", "row_tiling", "suffixed", "target_for",
     "target_of", "trace_graph",
 ]

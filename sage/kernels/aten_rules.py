@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
+import math
+
 from sage.kernels.chain import Expr, const, inp, op
 
 if TYPE_CHECKING:
@@ -106,6 +108,9 @@ def clamp(lo_arg: int | None, hi_arg: int | None, lo_default: float | None = Non
 
     def rule(c: ChainCtx) -> Expr:
         vals = [float(v) if isinstance(v, (int, float)) else None for v in c.scalars] + [None, None]
+        for key, at in (("min", lo_arg), ("max", hi_arg)):
+            if at is not None and isinstance(c.kwargs.get(key), (int, float)):
+                vals[at] = float(c.kwargs[key])
         lo = (vals[lo_arg] if vals[lo_arg] is not None else lo_default) if lo_arg is not None else None
         hi = (vals[hi_arg] if vals[hi_arg] is not None else hi_default) if hi_arg is not None else None
         return op("clamp", c.x[0], **{k: v for k, v in (("min", lo), ("max", hi)) if v is not None})
@@ -134,6 +139,15 @@ def tanh_backward(c: ChainCtx) -> Expr | None:
 
 
 # -- binary ----------------------------------------------------------------------------------
+def _operands(c: ChainCtx) -> tuple[Expr, Expr] | None:
+    """The two operands of a binary call: two tensors, or a tensor and a Python number."""
+    if len(c.x) == 2:
+        return c.x[0], c.x[1]
+    if len(c.x) == 1 and c.nums:
+        return c.x[0], const(c.nums[0])
+    return None
+
+
 def binary(vop: str, *, alpha: bool = False, rounding: bool = False) -> ChainRule:
     """a op b; the second operand may be a Python number; `alpha` scales it (add, sub);
     `rounding`: a rounding mode (floor/trunc division) has no chain form."""
@@ -229,7 +243,58 @@ def threshold(c: ChainCtx) -> Expr | None:
 
 
 def floor_divide(c: ChainCtx) -> Expr | None:
-    return op("floor", op("div", c.x[0], c.x[1])) if len(c.x) == 2 else None
+    ab = _operands(c)
+    return op("floor", op("div", *ab)) if ab else None
+
+
+def div_rounding(c: ChainCtx) -> Expr | None:
+    """div with rounding_mode floor or trunc."""
+    mode = c.kwargs.get("rounding_mode")
+    ab = _operands(c)
+    if mode not in ("floor", "trunc") or ab is None:
+        return None
+    return op(mode, op("div", *ab))
+
+
+def remainder(c: ChainCtx) -> Expr | None:
+    """Python's modulo (the divisor's sign): a - b * floor(a / b)."""
+    ab = _operands(c)
+    if ab is None:
+        return None
+    a, b = ab
+    return op("sub", a, op("mul", b, op("floor", op("div", a, b))))
+
+
+def fmod(c: ChainCtx) -> Expr | None:
+    """C's fmod (the dividend's sign): a - b * trunc(a / b)."""
+    ab = _operands(c)
+    if ab is None:
+        return None
+    a, b = ab
+    return op("sub", a, op("mul", b, op("trunc", op("div", a, b))))
+
+
+def sign(c: ChainCtx) -> Expr | None:
+    return op("sub", op("gt", c.x[0], 0.0), op("lt", c.x[0], 0.0)) if len(c.x) == 1 else None
+
+
+def pow_base(c: ChainCtx) -> Expr | None:
+    """pow.Scalar: a Python base to a tensor power, exp(x * ln(base)) (base > 0)."""
+    if len(c.x) != 1 or not c.nums or c.nums[0] <= 0:
+        return None
+    return op("exp", op("mul", c.x[0], math.log(c.nums[0])))
+
+
+def log_base(base: float) -> ChainRule:
+    return lambda c: op("mul", op("log", c.x[0]), 1.0 / math.log(base)) if len(c.x) == 1 else None
+
+
+def exp_base(base: float) -> ChainRule:
+    return lambda c: op("exp", op("mul", c.x[0], math.log(base))) if len(c.x) == 1 else None
+
+
+def expm1(c: ChainCtx) -> Expr | None:
+    return op("sub", op("exp", c.x[0]), 1.0) if len(c.x) == 1 else None
 
 
 def floor(c: ChainCtx) -> Expr | None:

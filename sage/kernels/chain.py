@@ -53,7 +53,16 @@ class Op:
         return default
 
 
-Expr = Union[Inp, Const, Op]
+@dataclass(frozen=True)
+class Reduce:
+    """A reduction of a full-shape value over the columns of each row (the tile program's
+    inner axes): one value per row, a `col` value. `kind` is sum, max or min."""
+
+    kind: str
+    arg: "Expr"
+
+
+Expr = Union[Inp, Const, Op, Reduce]
 
 def inp(index: int) -> Inp:
     return Inp(index)
@@ -68,7 +77,7 @@ def op(name: str, *args: Expr | float | int, **params: float) -> Op:
     arity = vector_op(name).arity
     if len(args) != arity:
         raise ValueError(f"op {name} takes {arity} operand(s), got {len(args)}")
-    wrapped = tuple(a if isinstance(a, (Inp, Const, Op)) else Const(float(a)) for a in args)
+    wrapped = tuple(a if isinstance(a, (Inp, Const, Op, Reduce)) else Const(float(a)) for a in args)
     return Op(name, wrapped, tuple(sorted((k, float(v)) for k, v in params.items())))
 
 
@@ -77,6 +86,8 @@ def inputs_of(expr: Expr) -> set[int]:
         return {expr.index}
     if isinstance(expr, Const):
         return set()
+    if isinstance(expr, Reduce):
+        return inputs_of(expr.arg)
     out: set[int] = set()
     for a in expr.args:
         out |= inputs_of(a)
@@ -85,6 +96,8 @@ def inputs_of(expr: Expr) -> set[int]:
 
 def op_names(expr: Expr) -> set[str]:
     """The names of the ops a chain uses."""
+    if isinstance(expr, Reduce):
+        return op_names(expr.arg)
     if not isinstance(expr, Op):
         return set()
     return {expr.name}.union(*(op_names(a) for a in expr.args))
@@ -96,6 +109,8 @@ def kind_of(expr: Expr, kinds: list[Kind]) -> Kind:
         return COMPUTE_KIND.get(kinds[expr.index], kinds[expr.index])
     if isinstance(expr, Const):
         return "scalar"
+    if isinstance(expr, Reduce):
+        return "col"
     ks = {kind_of(a, kinds) for a in expr.args} - {"scalar"}
     if not ks:
         return "scalar"
@@ -110,5 +125,7 @@ def render(expr: Expr) -> str:
         return f"x{expr.index}"
     if isinstance(expr, Const):
         return repr(expr.value)
+    if isinstance(expr, Reduce):
+        return f"reduce_{expr.kind}({render(expr.arg)})"
     extra = "".join(f", {k}={v!r}" for k, v in expr.params)
     return f"{expr.name}({', '.join(render(a) for a in expr.args)}{extra})"

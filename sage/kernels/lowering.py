@@ -7,15 +7,24 @@ kind (full tile, one row of the tile, one value per row); scalars and constants 
 values on the scalar unit. The lowering picks the
 cheapest instruction form: a constant operand uses the scalar instruction (`Adds`, `Muls`),
 a row operand is applied row by row, a column operand is read once per row with `GetValue`.
+
+With `repeat_form` (the compiler's tile programs) broadcasts use the mask/repeat forms
+instead: one instruction per 256 B of a row covers every row of the tile (a row operand
+with repeat stride 0, a column operand spread to one 32 B block per row by `Brcb` and read
+with block stride 0), and `Reduce` nodes fold each row's columns with repeat-form adds
+down to one repeat, then `WholeReduce*` them: no scalar reads, no per-row loops. That code
+expects the kernel to define `LANES` (elements per 256 B repeat) and `EPB` (elements per
+32 B block) of the compute dtype, the valid columns `nc` and the row pitch `s`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-from sage.kernels.chain import Const, Expr, Inp, Kind, Op
+from sage.kernels.chain import Const, Expr, Inp, Kind, Op, Reduce
 from sage.kernels.vector_ops import (
-    Count, Operand, Param, Recipe, Reg, ScalarOf, Temp, VectorOp, select_recipe, temps_of, vector_op,
+    Count, Operand, Param, Recipe, Reg, ScalarOf, Temp, VectorOp, inplace_safe, select_recipe, temps_of, vector_op,
 )
 
 
@@ -36,12 +45,15 @@ class Lowerer:
     row_stride: str = "s"
     lines: list[str] = field(default_factory=list)
     depth: int = 0
-    free: dict[str, list[str]] = field(default_factory=lambda: {"full": [], "row": [], "col": []})
-    made: dict[str, int] = field(default_factory=lambda: {"full": 0, "row": 0, "col": 0})
+    free: dict[str, list[str]] = field(default_factory=lambda: {"full": [], "row": [], "col": [], "brcb": []})
+    made: dict[str, int] = field(default_factory=lambda: {"full": 0, "row": 0, "col": 0, "brcb": 0})
     scalars: int = 0
     uses_mask: bool = False  # a comparison or select ran: the kernel needs the mask buffer `mk`
     int_temp: bool = False   # floor ran: the kernel needs an int32 buffer `ti` of one tile
     dtype: str = "float32"   # the compute dtype (comparisons against scalars are typed by it)
+    repeat_form: bool = False  # broadcasts and reductions in mask/repeat form (see the module doc)
+    dying: list[Val] = field(default_factory=list)   # operands of the op being lowered on their last use
+    reduce_rows: bool = False  # the tile program reduces over rows itself (Reduce nodes are its roots)
 
     # -- bookkeeping -------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -66,16 +78,25 @@ class Lowerer:
 
     # -- walking -----------------------------------------------------------------------
     def lower(self, root: Expr) -> Val:
+        return self.lower_all([root])[0]
+
+    def lower_all(self, roots: list[Expr]) -> list[Val]:
+        """Several results of one program, sub-expressions shared (each computed once)."""
+        if self.repeat_form:
+            roots = [_strip_identity(r) for r in roots]
         uses: dict[Expr, int] = {}
-        self._count_uses(root, uses)
+        for root in roots:
+            self._count_uses(root, uses)
         memo: dict[Expr, Val] = {}
-        return self._eval(root, uses, memo)
+        return [self._eval(root, uses, memo) for root in roots]
 
     def _count_uses(self, e: Expr, uses: dict[Expr, int]) -> None:
         uses[e] = uses.get(e, 0) + 1
         if uses[e] == 1 and isinstance(e, Op):
             for a in e.args:
                 self._count_uses(a, uses)
+        elif uses[e] == 1 and isinstance(e, Reduce):
+            self._count_uses(e.arg, uses)
 
     def _eval(self, e: Expr, uses: dict[Expr, int], memo: dict[Expr, Val]) -> Val:
         if e in memo:
@@ -83,13 +104,25 @@ class Lowerer:
         if isinstance(e, Inp):
             val = self.inputs[e.index]
         elif isinstance(e, Const):
-            val = Val("scalar", repr(e.value))
+            val = Val("scalar", literal(e.value))
+        elif isinstance(e, Reduce):
+            arg = self._eval(e.arg, uses, memo)
+            self.dying = [arg] if self.repeat_form and arg.temp and uses[e.arg] == 1 else []
+            val = self._reduce(e.kind, arg)
+            self.dying = []
+            uses[e.arg] -= 1
+            if uses[e.arg] == 0:
+                self.release(arg)
         else:
             args = [self._eval(a, uses, memo) for a in e.args]
+            # operands on their last use may lend their buffer to the result (repeat form)
+            self.dying = [v for a, v in zip(e.args, args) if self.repeat_form and v.temp and uses[a] == 1
+                          and e.args.count(a) == 1]
             val = self._apply(e, args)
+            self.dying = []
             for a_expr, a_val in zip(e.args, args):
                 uses[a_expr] -= 1
-                if uses[a_expr] == 0:
+                if uses[a_expr] == 0 and a_val.ref != val.ref:
                     self.release(a_val)
         memo[e] = val
         return val
@@ -107,9 +140,16 @@ class Lowerer:
             if v.scalar is None:
                 raise ValueError(f"op {e.name!r} on a scalar operand is not supported by the library")
             return Val("scalar", self.scalar_var(v.scalar.format(x=x.ref)))
-        d = self.temp(x.kind)
+        d = self._dest(x.kind) if inplace_safe(v.recipe) else self.temp(x.kind)
         self.run(v, e, x.kind, {"d": d, "x": x.ref})
         return Val(x.kind, d, temp=True)
+
+    def _dest(self, kind: Kind) -> str:
+        """A dying operand's buffer of this kind, else a fresh temp."""
+        for v in self.dying:
+            if v.kind == kind:
+                return v.ref
+        return self.temp(kind)
 
     # -- recipes -------------------------------------------------------------------------
     def run(self, v: VectorOp, node: Op, kind: Kind, regs: dict[str, str]) -> None:
@@ -136,8 +176,8 @@ class Lowerer:
             if isinstance(o, Param):
                 if node is None:
                     raise ValueError(f"parameter {o.key!r} outside an op node")
-                return repr(node.param(o.key, o.default))
-            return o if isinstance(o, str) else repr(o)
+                return literal(node.param(o.key, o.default))
+            return o if isinstance(o, str) else literal(o)
 
         for instr, operands in recipe:
             self.emit(f"{instr}({', '.join(text(o) for o in operands)})")
@@ -222,7 +262,7 @@ class Lowerer:
                 if m is not orig:
                     self.release(m)
             return Val(out_kind, d, temp=True)
-        d = self.temp(out_kind)
+        d = self._dest(out_kind)
         c = self.count[out_kind]
         if b.kind == "scalar":
             self._with_scalar(v, d, a.ref, b.ref, c, scalar_left=False)
@@ -236,6 +276,9 @@ class Lowerer:
 
     def _mixed(self, v: VectorOp, d: str, a: Val, b: Val) -> None:
         """Different vector kinds: applied one output row at a time."""
+        if self.repeat_form:
+            self._mixed_repeat(v, d, a, b)
+            return
         s = self.row_stride
         if "col" in (a.kind, b.kind):
             # the column values were written by V (a cast or an op): sync before reading them
@@ -267,6 +310,14 @@ class Lowerer:
         if v.kind == kind:
             return v
         d = self.temp(kind)
+        if self.repeat_form and kind == "full" and v.kind in ("row", "col"):
+            src = self._spread(v) if v.kind == "col" else v
+            blk, rep = ("0", "1") if v.kind == "col" else ("1", "0")
+            self._columns(f"Adds({d}[k], {src.ref}{'' if v.kind == 'col' else '[k]'}, 0, {{w}}, nr, "
+                          f"UnaryRepeatParams(1, {blk}, {PITCH}, {rep}))")
+            if src is not v:
+                self.release(src)
+            return Val(kind, d, temp=True)
         if v.kind == "scalar":
             self.emit(f"Duplicate({d}, {v.ref}, {self.count[kind]})")
         elif v.kind == "row":
@@ -280,6 +331,91 @@ class Lowerer:
             self.emit("SetFlag(HardEvent.S_V, 0)")
             self.emit("WaitFlag(HardEvent.S_V, 0)")
         return Val(kind, d, temp=True)
+
+
+    # -- repeat forms (tile programs) ------------------------------------------------------
+    def _columns(self, line: str) -> None:
+        """`line` once per 256 B chunk of the columns, every row of the tile at once
+        (`{w}`: the chunk's valid lanes)."""
+        self.emit("for k in range(0, nc, LANES):")
+        self.emit("    " + line.format(w="min(LANES, nc - k)"))
+
+    def _spread(self, v: Val) -> Val:
+        """A column value (one per row) with each row's value filling one 32 B block."""
+        t = Val("brcb", self.temp("brcb"), temp=True)
+        self.emit(f"Brcb({t.ref}, {v.ref}, (nr + 7) // 8, BrcbRepeatParams(1, 8))")
+        return t
+
+    def _mixed_repeat(self, v: VectorOp, d: str, a: Val, b: Val) -> None:
+        if "col" in (a.kind, b.kind) and "row" in (a.kind, b.kind):
+            full = self._materialize(a if a.kind == "row" else b, "full")
+            a, b = (full, b) if a.kind == "row" else (a, full)
+            self._mixed_repeat(v, d, a, b)
+            self.release(full)
+            return
+        # (operand, block stride, repeat stride) of each source
+        srcs: list[tuple[str, str, str]] = []
+        spread: list[Val] = []
+        for x in (a, b):
+            if x.kind == "col":
+                spread.append(self._spread(x))
+                srcs.append((spread[-1].ref, "0", "1"))
+            elif x.kind == "row":
+                srcs.append((f"{x.ref}[k]", "1", "0"))
+            else:
+                srcs.append((f"{x.ref}[k]", "1", PITCH))
+        (ra, ba, pa), (rb, bb, pb) = srcs
+        self._columns(f"{v.vector}({d}[k], {ra}, {rb}, {{w}}, nr, BinaryRepeatParams(1, {ba}, {bb}, {PITCH}, {pa}, {pb}))")
+        for t in spread:
+            self.release(t)
+
+    def _reduce(self, kind: str, x: Val) -> Val:
+        """Each row's first `nc` columns reduced to one value: fold 256 B chunks into the
+        first (repeat form, all rows at once), then one WholeReduce over the rows."""
+        if not self.repeat_form:
+            raise ValueError("reductions need the repeat-form lowering (tile programs)")
+        fold, whole = {"sum": ("Add", "WholeReduceSum"), "max": ("Max", "WholeReduceMax"),
+                       "min": ("Min", "WholeReduceMin")}[kind]
+        if x.kind != "full":
+            x = self._materialize(x, "full")
+        order = "" if kind == "sum" else ", ReduceOrder.ORDER_ONLY_VALUE"
+        c = self.temp("col")
+        # A dying operand folds in place (its first LANES columns); else into a fresh temp.
+        acc = x.ref if any(d.ref == x.ref for d in self.dying) else self.temp("full")
+        self.emit("if nc <= LANES:")
+        self.emit(f"    {whole}({c}, {x.ref}, nc, nr, 1, 1, {PITCH}{order})")
+        self.emit("else:")
+        if acc != x.ref:
+            self.emit(f"    Adds({acc}, {x.ref}, 0, LANES, nr, UnaryRepeatParams(1, 1, {PITCH}, {PITCH}))")
+        self.emit("    for k in range(LANES, nc, LANES):")
+        self.emit(f"        {fold}({acc}, {acc}, {x.ref}[k], min(LANES, nc - k), nr, "
+                  f"BinaryRepeatParams(1, 1, 1, {PITCH}, {PITCH}, {PITCH}))")
+        self.emit(f"    {whole}({c}, {acc}, LANES, nr, 1, 1, {PITCH}{order})")
+        if acc != x.ref:
+            self.free["full"].append(acc)
+        return Val("col", c, temp=True)
+
+
+def _strip_identity(e: Expr) -> Expr:
+    """Copies and casts removed: a tile program converts where it loads and stores."""
+    if isinstance(e, Op):
+        if e.name == "identity":
+            return _strip_identity(e.args[0])
+        return Op(e.name, tuple(_strip_identity(a) for a in e.args), e.params)
+    if isinstance(e, Reduce):
+        return Reduce(e.kind, _strip_identity(e.arg))
+    return e
+
+
+def literal(v: float | int) -> str:
+    """A number as kernel source: infinities and NaN as float("...") (repr would write inf)."""
+    if isinstance(v, float) and (math.isinf(v) or math.isnan(v)):
+        return f'float("{v}")'
+    return repr(v)
+
+
+# The row pitch of a tile in 32 B blocks of the compute dtype (tile programs).
+PITCH = "s // EPB"
 
 
 def _joint(a: Kind, b: Kind) -> Kind:

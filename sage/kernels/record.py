@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from sage.kernels.registry import is_free
+from sage.kernels.registry import base_name, is_free, op_def
 
 
 class TensorMeta(BaseModel):
@@ -81,6 +81,13 @@ class Graph:
     scalar_args: dict[int, Any] = field(default_factory=dict)   # forward arg position -> Python value
     shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
     dtypes: dict[int, str] = field(default_factory=dict)
+    # Where each value lives, as torch laid it out: element strides, the offset in its
+    # storage, and which storage (values of one storage alias each other). A storage is
+    # numbered by first sight; `storage_numel` is its size in elements of the value's dtype.
+    strides: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    offsets: dict[int, int] = field(default_factory=dict)
+    storage: dict[int, int] = field(default_factory=dict)
+    storage_numel: dict[int, int] = field(default_factory=dict)
     # An in-place op wrote through a view (x[idx] = v on a slice): the write lands in the
     # view's base, which this value-numbered graph cannot follow.
     writes_through_view: bool = False
@@ -121,13 +128,15 @@ def _is_tensor_list(a: Any) -> bool:
 class _Recorder(TorchDispatchMode):
     """Records every dispatched call; with a `graph`, also numbers the tensor values."""
 
-    def __init__(self, origins: dict[int, str], graph: Graph | None = None) -> None:
+    def __init__(self, origins: dict[int, str], graph: Graph | None = None, decompose: bool = False) -> None:
         super().__init__()
+        self.decompose = decompose
         self.calls: list[AtenCall] = []
         self.origins = origins
         self.graph = graph
         self.ids: dict[int, int] = {}
-        self.alive: list[torch.Tensor] = []   # keeps id(t) from being reused while values are numbered
+        self.alive: list[torch.Tensor] = []   # keeps id(t) and storages from being reused while values are numbered
+        self.storages: dict[int, int] = {}    # storage data pointer -> storage number
 
     def fresh(self, t: torch.Tensor) -> int:
         assert self.graph is not None
@@ -136,6 +145,14 @@ class _Recorder(TorchDispatchMode):
         self.ids[id(t)] = vid
         self.graph.shapes[vid] = tuple(t.shape)
         self.graph.dtypes[vid] = dtype_name(t.dtype)
+        self.graph.strides[vid] = tuple(t.stride())
+        self.graph.offsets[vid] = t.storage_offset()
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        # Empty storages may share a null pointer: each is its own.
+        key = ptr if storage.nbytes() else -vid - 1
+        self.graph.storage[vid] = self.storages.setdefault(key, len(self.storages))
+        self.graph.storage_numel[vid] = storage.nbytes() // max(t.element_size(), 1)
         return vid
 
     def value_id(self, t: torch.Tensor) -> int:
@@ -145,6 +162,10 @@ class _Recorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func.overloadpacket.__name__
+        if self.decompose:
+            out = self._decomposed(name, args, kwargs)
+            if out is not NotImplemented:
+                return out
         # Tensor operands in AtenCall.inputs order: positional (lists flattened), then kwargs.
         # Their metadata is taken before the call runs, so an in-place op shows what it read.
         operands: list[torch.Tensor] = []
@@ -183,6 +204,20 @@ class _Recorder(TorchDispatchMode):
         return out
 
 
+    def _decomposed(self, name: str, args, kwargs):
+        """The op's registry decomposition, run under this recorder (its ops are recorded
+        instead of the op), or NotImplemented when it has none for these arguments."""
+        entry = op_def(name)
+        if entry is None:
+            return NotImplemented
+        inplace = name.endswith("_") and base_name(name) != name
+        fn = entry.decompose_inplace if inplace else entry.decompose
+        if fn is None:
+            return NotImplemented
+        with self:
+            return fn(*args, **kwargs)
+
+
 def _origins(model: torch.nn.Module, args: list) -> dict[int, str]:
     origins = {id(a): f"arg:{i}" for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
     for name, p in list(model.named_parameters()) + list(model.named_buffers()):
@@ -207,10 +242,11 @@ def record_aten(model: torch.nn.Module, args: list, *, include_free: bool = True
     return calls if include_free else [c for c in calls if not c.free]
 
 
-def trace_graph(model: torch.nn.Module, args: list) -> Graph:
-    """The forward as a dataflow graph over numbered tensor values."""
+def trace_graph(model: torch.nn.Module, args: list, *, decompose: bool = False) -> Graph:
+    """The forward as a dataflow graph over numbered tensor values; with `decompose`, ops
+    the registry decomposes are recorded as their decompositions."""
     graph = Graph()
-    recorder = _Recorder(_origins(model, args), graph)
+    recorder = _Recorder(_origins(model, args), graph, decompose)
     for position, a in enumerate(args):
         if isinstance(a, torch.Tensor):
             graph.inputs[recorder.fresh(a)] = position

@@ -10,18 +10,24 @@ An entry (`OpDef`) says, for one aten overload packet:
   against each other), `float_only` (torch defines it for floating operands only);
 - how it lowers: `chain` (to an elementwise chain of `vector_ops`, rules in `aten_rules`;
   a `vendor` form is also what the reference model times the eager op with), `row` (a
-  last-axis row kernel of the library), `cube` (the library's matmul: operand positions).
+  last-axis row kernel of the library), `cube` (the library's matmul: operand positions),
+  `prim` (the compiler's primitive kind: reduce, scan, sort, gather, scatter, fill, iota,
+  matmul), or `decompose` (simpler aten ops, written in torch in `decompose.py`; the
+  compiler records those instead, `trace_graph(..., decompose=True)`).
 
 Adding an op is one entry here plus one test (docs/architecture.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from sage.kernels import aten_rules as r
+from sage.kernels import decompose as d
+from sage.kernels.decompose_pointwise import DECOMPOSED as POINTWISE_DECOMPOSED
 
 if TYPE_CHECKING:
     from sage.kernels.aten_rules import ChainRule
@@ -88,6 +94,21 @@ class CubeForm:
 
 
 @dataclass(frozen=True)
+class Prim:
+    """How the compiler lowers an op that is neither a chain nor a decomposition.
+
+    `kind` names the lowering (reduce, argreduce, scan, sort, topk, gather, index_select,
+    index_copy, index_add, scatter, fill, iota, matmul); `op` the combining function
+    (sum, max, min, prod, any, all for reductions and scans); `dims`/`keepdim` the
+    positions of those arguments among the call's Python arguments (None: absent)."""
+
+    kind: str
+    op: str = ""
+    dims: int | None = None
+    keepdim: int | None = None
+
+
+@dataclass(frozen=True)
 class OpDef:
     name: str
     cost_class: CostClass | None           # None: a view or an allocation, no kernel
@@ -100,6 +121,10 @@ class OpDef:
     row: RowForm | None = None
     cube: CubeForm | None = None
     keeps_order: bool = False              # a view whose elements keep their order (reshape, unsqueeze)
+    prim: Prim | None = None               # the compiler's primitive kind for this op
+    decompose: Callable | None = None      # torch code with the op's signature, in simpler ops
+    decompose_inplace: Callable | None = None   # the same for the in-place variant (index_put_)
+    dynamic_shape: bool = False            # the output shape depends on the input values
 
     @property
     def free(self) -> bool:
@@ -147,10 +172,16 @@ _ELEMENTWISE = [
     _ew("clamp_min", vendor(r.clamp(0, None))),
     _ew("clamp_max", vendor(r.clamp(None, 0))),
     _ew("hardtanh", vendor(r.clamp(0, 1, -1.0, 1.0))),
-    _ew("pow", vendor(r.pow_scalar), passes=3, broadcast=True),
+    _ew("pow", vendor(r.pow_scalar), agent(r.pow_base), passes=3, broadcast=True),
     _bin("sigmoid_backward", vendor(r.sigmoid_backward), float_only=True),
     _bin("tanh_backward", vendor(r.tanh_backward), float_only=True),
     _ew("floor", agent(r.floor)),
+    *[_ew(n, agent(r.unary(n))) for n in ("ceil", "trunc", "round")],
+    *[_ew(n, agent(r.unary(n)), promotion=P.FLOAT, passes=12) for n in ("sin", "cos")],
+    _ew("sign", agent(r.sign), passes=2),
+    _ew("expm1", agent(r.expm1), promotion=P.FLOAT, passes=2),
+    _ew("exp2", agent(r.exp_base(2.0)), promotion=P.FLOAT, passes=2),
+    *[_ew(n, agent(r.log_base(b)), promotion=P.FLOAT, passes=2) for n, b in (("log2", 2.0), ("log10", 10.0))],
     # -- copies as identity chains (a transposing copy is timed as a copy by formula) ------------
     *[_ew(n, vendor(r.contiguous_copy), cost=C.COPY, work=W.COPY, passes=0) for n in ("clone", "contiguous")],
     _ew("_to_copy", vendor(r.contiguous_copy), cost=C.COPY, work=W.COPY, passes=0, promotion=P.CAST),
@@ -159,7 +190,7 @@ _ELEMENTWISE = [
     *[_bin(n, vendor(r.binary(n, alpha=True)), agent(r.with_mask(n))) for n in ("add", "sub")],
     _bin("mul", vendor(r.binary("mul")), agent(r.with_mask("mul"))),
     *[_bin(n, vendor(r.binary(n)), agent(r.with_mask(n))) for n in ("maximum", "minimum")],
-    _bin("div", vendor(r.binary("div", rounding=True)), promotion=P.FLOAT),
+    _bin("div", vendor(r.binary("div", rounding=True)), agent(r.div_rounding), promotion=P.FLOAT),
     _bin("true_divide", vendor(r.binary("div")), promotion=P.FLOAT),
     _bin("logaddexp", vendor(r.binary("log_add_exp")), promotion=P.FLOAT, float_only=True),
     _bin("rsub", vendor(r.rsub)),
@@ -177,15 +208,17 @@ _ELEMENTWISE = [
     _ew("threshold", agent(r.threshold), passes=3),
     # -- elementwise without a chain form: timed by formula, passes = vector instructions --------
     *[_ew(n, passes=p, promotion=P.FLOAT) for n, p in (
-        ("sin", 12), ("cos", 12), ("tan", 20), ("atan", 16), ("asin", 16), ("acos", 16), ("erf", 14), ("erfinv", 20),
-        ("exp2", 2), ("log2", 2), ("log10", 2), ("expm1", 2))],
+        ("tan", 20), ("atan", 16), ("asin", 16), ("acos", 16), ("erf", 14), ("erfinv", 20),
+        )],
     *[_bin(n, passes=p, float_only=True) for n, p in (
         ("threshold_backward", 3), ("gelu_backward", 24), ("silu_backward", 8), ("hardsigmoid_backward", 4),
         ("hardswish_backward", 6), ("elu_backward", 6), ("mish_backward", 20), ("softplus_backward", 8),
         ("leaky_relu_backward", 3), ("lerp", 3), ("addcdiv", 3))],
-    *[_bin(n, passes=p) for n, p in (("remainder", 5), ("fmod", 5), ("addcmul", 2), ("_foreach_addcmul", 2))],
+    _bin("remainder", agent(r.remainder), passes=5),
+    _bin("fmod", agent(r.fmod), passes=5),
+    *[_bin(n, passes=p) for n, p in (("addcmul", 2), ("_foreach_addcmul", 2))],
     _bin("atan2", passes=20, promotion=P.FLOAT),
-    *[_ew(n, passes=2) for n in ("sign", "sgn")],
+    _ew("sgn", agent(r.sign), passes=2),
 ]
 
 _ROW = [
@@ -233,7 +266,8 @@ _FORMULA_ONLY = [
              "_native_batch_norm_legit_no_training _fused_rms_norm rms_norm _softmax_backward_data "
              "_log_softmax_backward_data native_layer_norm_backward native_group_norm_backward"),
     *_family(C.COPY, W.COPY, "cat stack constant_pad_nd repeat flip roll fill zero zeros ones full zeros_like "
-             "ones_like full_like arange tril triu pad reflection_pad2d replication_pad2d repeat_interleave "
+             "ones_like full_like arange tril triu pad reflection_pad1d reflection_pad2d reflection_pad3d replication_pad1d "
+             "replication_pad2d replication_pad3d repeat_interleave "
              "slice_scatter select_scatter diagonal_scatter as_strided_scatter new_zeros new_full new_ones "
              "_unsafe_index narrow_copy expand_copy permute_copy", passes=0),
 ]
@@ -243,6 +277,7 @@ _FORMULA_ONLY = [
 _FREE = [
     *_family(None, None, "view _unsafe_view reshape _reshape_alias unsqueeze squeeze expand alias detach lift_fresh "
              "flatten unflatten view_as expand_as", keeps_order=True),
+    *_family(None, None, "broadcast_tensors"),
     *_family(None, None, "permute transpose t slice select as_strided split split_with_sizes unbind chunk narrow "
              "diagonal unfold view_as_real view_as_complex real imag empty empty_like empty_strided new_empty "
              "new_empty_strided _to_dense movedim swapaxes numpy_T mT mH adjoint resolve_conj resolve_neg set_ "
@@ -260,7 +295,59 @@ def _table(entries: list[OpDef]) -> dict[str, OpDef]:
     return table
 
 
-OPS: dict[str, OpDef] = _table(_ELEMENTWISE + _ROW + _CUBE + _FORMULA_ONLY + _FREE)
+# How the compiler lowers ops without a chain form: a primitive kind ...
+_PRIMS: dict[str, Prim] = {
+    "sum": Prim("reduce", "sum", 0, 1), "nansum": Prim("reduce", "sum", 0, 1),
+    "mean": Prim("reduce", "mean", 0, 1), "prod": Prim("reduce", "prod", 0, 1),
+    "amax": Prim("reduce", "max", 0, 1), "amin": Prim("reduce", "min", 0, 1),
+    "max": Prim("argreduce", "max", 0, 1), "min": Prim("argreduce", "min", 0, 1),
+    "argmax": Prim("argreduce", "argmax", 0, 1), "argmin": Prim("argreduce", "argmin", 0, 1),
+    "any": Prim("reduce", "any", 0, 1), "all": Prim("reduce", "all", 0, 1),
+    "cumsum": Prim("scan", "sum", 0), "cumprod": Prim("scan", "prod", 0),
+    "sort": Prim("sort"), "argsort": Prim("sort"), "topk": Prim("topk"),
+    "gather": Prim("gather"), "index_select": Prim("index_select"), "take_along_dim": Prim("gather"),
+    "index_copy": Prim("index_copy"), "index_add": Prim("index_add"),
+    "scatter": Prim("scatter"), "scatter_add": Prim("scatter", "sum"),
+    "fill": Prim("fill"), "zero": Prim("fill"), "zeros": Prim("fill"), "ones": Prim("fill"), "full": Prim("fill"),
+    "zeros_like": Prim("fill"), "ones_like": Prim("fill"), "full_like": Prim("fill"), "new_zeros": Prim("fill"),
+    "new_ones": Prim("fill"), "new_full": Prim("fill"), "scalar_tensor": Prim("fill"),
+    "arange": Prim("iota"),
+    "mm": Prim("matmul"), "bmm": Prim("matmul"),
+    "bincount": Prim("index_add"), "histc": Prim("index_add"),
+}
+# ... or torch code in simpler ops (in-place variants separately: they must mutate).
+_DECOMPOSED: dict[str, Callable] = {
+    "_softmax": d.softmax, "_log_softmax": d.log_softmax, "logsumexp": d.logsumexp,
+    "var": d.var, "std": d.std, "native_layer_norm": d.native_layer_norm,
+    "native_group_norm": d.native_group_norm, "rms_norm": d.rms_norm,
+    "nll_loss_forward": d.nll_loss_forward, "addmm": d.addmm, "baddbmm": d.baddbmm, "mv": d.mv, "dot": d.dot,
+    "cat": d.cat, "stack": d.stack, "constant_pad_nd": d.constant_pad_nd,
+    **{f"reflection_pad{k}d": d.reflection_pad for k in (1, 2, 3)},
+    **{f"replication_pad{k}d": d.replication_pad for k in (1, 2, 3)}, "nll_loss2d_forward": d.nll_loss_forward, "repeat": d.repeat, "flip": d.flip, "roll": d.roll,
+    "embedding": d.embedding, "index": d.index, "_unsafe_index": d.index, "index_put": d.index_put,
+    "_unsafe_index_put": d.index_put, "repeat_interleave": d.repeat_interleave, "triu": d.triu, "tril": d.tril,
+    "avg_pool1d": d.avg_pool, "avg_pool2d": d.avg_pool, "avg_pool3d": d.avg_pool,
+    "max_pool2d_with_indices": d.max_pool_with_indices, "max_pool3d_with_indices": d.max_pool_with_indices,
+    "upsample_nearest1d": d.upsample_nearest, "upsample_nearest2d": d.upsample_nearest,
+    "upsample_nearest3d": d.upsample_nearest, "upsample_bilinear2d": d.upsample_bilinear2d,
+    "convolution": d.convolution, "_convolution": d.convolution,
+    "sum": d.sum_, "mean": d.mean, "amax": d.amax, "amin": d.amin,
+    **POINTWISE_DECOMPOSED,
+}
+_DECOMPOSED_INPLACE: dict[str, Callable] = {"index_put": d.index_put_, "_unsafe_index_put": d.index_put_}
+# Ops whose output shape depends on the values they read: a kernel must allocate its
+# outputs before it reads any data, so these cannot be compiled.
+_DYNAMIC = {"nonzero", "nonzero_static", "argwhere", "masked_select", "unique", "_unique", "_unique2", "unique_dim",
+            "unique_consecutive"}
+
+
+def _lowering(entries: list[OpDef]) -> list[OpDef]:
+    return [replace(e, prim=_PRIMS.get(e.name), decompose=_DECOMPOSED.get(e.name),
+                    decompose_inplace=_DECOMPOSED_INPLACE.get(e.name), dynamic_shape=e.name in _DYNAMIC)
+            for e in entries]
+
+
+OPS: dict[str, OpDef] = _table(_lowering(_ELEMENTWISE + _ROW + _CUBE + _FORMULA_ONLY + _FREE))
 
 # The op sets other layers ask about, derived from the table.
 MATMUL_OPS = frozenset(n for n, e in OPS.items() if e.cost_class is C.MATMUL)

@@ -146,6 +146,35 @@ _GELU_TANH_K = 2.0 * math.sqrt(2.0 / math.pi)
 _FLOAT_INTEGRAL = 8388608.0
 
 
+def _to_integral(mode: str) -> Recipe:
+    """Through int32 with a rounding mode and back; magnitudes past 2^23 are already whole
+    (and may not fit int32), so a select keeps them."""
+    return (ins("Abs", T0, X, N), ins("CompareScalar", MASK, T0, _FLOAT_INTEGRAL, "CMPMODE.LT", PN),
+            ins("Cast", INT_BUF, X, f"RoundMode.{mode}", N), ins("Cast", T0, INT_BUF, "RoundMode.CAST_NONE", N),
+            ins("Select", D, MASK, T0, X, "SELMODE.VSEL_TENSOR_TENSOR_MODE", N))
+
+
+# sin and cos: reduce to r in [-pi, pi] (x - 2 pi round(x / 2 pi), the 2 pi split in a head
+# exact in float32 and a tail), then Taylor series in r^2 to r^17 / r^18 (error < 1e-6 there).
+_TWO_PI_HI, _TWO_PI_LO = 6.28125, 6.283185307179586 - 6.28125
+
+
+def _sin_cos(cos: bool) -> Recipe:
+    r, r2, p = T0, T1, T2
+    steps = [ins("Muls", r, X, 1.0 / (2 * math.pi), N), ins("Cast", INT_BUF, r, "RoundMode.CAST_RINT", N),
+             ins("Cast", r, INT_BUF, "RoundMode.CAST_NONE", N), ins("Muls", p, r, -_TWO_PI_HI, N),
+             ins("Add", p, p, X, N), ins("Muls", r, r, -_TWO_PI_LO, N), ins("Add", r, r, p, N),
+             ins("Mul", r2, r, r, N)]
+    terms = 9
+    coefs = [(-1) ** k / math.factorial(2 * k + (0 if cos else 1)) for k in range(terms)]
+    steps.append(ins("Muls", p, r2, coefs[-1], N))
+    for c in reversed(coefs[1:-1]):
+        steps += [ins("Adds", p, p, c, N), ins("Mul", p, p, r2, N)]
+    steps.append(ins("Adds", p, p, coefs[0], N))
+    steps.append(ins("Adds", D, p, 0, N) if cos else ins("Mul", D, p, r, N))
+    return tuple(steps)
+
+
 def _unary(name: str, recipe: AnyRecipe, scalar: str | None = None, **kw) -> VectorOp:
     return VectorOp(name, 1, recipe=recipe, scalar=scalar, **kw)
 
@@ -213,10 +242,14 @@ _OPS = [
     }, default=(ins("Ln", D, X, N), ins("Muls", D, D, Param("exponent"), N), ins("Exp", D, D, N)))),
     # Cast to int32 rounding down and back; magnitudes past 2^23 are already whole (and may
     # not fit int32), so a select keeps them.
-    _unary("floor", (ins("Abs", T0, X, N), ins("CompareScalar", MASK, T0, _FLOAT_INTEGRAL, "CMPMODE.LT", PN),
-                     ins("Cast", INT_BUF, X, "RoundMode.CAST_FLOOR", N), ins("Cast", T0, INT_BUF, "RoundMode.CAST_NONE", N),
-                     ins("Select", D, MASK, T0, X, "SELMODE.VSEL_TENSOR_TENSOR_MODE", N)),
-           "float(math.floor({x}))", via_float=True, needs=frozenset({"mask", "int"})),
+    _unary("floor", _to_integral("CAST_FLOOR"), "float(math.floor({x}))", via_float=True, needs=frozenset({"mask", "int"})),
+    _unary("ceil", _to_integral("CAST_CEIL"), "float(math.ceil({x}))", via_float=True, needs=frozenset({"mask", "int"})),
+    _unary("trunc", _to_integral("CAST_TRUNC"), "float(math.trunc({x}))", via_float=True,
+           needs=frozenset({"mask", "int"})),
+    # torch.round: half to even, as CAST_RINT
+    _unary("round", _to_integral("CAST_RINT"), "float(round({x}))", via_float=True, needs=frozenset({"mask", "int"})),
+    _unary("sin", _sin_cos(False), "math.sin({x})", needs=frozenset({"int"})),
+    _unary("cos", _sin_cos(True), "math.cos({x})", needs=frozenset({"int"})),
     # -- binary --------------------------------------------------------------------------------
     _binary("add", "Add", (ins("Adds", D, X, V, N),), (ins("Adds", D, X, V, N),), "({a}) + ({b})", int32=True),
     _binary("sub", "Sub", (ins("Adds", D, X, NEG_V, N),), (ins("Muls", D, X, -1.0, N), ins("Adds", D, D, V, N)),
@@ -261,6 +294,22 @@ def select_recipe(recipe: AnyRecipe, node: Op) -> Recipe:
         present = dict(node.params)
         return recipe.table[tuple(k for k in recipe.keys if k in present)]
     return recipe
+
+
+def inplace_safe(recipe: AnyRecipe | None) -> bool:
+    """The destination may be the operand's own buffer: no step reads the operand after a
+    step has written the destination (every instruction's first operand is its destination)."""
+    if recipe is None:
+        return False
+    variants = list(recipe.table.values()) + ([recipe.default] if isinstance(recipe, ByParam) else []) \
+        if isinstance(recipe, (ByParam, ByParamsPresent)) else [recipe]
+    for steps in variants:
+        written = False
+        for _, operands in steps:
+            if written and any(o == X for o in operands[1:]):
+                return False
+            written = written or (bool(operands) and operands[0] == D)
+    return True
 
 
 def temps_of(recipe: Recipe) -> int:

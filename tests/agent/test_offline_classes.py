@@ -1,4 +1,4 @@
-"""Operator classes the offline synthesizer covers beyond plain arithmetic: comparisons with
+"""Operator classes the offline compiler covers beyond plain arithmetic: comparisons with
 bool outputs, selects, floor division on int32, grouped broadcasts, several outputs,
 transposed and batched matrix products.
 Each kernel goes through the sandbox and is judged against torch like any answer."""
@@ -71,11 +71,10 @@ def test_new_classes_are_correct_against_torch(tmp_path: Path, name: str):
 
 
 def test_comparison_kernels_use_compare_and_select(tmp_path: Path):
-    from sage.agent.offline.synthesizer import Synthesizer, analyse
+    from sage.agent.compiler.compiler import compile_cases, trace_cases
     from sage.kernels import target_for
 
     task = _task(tmp_path, "where")
-    synth = Synthesizer(analysis=analyse(task), target=target_for(), seed=0, task_key=task.key)
-    source, _, _ = synth.first([], [])
-    assert "CompareScalar(mk" in source and "SELMODE.VSEL_TENSOR_SCALAR_MODE" in source
+    source = compile_cases(trace_cases(task), None, target_for(), task.key).source
+    assert "CompareScalar(mk" in source and "Select(" in source
     assert "torch" not in source

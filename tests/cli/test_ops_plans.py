@@ -53,6 +53,7 @@ def test_ops_list_shows_the_offline_plans(monkeypatch, tmp_path):
     entries = {e["name"]: e for e in json.loads(result.stdout)}
     assert entries["level3/01_batch_matmul"]["offline_plan"] is True
     conv = entries["level3/07_conv_standard2d"]
-    assert conv["offline_plan"] is False and "convolution" in conv["offline_reason"]
+    # the compiler names the op of conv's img2col decomposition it cannot lower
+    assert conv["offline_plan"] is False and conv["offline_reason"].startswith("cannot compile: aten.")
     table = CliRunner().invoke(app, ["ops", "list", "--level", "3"], env={"COLUMNS": "100"})
     assert "offline plan" in table.stdout and "with an offline plan" in table.stdout

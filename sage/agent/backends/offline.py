@@ -1,4 +1,4 @@
-"""The `offline` backend: the built-in synthesizer behind the chat interface.
+"""The `offline` backend: the built-in compiler-agent behind the chat interface.
 
 It answers the same messages an LLM gets, in the same answer contract; it reads the
 messages' `facts` (the shown rules and experiences with their knob hints, the evaluation
@@ -18,46 +18,50 @@ OFFLINE = "offline"
 
 
 class NoKernel(BackendError):
-    """The backend cannot write a kernel for this task at all (no template)."""
+    """The backend cannot write a kernel for this task at all (an op it cannot lower)."""
 
 
 class OfflineBackend:
     name = OFFLINE
 
-    def __init__(self, task: Any, *, preset: str = "ascend910b2", seed: int = 0) -> None:
-        self.task, self.preset, self.seed = task, preset, seed
-        self._synth = None
+    def __init__(self, task: Any, *, preset: str = "ascend910b2", seed: int = 0, budget: int | None = None) -> None:
+        self.task, self.preset, self.seed, self.budget = task, preset, seed, budget
+        self._agent = None
 
     def complete(self, messages: list[Message]) -> Completion:
         facts = messages[-1].facts
         if "reflect" in facts:
-            return Completion(text=json.dumps({"experiences": self._reflect(facts["reflect"].get("last_feedback"))}))
-        if "feedback" in facts and self._synth is not None:
-            source, adopted, plan = self._synth.refine(facts["feedback"])
+            return Completion(text=json.dumps({"experiences": self._reflect(facts["reflect"])}))
+        if "feedback" in facts and self._agent is not None:
+            source, adopted, plan = self._agent.refine(facts["feedback"])
         else:
-            source, adopted, plan = self._start().first(facts.get("rules", []), facts.get("experiences", []))
+            source, adopted, plan = self._start(facts.get("rules", []), facts.get("experiences", []))
         return Completion(text=render_answer(source, adopted, plan))
 
-    def _start(self):
-        from sage.agent.offline.analysis import NoTemplate
-        from sage.agent.offline.synthesizer import Synthesizer, analyse
+    def _start(self, rules: list[dict], experiences: list[dict]) -> tuple[str, list[str], str]:
+        from sage.agent.compiler.build import Unsupported
+        from sage.agent.compiler.search import DEFAULT_BUDGET
+        from sage.agent.offline.agent import CompilerAgent
         from sage.kernels import target_for
 
+        self._agent = CompilerAgent(self.task, target_for(self.preset), self.preset, seed=self.seed,
+                                    budget=DEFAULT_BUDGET if self.budget is None else self.budget)
         try:
-            analysis = analyse(self.task)
-        except NoTemplate as exc:
-            raise NoKernel(f"no template: {exc}") from exc
-        self._synth = Synthesizer(analysis=analysis, target=target_for(self.preset), seed=self.seed,
-                                  task_key=self.task.key)
-        return self._synth
+            return self._agent.first(rules, experiences)
+        except Unsupported as exc:
+            raise NoKernel(f"cannot compile: {exc}") from exc
 
-    def _reflect(self, last_feedback: dict | None) -> list[dict[str, Any]]:
+    def _reflect(self, request: dict[str, Any]) -> list[dict[str, Any]]:
         from sage.agent.offline.distill import distil
 
-        if self._synth is None:
+        if self._agent is None:
             return []
-        if last_feedback is not None and self._synth.steps and self._synth.steps[-1].feedback is None:
-            self._synth.steps[-1].feedback = last_feedback  # the last kernel was judged too
-        analysis = self._synth.analysis
-        return distil(self._synth.steps, self._synth.cube, list(self.task.tags), op_class=analysis.op_class,
-                      dtype_class="half" if analysis.half_inputs else "float32")
+        last = request.get("last_feedback")
+        if last is not None and self._agent.attempts and self._agent.attempts[-1].feedback is None:
+            self._agent.attempts[-1].feedback = last      # the last kernel was judged too
+        return distil(self._agent, list(self.task.tags) or list(request.get("tags", [])))
+
+    def compiler_stats(self) -> dict[str, Any]:
+        """Simulator runs spent by the search (counted apart from evaluated attempts), the
+        launches per case and the search's decisions."""
+        return self._agent.stats() if self._agent is not None else {"simulator_runs": 0}

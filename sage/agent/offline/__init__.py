@@ -1,4 +1,5 @@
-"""The offline synthesizer: library kernel templates over schedule knobs, no LLM needed."""
+"""The offline agent: the compiler (sage.agent.compiler) with a schedule search, memory's
+knob hints as search starts, and refinement from the evaluation's feedback; no LLM needed."""
 
 from __future__ import annotations
 
@@ -6,14 +7,15 @@ from typing import Any
 
 
 def plan_problem(task: Any) -> str | None:
-    """None when the offline synthesizer has a kernel plan for every case of `task`
-    (a sage.bench.tasks.Task), else why not, in one line. It traces the reference on every
-    case, about half a second a task (`sage ops list` caches the answers per task file)."""
-    from sage.agent.offline.analysis import NoTemplate
-    from sage.agent.offline.synthesizer import analyse
+    """None when the compiler lowers every case of `task` (a sage.bench.tasks.Task) to
+    kernels, else which op cannot lower and why, in one line. It traces the reference on
+    every case (`sage ops list` caches the answers per task file)."""
+    from sage.agent.compiler.build import Unsupported
+    from sage.agent.compiler.compiler import compile_cases, trace_cases
+    from sage.kernels import target_for
 
     try:
-        analyse(task)
-    except NoTemplate as exc:
-        return str(exc)
+        compile_cases(trace_cases(task), None, target_for(), task.key)
+    except Unsupported as exc:
+        return f"cannot compile: {exc}"
     return None

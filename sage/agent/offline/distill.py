@@ -1,8 +1,14 @@
-"""What the offline synthesizer learned in one episode: the knob changes that fixed an
-error or bought speed, as experiences with knob hints.
+"""What the offline agent learned in one episode, as experiences with knob hints.
 
-The wording depends only on the change, not on the operator, so the same lesson learned
-on several operators merges into one experience (the memory dedupes near-copies) and can
+- A search decision the simulator confirmed (the move measured faster than its start):
+  scoped to the group's op class, dtype and shape regime - {op_class, dtype, regime} ->
+  knobs, what a later search on a similar group can start from.
+- A refinement that fixed an error or a wrong result: the fix, unscoped (it is about the
+  error class, not the operator).
+- A refinement move that bought speed (at least 3 %): scoped like a search decision.
+
+The wording depends only on the change and its scope, so the same lesson learned on
+several operators merges into one experience (the memory dedupes near-copies) and can
 earn the breadth UGC asks for before it becomes a rule.
 """
 
@@ -10,103 +16,102 @@ from __future__ import annotations
 
 from typing import Any
 
-from sage.agent.offline import schedule
-from sage.agent.offline.synthesizer import Step
+from sage.agent.offline.agent import CompilerAgent
+from sage.agent.offline.hints import decision_hints
 
-MIN_GAIN = 1.03  # a change must buy at least 3 % to be worth remembering
+MIN_GAIN = 1.03
 
-_LESSONS: dict[str, tuple[str, str, list[str]]] = {
-    "fp32_compute": ("Compute half-precision inputs in float32",
-                     "float16/bfloat16 arithmetic (exp, reductions, long chains) misses the 1e-3 tolerance; "
-                     "Cast the tile to float32 in UB, compute there and Cast back before CopyOut.",
-                     ["precision", "float16", "bfloat16", "Cast"]),
-    "buffer_num": ("Double-buffer the copy queues",
-                   "With BUFFER_NUM = 2 the MTE2 copy of tile i+1 overlaps the vector work on tile i and the "
-                   "MTE3 copy-out of tile i-1; with one buffer the pipes take turns.",
-                   ["double-buffering", "MTE2", "pipeline"]),
-    "block_dim": ("Launch a block on every core",
-                  "A few blocks leave most AI cores idle; size block_dim to the core count (48 vector, 24 cube) "
-                  "and deal tiles to blocks in contiguous runs.",
-                  ["multicore", "block_dim", "tiling"]),
-    "tile_len": ("Use large tiles",
-                 "Small copies run far below peak GM bandwidth (it grows with transfer size) and pay the "
-                 "instruction head every tile; fill UB with the largest tile that fits its buffers.",
-                 ["tiling", "MTE2", "bandwidth"]),
-    "copy_mode": ("DataCopy for 32-byte aligned rows, DataCopyPad for the rest",
-                  "DataCopyPad handles any row length but costs more per burst; when a tile's rows are "
-                  "32 B multiples and contiguous, one plain DataCopy moves it.",
-                  ["DataCopy", "DataCopyPad", "alignment"]),
-    "fold_reduce": ("Fold rows with vector adds before the cross-lane reduce",
-                    "ReduceSum/ReduceMax pay about 7 cycles per 256 B repeat; halving the row with Add/Max "
-                    "(about 2 cycles a repeat) down to one repeat and reducing that cuts a row kernel's vector time.",
-                    ["reduction", "softmax", "norm", "vector"]),
-    "base_tile": ("Use large cube base tiles",
-                  "Small base tiles of C reload A and B from GM for every tile; 128x256 tiles (L0C holds "
-                  "them in fp32) cut the GM->L1 traffic of a copy-bound matmul.",
-                  ["cube", "matmul", "tiling"]),
-    "k_steps": ("Stage a deep K slab in L1",
-                "Copying K in short slabs GM->L1 pays the copy latency many times and runs below peak "
-                "bandwidth; a K step of 64 into L0 and 320 of K per L1 copy fill L1 double-buffered.",
-                ["cube", "matmul", "L1"]),
+_WHY = {
+    "tile_len": "the tile size trades the per-copy fixed cost and instruction heads against UB room",
+    "buffer_num": "double buffering overlaps the copies of one tile with the compute of the next",
+    "copy_mode": "DataCopy moves aligned dense tiles in one burst, DataCopyPad takes any row length",
+    "fp32_compute": "float32 arithmetic for half inputs keeps reductions and long chains accurate",
+    "row_axis": "the tile's rows along this axis let every operand be copied in whole rows",
+    "block_dim": "more blocks keep every core busy",
 }
 
 
-def distil(steps: list[Step], cube: bool, op_tags: list[str], limit: int = 3, *,
-           op_class: str | None = None, dtype_class: str | None = None) -> list[dict[str, Any]]:
-    """Up to `limit` experiences (title, advice, tags, hints): the winning schedule as a
-    whole (when `op_class` is given and refinement beat the first kernel), then the error
-    fixes, then the biggest single-knob speed gains."""
-    whole = _winning_schedule(steps, cube, op_tags, op_class, dtype_class) if op_class else None
-    fixes, gains = ([whole] if whole else []), []
-    best_speed = None
-    previous: Step | None = None
-    for step in steps:
-        fb = step.feedback or {}
-        if step.move is not None and previous is not None and fb.get("kind") == "correct":
+def distil(agent: CompilerAgent, tags: list[str], limit: int = 3) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    state = agent.state
+    if state is not None:
+        for d in state.decisions.values():
+            if d.move and d.measured_us and d.start_measured_us and d.measured_us * MIN_GAIN <= d.start_measured_us:
+                gain = d.start_measured_us / d.measured_us
+                out.append(_scoped(d.key, d.knobs, f"measured {gain:.2f}x faster than the start", tags))
+    previous = None
+    for a in agent.attempts:
+        fb = a.feedback or {}
+        if a.move is not None and previous is not None and fb.get("kind") == "correct":
             before = previous.feedback or {}
-            knob, value = step.move
+            gid, name = a.move
             if before.get("kind") in ("error", "incorrect"):
+                knob, _, value = name.partition(" ")
                 cause = before.get("error_type") or "incorrect"
-                fixes.append(_experience(knob, value, cube, op_tags + [cause]))
-            elif best_speed and (fb.get("speedup") or 0) >= best_speed * MIN_GAIN:
-                gains.append(((fb["speedup"] / best_speed), _experience(knob, value, cube, op_tags)))
-        if fb.get("kind") == "correct":
-            best_speed = max(best_speed or 0.0, fb.get("speedup") or 0.0)
-        previous = step
-    gains.sort(key=lambda g: -g[0])
-    out = fixes + [g[1] for g in gains]
+                knobs = {k: v for k, v in a.schedules[next(iter(a.schedules))].model_dump().items()
+                         if k == knob} if a.schedules else {}
+                if knobs:
+                    out.append({"title": f"Fix {cause}: {name}", "advice": f"A kernel failing with {cause} "
+                                f"passed after {name}; {_WHY.get(knob, '')}.", "tags": sorted(set(tags + [cause])),
+                                "hints": knobs})
+            elif state is not None and gid in state.decisions and (fb.get("speedup") or 0) >= \
+                    (before.get("speedup") or 0) * MIN_GAIN > 0:
+                key = state.decisions[gid].key
+                sched = a.schedules.get(gid)
+                if sched is not None:
+                    from sage.agent.compiler.search import knob_diff
+
+                    out.append(_scoped(key, knob_diff(sched), f"an evaluated attempt got "
+                                       f"{fb['speedup'] / before['speedup']:.2f}x faster", tags))
+        previous = a
+    whole = _whole_schedule(agent, tags)
+    if whole is not None:
+        out.insert(0, whole)
     unique: dict[str, dict[str, Any]] = {}
     for e in out:
-        unique.setdefault(e["title"], e)
+        if len(e["title"]) <= 120:          # the reflection contract (sage.agent.reflection)
+            unique.setdefault(e["title"], e)
     return list(unique.values())[:limit]
 
 
-def _experience(knob: str, value: Any, cube: bool, tags: list[str]) -> dict[str, Any]:
-    title, advice, extra = _LESSONS[knob]
-    hints = schedule.move_hints(knob, value, cube)
-    if knob == "tile_len":
-        title, advice = f"{title} ({value} elements)", f"{advice} {value} elements per tile worked here."
-    return {"title": title, "advice": advice, "tags": sorted(set(tags + extra)), "hints": hints}
+def _scoped(key, knobs: dict[str, Any], evidence: str, tags: list[str]) -> dict[str, Any]:
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(knobs.items())) or "the default schedule"
+    why = "; ".join(_WHY[k] for k in sorted(knobs) if k in _WHY)
+    elems, row = key.regime.split("/")
+    return {"title": f"{key.op_class} kernels on {key.dtype}, about 2^{elems} elements (rows 2^{row}): {shown}",
+            "advice": f"For {key.op_class} groups on {key.dtype} data of about 2^{elems} elements, start the schedule "
+                      f"from {shown} ({evidence}). {why}.".replace(" .", "."),
+            "tags": sorted(set(tags + [key.op_class, key.dtype, "schedule"])),
+            "hints": decision_hints(key, knobs)}
 
 
-def _winning_schedule(steps: list[Step], cube: bool, op_tags: list[str], op_class: str,
-                      dtype_class: str | None) -> dict[str, Any] | None:
-    """The best correct kernel's full knob set, when it beat the episode's first correct
-    kernel: one knob alone can mislead (a large tile pays only with double buffering and
-    every core busy), the whole set is the schedule that was measured."""
-    correct = [s for s in steps if (s.feedback or {}).get("kind") == "correct"]
-    if not correct:
+def _whole_schedule(agent: CompilerAgent, tags: list[str]) -> dict[str, Any] | None:
+    """The kept kernel's whole schedule once refinement tried moves: every knob of the group
+    the moves were on, as the kept kernel runs it (a later search starts there). Whether a
+    move beat the first attempt or the first stayed best, the kept schedule is the lesson."""
+    state = agent.state
+    judged = [a for a in agent.attempts if (a.feedback or {}).get("kind") == "correct"]
+    moved = [a.move[0] for a in agent.attempts if a.move is not None and state is not None
+             and a.move[0] in state.decisions]
+    if state is None or len(judged) < 2 or not moved:
         return None
-    first = correct[0].feedback.get("speedup") or 0.0
-    best = max(correct, key=lambda s: s.feedback.get("speedup") or 0.0)
-    gain = (best.feedback.get("speedup") or 0.0) / first if first else 0.0
-    if best is correct[0] or gain < MIN_GAIN:
+    best = max(judged, key=lambda a: a.feedback.get("speedup") or 0.0)
+    gid = best.move[0] if best.move is not None and best.move[0] in state.decisions else moved[0]
+    key = state.decisions[gid].key
+    sched = best.schedules.get(gid, state.chosen.get(gid))
+    if sched is None:
         return None
-    hints = schedule.full_hints(best.knobs, cube, row=op_class == "row")
-    hints["op_class"] = op_class
-    dtypes = dtype_class or "any"
-    shown = schedule.describe(best.knobs)
-    return {"title": f"Whole schedule for {op_class} kernels on {dtypes} inputs",
-            "advice": (f"This whole schedule ({shown}) was the fastest correct {op_class} kernel on {dtypes} "
-                       f"inputs, {gain:.2f}x the first one; start from all of it rather than one knob at a time."),
-            "tags": sorted(set(op_tags + [op_class, dtypes, "schedule"])), "hints": hints}
+    knobs = {f: getattr(sched, f) for f in ("tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute")}
+    shown = (f"TILE_LEN {sched.tile_len}, BUFFER_NUM {sched.buffer_num}, BLOCK_DIM {sched.block_dim or 'all'}, "
+             f"copy mode {sched.copy_mode}, fp32 compute {sched.fp32_compute}")
+    first = judged[0].feedback.get("speedup") or 0.0
+    gain = (best.feedback.get("speedup") or 0.0) / max(first, 1e-9)
+    how = (f"{gain:.2f}x the first attempt after {best.move[1]}" if best is not judged[0] and best.move
+           else f"the first schedule stayed fastest against {len(judged) - 1} single-knob move(s)")
+    compact = (f"tile {sched.tile_len}, buffers {sched.buffer_num}, blocks {sched.block_dim or 'all'}, "
+               f"copy {sched.copy_mode}, fp32 {sched.fp32_compute}")
+    return {"title": f"Whole schedule for {key.op_class} on {key.dtype}, 2^{key.regime.split('/')[0]} elements: {compact}",
+            "advice": f"The kept kernel ran {shown} ({how}); start {key.op_class} groups of this size from all "
+                      f"of these knobs together.",
+            "tags": sorted(set(tags + [key.op_class, key.dtype, "schedule"])),
+            "hints": decision_hints(key, knobs)}

@@ -18,10 +18,10 @@ from sage.kernels.library.elementwise import ElementwiseSpec, elementwise_source
 from sage.kernels.library.knobs import VENDOR_CUBE_KNOBS, VENDOR_KNOBS, CubeKnobs, Knobs
 from sage.kernels.library.matmul import MatmulSpec, matmul_source
 from sage.kernels.library.rowwise import REDUCTIONS, RowOp, RowSpec, row_source, row_tiling
-from sage.kernels.library.source import HEADER, KERNEL_DTYPES, LIB_DTYPES, dsl_dtype
+from sage.kernels.library.source import HEADER, KERNEL_DTYPES, LIB_DTYPES, dsl_dtype, suffixed
 
 __all__ = [
     "CubeKnobs", "ElementwiseSpec", "HEADER", "KERNEL_DTYPES", "Knobs", "LIB_DTYPES", "MatmulSpec", "REDUCTIONS",
     "RowOp", "RowSpec", "VENDOR_CUBE_KNOBS", "VENDOR_KNOBS", "dsl_dtype", "elementwise_source", "elementwise_tiling",
-    "matmul_source", "row_source", "row_tiling",
+    "matmul_source", "row_source", "row_tiling", "suffixed",
 ]

@@ -3,7 +3,10 @@ helper functions every generated vector kernel file defines."""
 
 from __future__ import annotations
 
+import ast
+import io
 import textwrap
+import tokenize
 
 DTYPE_SIZE = {
     "float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "int16": 2, "int8": 1,
@@ -78,3 +81,21 @@ def row_gap(nc, size):
     return ((nc + ALIGN - 1) // ALIGN * ALIGN * size - (nc * size + {b - 1}) // {b} * {b}) // {b}
 
 '''
+
+
+def suffixed(source: str, suffix: str) -> str:
+    """`source` without its header, every module-level name renamed `<name><suffix>`."""
+    body = source.replace(HEADER, "", 1) if source.startswith(HEADER) else source
+    tree = ast.parse(body)
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    tokens = []
+    for tok in tokenize.generate_tokens(io.StringIO(body).readline):
+        if tok.type == tokenize.NAME and tok.string in names:
+            tok = tok._replace(string=tok.string + suffix)
+        tokens.append(tok)
+    return tokenize.untokenize(tokens).strip("\n") + "\n"

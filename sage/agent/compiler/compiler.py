@@ -1,0 +1,166 @@
+"""The compiler driver: a task's traced cases -> one kernel file.
+
+For every case: trace the reference with decompositions (`trace_graph`), build the
+program, partition it into groups (`fusion`), lower each group to a library kernel with
+its schedule, and write the case's host code. Cases with the same shapes, dtypes and
+Python arguments share one variant. Nothing here computes an output: the file is source
+text, judged by the same sandbox and evaluation as any answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from sage.agent.compiler.build import Built, Unsupported, build_program
+from sage.agent.compiler.emit import Launch, Variant, kernel_file
+from sage.agent.compiler.fusion import Group, Plan, plan_groups
+from sage.agent.compiler.ir import Layout, Program, Ref
+from sage.agent.compiler.lowerings import lower_group
+from sage.agent.compiler.rewrite import absorb_upcasts
+from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
+from sage.kernels import Target, dsl_dtype, trace_graph
+
+ScheduleFor = Callable[[GroupKey], Schedule]
+
+
+@dataclass
+class CaseProgram:
+    """One traced case, partitioned: what the search schedules."""
+
+    signature: tuple
+    args: list[str]
+    built: Built
+    plan: Plan
+    keys: list[GroupKey]          # one per group
+    case: list = field(default_factory=list)   # the traced forward arguments (timing runs reuse them)
+
+
+@dataclass
+class CompiledTask:
+    source: str
+    cases: list[CaseProgram]
+    schedules: dict[GroupKey, Schedule] = field(default_factory=dict)
+
+    @property
+    def groups(self) -> list[tuple[GroupKey, Group]]:
+        return [(k, g) for c in self.cases for k, g in zip(c.keys, c.plan.groups)]
+
+    def describe(self) -> str:
+        n = max(len(c.plan.groups) for c in self.cases)
+        kinds = sorted({g.kind for c in self.cases for g in c.plan.groups})
+        return f"{len(self.cases)} case variant(s), up to {n} launch(es) each ({', '.join(kinds)})"
+
+
+def trace_cases(task: Any) -> list[CaseProgram]:
+    """Trace and partition every case; Unsupported names the first op that cannot lower.
+
+    Every case is traced twice on independently drawn inputs: a reference whose trace
+    changes with the values (Python control flow on `.tolist()` / `.item()`, which reads
+    device data on the host) cannot become one static program."""
+    model = task.make_model()
+    out: list[CaseProgram] = []
+    seen: set[tuple] = set()
+    again = task.cases()
+    for i, case in enumerate(task.cases()):
+        signature = _signature(case)
+        if signature in seen:
+            continue
+        seen.add(signature)
+        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
+        graph = trace_graph(model, args, decompose=True)
+        if not graph.outputs:
+            raise Unsupported("the forward returns no tensor")
+        if i < len(again) and _fingerprint(graph) != _fingerprint(trace_graph(
+                model, [a.clone() if isinstance(a, torch.Tensor) else a for a in again[i]], decompose=True)):
+            raise Unsupported("the reference's operations depend on tensor values it reads on the host "
+                              "(.tolist()/.item() driving Python control flow); no static kernel program matches it")
+        built = build_program(graph, len(case))
+        absorb_upcasts(built.program)
+        plan = plan_groups(built)
+        names = [f"a{i}" for i in range(len(case))] + sorted(built.program.params)
+        keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]
+        out.append(CaseProgram(signature, names, built, plan, keys, list(case)))
+    return out
+
+
+def compile_cases(cases: list[CaseProgram], schedule_for: ScheduleFor | None, target: Target,
+                  title: str) -> CompiledTask:
+    schedule_for = schedule_for or default_schedule
+    schedules: dict[GroupKey, Schedule] = {}
+    variants = []
+    for k, case in enumerate(cases):
+        variants.append(_variant(case, schedule_for, schedules, target))
+    return CompiledTask(kernel_file(variants, title), cases, schedules)
+
+
+def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, target: Target) -> Variant:
+    prog = case.built.program
+    variant = Variant(signature=case.signature, args=case.args)
+    for g, (group, key) in enumerate(zip(case.plan.groups, case.keys)):
+        sched = schedules.setdefault(key, schedule_for(key))
+        launch = lower_group(group, prog, f"g{g}", sched, target)
+        if launch is not None:
+            variant.launches.append(launch)
+    named = {b.name: b.id for b in prog.buffers.values()}
+    used = {named[a] for launch in variant.launches for a in launch.args if a in named}
+    returned: set[int] = set()
+    for j, ref in enumerate(prog.outputs):
+        buf = prog.buffers[ref.buf]
+        if ref.layout.numel == 0:
+            variant.returns.append(f"empty({tuple(ref.shape)!r}, {dsl_dtype(ref.dtype)})")
+            continue
+        whole = ref.layout.offset == 0 and ref.layout.is_dense() and ref.layout.numel == buf.numel
+        if whole and not buf.is_input and ref.buf not in returned:
+            returned.add(ref.buf)
+            variant.returns.append(f"{buf.name}.view({tuple(ref.shape)!r})")
+            continue
+        copy = _copy_out(prog, ref, f"r{j}", target, schedule_for, schedules)
+        variant.launches.extend(copy)
+        variant.returns.append(f"r{j}.view({tuple(ref.shape)!r})")
+        variant.temps.append((f"r{j}", max(ref.layout.numel, 1), ref.dtype))
+    for bid in sorted(used | returned):
+        buf = prog.buffers[bid]
+        if not buf.is_input:
+            variant.temps.append((buf.name, max(buf.numel, 1), buf.dtype))
+    variant.temps.sort()
+    return variant
+
+
+def _copy_out(prog: Program, ref: Ref, name: str, target: Target, schedule_for: ScheduleFor,
+              schedules: dict) -> list[Launch]:
+    """A result that is a view (or an input) is copied into a fresh buffer."""
+    from sage.agent.compiler.lowerings import copy_launch
+
+    if ref.layout.numel == 0:
+        return []
+    return [copy_launch(prog, ref, name, f"copy_{name}", target)]
+
+
+def _fingerprint(graph) -> list:
+    return [(n.call.name, n.call.overload, repr(n.call.scalars), [tuple(t.shape) for t in n.call.inputs])
+            for n in graph.nodes]
+
+
+def _signature(case: list) -> tuple:
+    sig: list[tuple[str, str, Any]] = []
+    for i, a in enumerate(case):
+        if isinstance(a, torch.Tensor):
+            sig.append((f"a{i}", "dtype", str(a.dtype).removeprefix("torch.").replace("bool", "bool")))
+            sig.append((f"a{i}", "shape", tuple(a.shape)))
+        elif isinstance(a, (int, float, bool, str)) or a is None:
+            sig.append((f"a{i}", "value", a))
+        elif isinstance(a, (list, tuple)) and all(isinstance(x, (int, float, bool)) for x in a):
+            sig.append((f"a{i}", "list", tuple(a)))
+    return tuple(sig)
+
+
+def compile_task(task: Any, target: Target, schedule_for: ScheduleFor | None = None) -> CompiledTask:
+    cases = trace_cases(task)
+    return compile_cases(cases, schedule_for, target, f"compiled from the aten graph of {task.key}")
+
+
+__all__ = ["CompiledTask", "Unsupported", "compile_task", "trace_cases", "compile_cases"]

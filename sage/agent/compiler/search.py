@@ -1,0 +1,174 @@
+"""The schedule search: per group, from a start (memory's advice or the default), the cost
+model ranks single-knob moves; the simulator measures the most promising within a budget
+of runs, and the faster measured schedule wins.
+
+The budget is small on purpose (default 4 runs for a whole task): which group gets the
+runs follows the estimate (the slowest groups first), so where the search starts decides
+what it can still improve, and a good start from memory leaves the runs for the rest.
+Every choice is recorded as a `Decision` - {op class, dtype, shape regime, bottleneck}
+-> knobs - the shape of what an experience can hold and a later search can start from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from sage.agent.compiler.build import Unsupported
+from sage.agent.compiler.compiler import CaseProgram
+from sage.agent.compiler.costmodel import Estimate, estimate_tile
+from sage.agent.compiler.harness import RunStats, run_group
+from sage.agent.compiler.lowerings import lower_group
+from sage.agent.compiler.schedule import GroupKey, Schedule
+from sage.agent.compiler.tilelower import tile_spec
+from sage.kernels import Target
+
+DEFAULT_BUDGET = 4
+KNOB_FIELDS = ("tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute", "row_axis")
+
+
+class Decision(BaseModel):
+    key: GroupKey
+    knobs: dict[str, Any]          # the chosen schedule's knobs that differ from the default
+    start: str                     # "memory" | "default"
+    estimated_us: float | None
+    measured_us: float | None = None
+    start_measured_us: float | None = None
+    bottleneck: str | None = None
+    move: str | None = None        # the knob change the search made, if any
+
+
+@dataclass
+class SearchState:
+    """What the search knows of one task, kept across the agent's attempts."""
+
+    cases: list[CaseProgram]
+    target: Target
+    budget: int = DEFAULT_BUDGET
+    stats: RunStats = field(default_factory=RunStats)
+    ranked: dict[str, list[tuple[float, Schedule, str]]] = field(default_factory=dict)   # group id -> candidates
+    chosen: dict[str, Schedule] = field(default_factory=dict)
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    tried: dict[str, set] = field(default_factory=dict)
+    unmeasured: set[str] = field(default_factory=set)     # groups the evaluation's time does not include
+
+    def schedule_for(self, key: GroupKey) -> Schedule:
+        return self.chosen.get(key.id, Schedule())
+
+
+def knob_diff(s: Schedule) -> dict[str, Any]:
+    base = Schedule()
+    return {f: getattr(s, f) for f in KNOB_FIELDS if getattr(s, f) != getattr(base, f)}
+
+
+def moves(start: Schedule, outer_axes: int, half: bool) -> list[tuple[str, Schedule]]:
+    """Single-knob moves from `start`, named."""
+    out = []
+    if start.tile_len < 16384:
+        out.append((f"tile_len {start.tile_len * 2}", start.model_copy(update={"tile_len": start.tile_len * 2})))
+    if start.tile_len > 1024:
+        out.append((f"tile_len {start.tile_len // 2}", start.model_copy(update={"tile_len": start.tile_len // 2})))
+    out.append((f"buffer_num {3 - min(start.buffer_num, 2)}",
+                start.model_copy(update={"buffer_num": 3 - min(start.buffer_num, 2)})))
+    out.append((f"copy_mode {'auto' if start.copy_mode == 'pad' else 'pad'}",
+                start.model_copy(update={"copy_mode": "auto" if start.copy_mode == "pad" else "pad"})))
+    if half and start.fp32_compute:
+        out.append(("fp32_compute False", start.model_copy(update={"fp32_compute": False})))
+    for axis in range(outer_axes):
+        if axis != start.row_axis:
+            out.append((f"row_axis {axis}", start.model_copy(update={"row_axis": axis})))
+    return out
+
+
+def rank(state: SearchState, starts: dict[str, tuple[Schedule, str]]) -> None:
+    """Estimate the start and its moves for every tile group."""
+    for case in state.cases:
+        prog = case.built.program
+        for group, key in zip(case.plan.groups, case.keys):
+            start, origin = starts.get(key.id, (Schedule(), "default"))
+            state.chosen[key.id] = start
+            est = _estimate(group, prog, start, state.target)
+            state.decisions[key.id] = Decision(key=key, knobs=knob_diff(start), start=origin,
+                                               estimated_us=est.time_us if est else None,
+                                               bottleneck=est.bottleneck if est else None)
+            if est is None:
+                continue
+            spec = tile_spec(group, prog, "g", fp32=start.fp32_compute, row_axis=start.row_axis)
+            half = bool({l.dtype for l in spec.leaves if hasattr(l, "dtype")} & {"float16"}) and \
+                spec.compute == "float32" and not spec.reduce_rows
+            cands = [(est.time_us, start, "start")]
+            for name, cand in moves(start, len(spec.dims) - 1, half):
+                e = _estimate(group, prog, cand, state.target)
+                if e is not None:
+                    cands.append((e.time_us, cand, name))
+            cands.sort(key=lambda c: c[0])
+            state.ranked[key.id] = cands
+
+
+def _estimate(group, prog, sched: Schedule, target: Target) -> Estimate | None:
+    if group.kind != "tile" or not group.stores:
+        return None
+    try:
+        spec = tile_spec(group, prog, "g", fp32=sched.fp32_compute, row_axis=sched.row_axis)
+        return estimate_tile(spec, sched.knobs(), target)
+    except (Unsupported, ValueError):
+        return None
+
+
+def measure(state: SearchState, case_args: list[list], params: dict[str, np.ndarray], preset: str) -> None:
+    """Spend the budget: the slowest estimated groups first, each the start against the
+    best estimated move; the faster measured schedule is kept."""
+    order = sorted(state.ranked, key=lambda gid: -state.ranked[gid][0][0])
+    for gid in order:
+        if state.stats.runs >= state.budget:
+            break
+        cands = state.ranked[gid]
+        dec = state.decisions[gid]
+        start = state.chosen[gid]
+        best = next(((t, s, n) for t, s, n in cands if s != start), None)
+        if best is None or best[0] >= (dec.estimated_us or 0) * 0.98:
+            continue                            # the model sees nothing worth a run
+        c, g = _locate(state, gid)
+        case, group = state.cases[c], state.cases[c].plan.groups[g]
+        t_start = _run(state, case, group, start, case_args[c], params, preset)
+        if state.stats.runs >= state.budget:
+            dec.start_measured_us = t_start
+            break
+        t_best = _run(state, case, group, best[1], case_args[c], params, preset)
+        dec.start_measured_us, dec.measured_us = t_start, t_best
+        if t_best is not None and (t_start is None or t_best < t_start):
+            state.chosen[gid] = best[1]
+            dec.knobs, dec.move, dec.measured_us = knob_diff(best[1]), best[2], t_best
+        else:
+            dec.measured_us = t_start
+        state.tried.setdefault(gid, set()).update({start, best[1]})
+
+
+def _locate(state: SearchState, gid: str) -> tuple[int, int]:
+    for c, case in enumerate(state.cases):
+        for g, key in enumerate(case.keys):
+            if key.id == gid:
+                return c, g
+    raise KeyError(gid)
+
+
+def _run(state: SearchState, case: CaseProgram, group, sched: Schedule, args: list, params, preset: str) -> float | None:
+    launch = lower_group(group, case.built.program, "g", sched, state.target)
+    if launch is None:
+        return None
+    return run_group(launch, case.built.program, args, params, preset, state.stats).time_us
+
+
+def next_move(state: SearchState) -> tuple[str, str, Schedule] | None:
+    """For a refinement turn: the untried candidate the model ranks best, on the group with
+    the largest estimated time (group id, move name, schedule)."""
+    order = sorted((g for g in state.ranked if g not in state.unmeasured), key=lambda gid: -state.ranked[gid][0][0])
+    for gid in order:
+        tried = state.tried.setdefault(gid, {state.chosen[gid]})
+        for _, sched, name in state.ranked[gid]:
+            if sched not in tried:
+                return gid, name, sched
+    return None

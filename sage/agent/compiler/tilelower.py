@@ -1,0 +1,182 @@
+"""A tile group as a library `TileSpec`: leaves numbered, axes put in memory order and
+merged, the row axis and the compute dtype chosen.
+
+Axes: the kept axes in the memory order of the group's first full-level output, then the
+reduced axes; size-1 axes dropped; neighbours merged wherever every access of the group
+allows it (stride of the outer = stride of the inner x its size), never across the
+kept/reduced boundary. The reduced axes must end up as one (the tile's columns); without
+a reduction the innermost axis is the columns. The row axis is a knob (`row_axis`); by
+default the outer axis that lets every operand be copied in whole rows, the largest.
+"""
+
+from __future__ import annotations
+
+from sage.agent.compiler.build import Unsupported
+from sage.agent.compiler.fusion import Group
+from sage.agent.compiler.ir import Program
+from sage.agent.compiler.tilegroup import GMap, LeafRef, leaves_of
+from sage.kernels import (
+    VECTOR_OPS, Access, Const, Expr, Inp, Iota, Op, Reduce, TileOutput, TileSpec,
+)
+from sage.kernels import tile_load_plan
+
+FLOATS = {"float32", "float16", "bfloat16"}
+SLOW_PLANS = {"elements", "row_loop"}
+
+
+def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_axis: int | None = None) -> TileSpec:
+    tile = group.tile
+    assert tile is not None
+    outs: list[tuple[Expr, GMap, str, int]] = []
+    for node, ref, expr in group.stores:
+        gm = tile.gmap(ref.layout, ref.shape)
+        assert gm is not None
+        outs.append((expr, gm, ref.dtype, ref.buf))
+    leaf_ids: dict[LeafRef, int] = {}
+    for expr, *_ in outs:
+        for leaf in reversed(leaves_of(expr)):
+            leaf_ids.setdefault(leaf, len(leaf_ids))
+    leaves = list(leaf_ids)
+    maps = [lf.gmap for lf in leaves] + [o[1] for o in outs]
+    dims, strides, row = _canonical(tile.full, tile.rdims, maps, outs, tile.row_mode)
+    offsets = [m.offset for m in maps]
+    accesses: list[Access | Iota] = []
+    for k, lf in enumerate(leaves):
+        if lf.buf is None:
+            accesses.append(Iota(coefs=strides[k], offset=offsets[k]))
+        else:
+            buf = prog.buffers[lf.buf]
+            accesses.append(Access(arg=buf.name, dtype=buf.dtype, numel=buf.numel, strides=strides[k],
+                                   offset=offsets[k]))
+    outputs = []
+    for j, (expr, _, dtype, bid) in enumerate(outs):
+        buf = prog.buffers[bid]
+        acc = Access(arg=buf.name, dtype=dtype, numel=buf.numel, strides=strides[len(leaves) + j],
+                     offset=offsets[len(leaves) + j])
+        outputs.append(TileOutput(expr=_number(expr, leaf_ids), access=acc))
+    compute = _compute_dtype(accesses, outputs, fp32)
+    spec = TileSpec(name=name, dims=dims, row=None, leaves=tuple(accesses), outputs=tuple(outputs), compute=compute,
+                    reduce_rows=row is not None)
+    if row is None:
+        row = row_axis if row_axis is not None and row_axis < len(dims) - 1 else _row_axis(spec)
+    return spec.model_copy(update={"row": row})
+
+
+def _number(expr: Expr, ids: dict[LeafRef, int]) -> Expr:
+    if isinstance(expr, LeafRef):
+        return Inp(ids[expr])
+    if isinstance(expr, Op):
+        return Op(expr.name, tuple(_number(a, ids) for a in expr.args), expr.params)
+    if isinstance(expr, Reduce):
+        return Reduce(expr.kind, _number(expr.arg, ids))
+    return expr
+
+
+def _canonical(full: tuple[int, ...], rdims: frozenset[int], maps: list[GMap], outs: list,
+               row_mode: bool = False) -> tuple[tuple[int, ...], list[tuple[int, ...]], int | None]:
+    """(dims, strides of every map, the row axis when the program reduces over rows)."""
+    kept = [i for i in range(len(full)) if i not in rdims and full[i] > 1]
+    red = [i for i in range(len(full)) if i in rdims and full[i] > 1]
+    n_leaves = len(maps) - len(outs)
+    primary = next((m for m in maps[n_leaves:] if all(m.strides[i] for i in kept)), maps[n_leaves] if outs else None)
+    lead = next((m for m in maps[:n_leaves] if all(m.strides[i] for i in red)), None)
+    if row_mode and lead is not None and kept and red:
+        return _row_canonical(full, kept, red, maps, lead)
+    if primary is not None:
+        kept.sort(key=lambda i: -primary.strides[i])
+    if lead is not None:
+        red.sort(key=lambda i: -lead.strides[i])
+    axes: list[list[int]] = [[i] for i in kept] + [[i] for i in red]
+    merged: list[list[int]] = []
+    for ax in axes:
+        if merged and (merged[-1][0] in rdims) == (ax[0] in rdims) and _mergeable(merged[-1], ax, full, maps):
+            merged[-1] = merged[-1] + ax
+        else:
+            merged.append(ax)
+    if red and sum(1 for ax in merged if ax[0] in rdims) > 1:
+        raise Unsupported("a reduction over axes that do not merge into one run in memory")
+    if not merged:
+        return (1,), [(0,) for _ in maps], None
+    dims = tuple(_size(ax, full) for ax in merged)
+    strides = [tuple(m.strides[ax[-1]] for ax in merged) for m in maps]
+    if rdims and not red:            # reduced axes of size 1: a column axis of one element
+        dims, strides = dims + (1,), [s + (0,) for s in strides]
+    return dims, strides, None
+
+
+def _row_canonical(full, kept: list[int], red: list[int], maps: list[GMap], lead: GMap):
+    """Row mode: loop axes, the reduced axis (the tile's rows), the innermost kept axis."""
+    kept.sort(key=lambda i: -lead.strides[i])
+    red.sort(key=lambda i: -lead.strides[i])
+    runs: list[list[int]] = []
+    for group in (kept[:-1], red, kept[-1:]):
+        merged: list[list[int]] = []
+        for ax in ([i] for i in group):
+            if merged and _mergeable(merged[-1], ax, full, maps):
+                merged[-1] = merged[-1] + ax
+            else:
+                merged.append(ax)
+        if group is red and len(merged) > 1:
+            raise Unsupported("a reduction over axes that do not merge into one run in memory")
+        runs += merged
+    row = len(runs) - 2
+    dims = tuple(_size(ax, full) for ax in runs)
+    return dims, [tuple(m.strides[ax[-1]] for ax in runs) for m in maps], row
+
+
+def _size(ax: list[int], full: tuple[int, ...]) -> int:
+    n = 1
+    for i in ax:
+        n *= full[i]
+    return n
+
+
+def _mergeable(outer: list[int], inner: list[int], full: tuple[int, ...], maps: list[GMap]) -> bool:
+    n_inner = _size(inner, full)
+    return all(m.strides[outer[-1]] == m.strides[inner[-1]] * n_inner for m in maps)
+
+
+def _row_axis(spec: TileSpec) -> int | None:
+    outer = list(range(len(spec.dims) - 1))
+    if not outer:
+        return None
+
+    def score(axis: int) -> tuple:
+        trial = spec.model_copy(update={"row": axis})
+        slow = sum(1 for leaf in spec.leaves if isinstance(leaf, Access)
+                   and tile_load_plan(trial, leaf, spec.cols, 8192) in SLOW_PLANS)
+        return (-slow, min(spec.dims[axis], 64), axis)
+
+    return max(outer, key=score)
+
+
+def _compute_dtype(leaves: list, outputs: list[TileOutput], fp32: bool) -> str:
+    dtypes = {l.dtype for l in leaves if isinstance(l, Access)} | {o.access.dtype for o in outputs}
+    ops = set()
+    reduce = iota = False
+    for o in outputs:
+        stack = [o.expr]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, Op):
+                ops.add(e.name)
+                stack.extend(e.args)
+            elif isinstance(e, Reduce):
+                reduce = True
+                stack.append(e.arg)
+    iota = any(isinstance(l, Iota) for l in leaves)
+    floats = dtypes & FLOATS
+    if floats:
+        if fp32 or "float32" in floats or "bfloat16" in floats or reduce or iota:
+            return "float32"
+        return "float16"
+    if dtypes <= {"bool"} and not iota:
+        return "float16"
+    # A2's Select takes half/float only, so a comparison's 0/1 result (Compare, then Select)
+    # and a reduction (ReduceSum/Max) compute in float32 (exact below 2**24)
+    if not reduce and all(VECTOR_OPS[n].int32 and not VECTOR_OPS[n].compare for n in ops):
+        return "int32"
+    return "float32"
+
+
+__all__ = ["Const", "tile_spec"]

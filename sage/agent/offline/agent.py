@@ -1,0 +1,177 @@
+"""The offline agent: the compiler, its schedule search, and what memory teaches it.
+
+First answer: trace and partition the task (`sage.agent.compiler`), take the shown rules
+and experiences (explore/exploit, seeded: proven items usually, untried ones sometimes)
+and set the start schedule of every group their hints apply to, spend the simulator
+budget on the search, write the kernel file. It reports as adopted exactly the items whose
+knobs are in effect in the kernel it answers with.
+
+Refinement, one evaluated attempt per turn: a failure gets the fix for its error class (an
+alignment error: DataCopyPad everywhere; UB capacity: halve the tiles; a wrong result on
+half inputs: float32 arithmetic), a correct kernel the next move the cost model ranks best
+on the slowest group; a move that made things slower is undone.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from sage.agent.compiler.compiler import CaseProgram, CompiledTask, compile_cases, trace_cases
+from sage.agent.compiler.schedule import Schedule
+from sage.agent.compiler.search import DEFAULT_BUDGET, SearchState, knob_diff, measure, next_move, rank
+from sage.agent.offline import hints as H
+from sage.kernels import Target
+
+# Adoption probability by what is known of an item: resident rules proved themselves on
+# several operators; a positive utility is exploited, an untried one explored.
+P_RULE, P_GOOD, P_UNTRIED, P_BAD = 0.95, 0.85, 0.5, 0.15
+
+
+@dataclass
+class Attempt:
+    schedules: dict[str, Schedule]
+    move: tuple[str, str] | None          # (group id, move) of a refinement
+    adopted: list[str]
+    feedback: dict[str, Any] | None = None
+
+
+@dataclass
+class CompilerAgent:
+    task: Any
+    target: Target
+    preset: str
+    seed: int = 0
+    budget: int = DEFAULT_BUDGET
+    cases: list[CaseProgram] = field(default_factory=list)
+    state: SearchState | None = None
+    knobs_of: dict[str, dict[str, Any]] = field(default_factory=dict)   # adopted id -> its knobs
+    scope_of: dict[str, dict[str, Any]] = field(default_factory=dict)
+    attempts: list[Attempt] = field(default_factory=list)
+    sources: set[str] = field(default_factory=set)                      # every kernel answered
+
+    # -- the first answer ----------------------------------------------------------------------
+    def first(self, rules: list[dict], experiences: list[dict]) -> tuple[str, list[str], str]:
+        self.cases = trace_cases(self.task)
+        self.state = SearchState(self.cases, self.target, budget=self.budget)
+        starts = self._starts(rules, experiences)
+        rank(self.state, starts)
+        from sage.bench.tasks import kernel_args, parameter_kwargs
+
+        args = [kernel_args(c.case) for c in self.cases]
+        measure(self.state, args, parameter_kwargs(self.task.make_model()), self.preset)
+        return self._answer(Attempt(dict(self.state.chosen), None, []))
+
+    def _starts(self, rules: list[dict], experiences: list[dict]) -> dict[str, tuple[Schedule, str]]:
+        rng = random.Random(zlib.crc32(f"{self.seed}:{self.task.key}".encode()))
+        items = [(r, P_RULE) for r in rules] + [(e, _p_adopt(e.get("utility", 0.0))) for e in experiences]
+        items.sort(key=lambda it: (-it[1], -float(it[0].get("utility", 0.0)), it[0]["id"]))
+        starts: dict[str, tuple[Schedule, str]] = {}
+        keys = [k for c in self.cases for k in c.keys]
+        for item, p in items:
+            hints = item.get("hints") or {}
+            knobs = H.knobs_of(hints)
+            if knobs is None:
+                continue
+            # cube knobs shape only matrix-product groups: on others they would be claimed
+            # as adopted while the kernel does not use them
+            matching = [k for k in keys if H.applies(hints, k) and (k.op_class == "matmul" or not set(knobs) & H.CUBE)]
+            changed = {k.id: H.apply(starts.get(k.id, (Schedule(), ""))[0], knobs) for k in matching}
+            changed = {gid: s for gid, s in changed.items() if s is not None}
+            if not changed or rng.random() >= p:
+                continue
+            for gid, sched in changed.items():
+                starts[gid] = (sched, "memory")
+            self.knobs_of[item["id"]] = knobs
+            self.scope_of[item["id"]] = {k: v for k, v in hints.items() if k in H.SCOPE}
+        return starts
+
+    # -- refinement -------------------------------------------------------------------------
+    def refine(self, feedback: dict[str, Any]) -> tuple[str, list[str], str]:
+        assert self.state is not None
+        last = self.attempts[-1]
+        last.feedback = feedback
+        kind = feedback.get("kind")
+        scheds = dict(last.schedules)
+        move = None
+        if kind == "error":
+            fix = {"AlignmentError": {"copy_mode": "pad"}, "CapacityError": None}.get(feedback.get("error_type"))
+            if feedback.get("error_type") == "CapacityError":
+                scheds = {g: s.model_copy(update={"tile_len": max(512, s.tile_len // 2), "buffer_num": 1})
+                          for g, s in scheds.items()}
+                move = ("all", "tile_len halved, buffer_num 1")
+            elif fix:
+                scheds = {g: s.model_copy(update=fix) for g, s in scheds.items()}
+                move = ("all", "copy_mode pad")
+        elif kind == "incorrect":
+            if any(not s.fp32_compute for s in scheds.values()):
+                scheds = {g: s.model_copy(update={"fp32_compute": True}) for g, s in scheds.items()}
+                move = ("all", "fp32_compute True")
+        elif kind == "correct":
+            base = self._best() or last
+            before = next((a for a in reversed(self.attempts[:-1]) if a.feedback is not None), None)
+            if last.move is not None and last.move[0] != "all" and before is not None and \
+                    feedback.get("speedup") is not None and feedback.get("speedup") == before.feedback.get("speedup"):
+                # the very same speedup (the simulator is deterministic): the evaluation does not run this group (a case it does not
+                # judge), so further moves on it cannot show
+                self.state.unmeasured.add(last.move[0])
+            # a move the kernel does not show (a tile already covering the data) is skipped:
+            # the same source again would only be judged a repeat
+            while (found := next_move(self.state)) is not None:
+                gid, name, sched = found
+                self.state.tried.setdefault(gid, set()).add(sched)
+                trial = {**base.schedules, gid: sched}
+                if self._compile(trial).source not in self.sources:
+                    scheds, move = trial, (gid, name)
+                    break
+        if move is None:
+            best = self._best() or last
+            return self._answer(Attempt(best.schedules, None, best.adopted))
+        return self._answer(Attempt(scheds, move, []))
+
+    def _best(self) -> Attempt | None:
+        ok = [a for a in self.attempts if (a.feedback or {}).get("kind") == "correct"]
+        return max(ok, key=lambda a: a.feedback.get("speedup") or 0.0) if ok else None
+
+    # -- writing an answer ---------------------------------------------------------------------
+    def _answer(self, attempt: Attempt) -> tuple[str, list[str], str]:
+        assert self.state is not None
+        scheds = attempt.schedules
+        compiled = self._compile(scheds)
+        self.sources.add(compiled.source)
+        keys = [k for c in self.cases for k in c.keys]
+        attempt.adopted = [i for i, knobs in self.knobs_of.items()
+                           if any(H.applies(self.scope_of[i], k) and H.in_effect(knobs, scheds.get(k.id, Schedule()))
+                                  for k in keys)]
+        self.attempts.append(attempt)
+        runs = self.state.stats.runs
+        moved = [f"{d.key.id} {d.move}" for d in self.state.decisions.values() if d.move]
+        plan = (f"{compiled.describe()}; search: {runs} simulator run(s) of {self.state.budget}"
+                + (f", moves kept: {', '.join(moved)}" if moved else "")
+                + (f"; refinement: {attempt.move[1]} on {attempt.move[0]}" if attempt.move else "")
+                + (f"; applied the knob hints of {', '.join(attempt.adopted)}" if attempt.adopted else "") + ".")
+        return compiled.source, list(attempt.adopted), plan
+
+    def _compile(self, scheds: dict[str, Schedule]) -> CompiledTask:
+        return compile_cases(self.cases, lambda key: scheds.get(key.id, Schedule()), self.target,
+                             f"compiled from the aten graph of {self.task.key}")
+
+    def stats(self) -> dict[str, Any]:
+        if self.state is None:
+            return {"simulator_runs": 0}
+        return {"simulator_runs": self.state.stats.runs, "simulator_failures": self.state.stats.failed,
+                "launches": max((len(c.plan.groups) for c in self.cases), default=0),
+                "decisions": [d.model_dump(mode="json") for d in self.state.decisions.values()]}
+
+
+def _p_adopt(utility: float) -> float:
+    if utility > 0.05:
+        return P_GOOD
+    if utility < -0.05:
+        return P_BAD
+    return P_UNTRIED
+
+
+__all__ = ["CompilerAgent", "knob_diff"]

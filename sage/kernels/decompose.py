@@ -1,0 +1,569 @@
+"""Decompositions: composite aten operators written as simpler ones, in torch.
+
+The compiler lowers a small set of primitive kinds (pointwise, reductions over axes,
+scans, sorts, gathers and scatters, matrix products). Everything else the registry names a
+decomposition for: a function with the aten operator's signature that computes the same
+result with primitive ops. `trace_graph(..., decompose=True)` runs it under the recorder
+instead of the operator, so the graph the compiler reads has only the primitives (the
+same idea as Inductor's decomposition table). Each function says what torch computes,
+not how a kernel should: precision choices (fp32 arithmetic for half inputs) are the
+compiler's.
+
+Index tensors that depend only on shapes (reflection, nearest-neighbour sources, the
+output positions of a transposed convolution) are built with `arange` arithmetic, which
+the compiler computes inside the kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+F32 = torch.float32
+
+
+def _dims(x: torch.Tensor, dim) -> list[int]:
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return list(range(x.dim()))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return sorted(d % max(x.dim(), 1) for d in dims)
+
+
+def _acc(x: torch.Tensor) -> torch.Tensor:
+    """Half inputs are computed in float32 and rounded once, as torch's CPU kernels do."""
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+# -- softmax family and norms ---------------------------------------------------------------------
+def softmax(x, dim, half_to_float=False):
+    xf = _acc(x)
+    e = torch.exp(xf - torch.amax(xf, dim, keepdim=True))
+    out = e / torch.sum(e, dim, keepdim=True)
+    return out if half_to_float else out.to(x.dtype)
+
+
+def log_softmax(x, dim, half_to_float=False):
+    xf = _acc(x)
+    shifted = xf - torch.amax(xf, dim, keepdim=True)
+    out = shifted - torch.log(torch.sum(torch.exp(shifted), dim, keepdim=True))
+    return out if half_to_float else out.to(x.dtype)
+
+
+def logsumexp(x, dim, keepdim=False):
+    xf = _acc(x)
+    m = torch.amax(xf, dim, keepdim=True)
+    out = torch.log(torch.sum(torch.exp(xf - m), dim, keepdim=True)) + m
+    if not keepdim:
+        out = out.squeeze(_dims(x, dim))
+    return out.to(x.dtype)
+
+
+def _moments(xf: torch.Tensor, dims: list[int]):
+    n = math.prod(xf.shape[d] for d in dims)
+    mean = torch.sum(xf, dims, keepdim=True) * (1.0 / n)
+    centred = xf - mean
+    return mean, centred, torch.sum(centred * centred, dims, keepdim=True), n
+
+
+def var(x, dim=None, *, correction=None, keepdim=False):
+    dims = _dims(x, dim)
+    _, _, ss, n = _moments(_acc(x), dims)
+    c = 1 if correction is None else correction
+    out = ss * (1.0 / max(n - c, 0)) if n - c > 0 else ss * float("nan")
+    if not keepdim:
+        out = out.squeeze(dims)
+    return out.to(x.dtype)
+
+
+def std(x, dim=None, *, correction=None, keepdim=False):
+    return torch.sqrt(var(x, dim, correction=correction, keepdim=keepdim))
+
+
+def native_layer_norm(x, normalized_shape, weight, bias, eps):
+    dims = list(range(x.dim() - len(normalized_shape), x.dim()))
+    xf = _acc(x)
+    mean, centred, ss, n = _moments(xf, dims)
+    rstd = torch.rsqrt(ss * (1.0 / n) + eps)
+    y = centred * rstd
+    if weight is not None:
+        y = y * _acc(weight)
+    if bias is not None:
+        y = y + _acc(bias)
+    return y.to(x.dtype), mean, rstd
+
+
+def native_group_norm(x, weight, bias, n, c, hxw, group, eps):
+    xf = _acc(x).reshape(n, group, c // group, hxw)
+    mean, centred, ss, count = _moments(xf, [2, 3])
+    rstd = torch.rsqrt(ss * (1.0 / count) + eps)
+    y = centred * rstd
+    if weight is not None:
+        y = y * _acc(weight).reshape(1, group, c // group, 1)
+    if bias is not None:
+        y = y + _acc(bias).reshape(1, group, c // group, 1)
+    return y.reshape(x.shape).to(x.dtype), mean.reshape(n, group), rstd.reshape(n, group)
+
+
+def rms_norm(x, normalized_shape, weight=None, eps=None):
+    dims = list(range(x.dim() - len(normalized_shape), x.dim()))
+    xf = _acc(x)
+    eps = torch.finfo(xf.dtype).eps if eps is None else eps
+    y = xf * torch.rsqrt(torch.mean(xf * xf, dims, keepdim=True) + eps)
+    if weight is not None:
+        y = y * _acc(weight)
+    return y.to(x.dtype)
+
+
+def nll_loss_forward(logp, target, weight, reduction, ignore_index):
+    keep = target != ignore_index
+    safe = torch.where(keep, target, torch.zeros_like(target))
+    picked = -torch.gather(logp, 1, safe.unsqueeze(1)).squeeze(1)
+    w = torch.ones_like(picked) if weight is None else weight[safe]
+    w = torch.where(keep, w, torch.zeros_like(w))
+    loss = picked * w
+    if reduction == 0:
+        return loss, torch.zeros((), dtype=logp.dtype)
+    total = torch.sum(w)
+    out = torch.sum(loss)
+    if reduction == 1:
+        out = out / total
+    return out, total
+
+
+# -- matrix products --------------------------------------------------------------------------------
+def addmm(bias, a, b, *, beta=1, alpha=1):
+    prod = torch.mm(a, b)
+    if alpha != 1:
+        prod = prod * alpha
+    return prod + (bias if beta == 1 else bias * beta)
+
+
+def baddbmm(bias, a, b, *, beta=1, alpha=1):
+    prod = torch.bmm(a, b)
+    if alpha != 1:
+        prod = prod * alpha
+    return prod + (bias if beta == 1 else bias * beta)
+
+
+def mv(a, v):
+    return torch.mm(a, v.unsqueeze(1)).squeeze(1)
+
+
+def dot(a, b):
+    return torch.mm(a.unsqueeze(0), b.unsqueeze(1)).reshape(())
+
+
+# -- data movement ----------------------------------------------------------------------------------
+def cat(tensors, dim=0):
+    tensors = [t for t in tensors if not (t.dim() == 1 and t.numel() == 0)]
+    dim = dim % tensors[0].dim()
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = torch.promote_types(dtype, t.dtype)
+    shape = list(tensors[0].shape)
+    shape[dim] = sum(t.shape[dim] for t in tensors)
+    out = torch.empty(shape, dtype=dtype)
+    start = 0
+    for t in tensors:
+        out.narrow(dim, start, t.shape[dim]).copy_(t)
+        start += t.shape[dim]
+    return out
+
+
+def stack(tensors, dim=0):
+    return cat([t.unsqueeze(dim) for t in tensors], dim)
+
+
+def constant_pad_nd(x, pad, value=0):
+    shape = list(x.shape)
+    src = x
+    for i in range(len(pad) // 2):
+        d = x.dim() - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        shape[d] += lo + hi
+        if lo < 0:
+            src = src.narrow(d, -lo, src.shape[d] + lo)
+        if hi < 0:
+            src = src.narrow(d, 0, src.shape[d] + hi)
+    out = torch.full(shape, value, dtype=x.dtype)
+    view = out
+    for i in range(len(pad) // 2):
+        d = x.dim() - 1 - i
+        view = view.narrow(d, max(pad[2 * i], 0), src.shape[d])
+    view.copy_(src)
+    return out
+
+
+def _pad_index(size: int, lo: int, hi: int, mode: str) -> torch.Tensor:
+    """Source index of each padded position along one axis (reflect / replicate)."""
+    i = torch.arange(size + lo + hi) - lo
+    if mode == "replicate":
+        return torch.clamp(i, 0, size - 1)
+    period = 2 * (size - 1)
+    r = torch.remainder(i, period)
+    return torch.where(r < size, r, period - r)
+
+
+def _pad_by_index(x, pad, mode):
+    out = x
+    for i in range(len(pad) // 2):
+        d = x.dim() - 1 - i
+        out = torch.index_select(out, d, _pad_index(x.shape[d], pad[2 * i], pad[2 * i + 1], mode))
+    return out
+
+
+def reflection_pad(x, pad):
+    return _pad_by_index(x, pad, "reflect")
+
+
+def replication_pad(x, pad):
+    return _pad_by_index(x, pad, "replicate")
+
+
+def repeat(x, repeats):
+    lead = len(repeats) - x.dim()
+    src = x.reshape((1,) * lead + tuple(x.shape))
+    expanded = []
+    for r, d in zip(repeats, src.shape):
+        expanded += [r, d]
+    view = src.reshape([v for pair in zip([1] * src.dim(), src.shape) for v in pair])
+    return view.expand(expanded).clone().reshape([r * d for r, d in zip(repeats, src.shape)])
+
+
+def flip(x, dims):
+    out = x
+    for d in _dims(x, dims):
+        out = torch.index_select(out, d, torch.arange(x.shape[d] - 1, -1, -1))
+    return out
+
+
+def roll(x, shifts, dims=()):
+    if not dims:
+        return roll(x.reshape(-1), shifts, [0]).reshape(x.shape)
+    out = x
+    for s, d in zip(shifts if isinstance(shifts, Sequence) else [shifts], dims):
+        n = x.shape[d]
+        out = torch.index_select(out, d, torch.remainder(torch.arange(n) - s, n))
+    return out
+
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return torch.index_select(weight, 0, indices.reshape(-1)).reshape(*indices.shape, weight.shape[1])
+
+
+def index(x, indices):
+    """Advanced indexing by integer tensors on consecutive leading-or-any axes: one linear
+    index over the indexed axes, then a gather of the rows behind them."""
+    dims = [i for i, t in enumerate(indices) if t is not None]
+    if any(indices[d].dtype == torch.bool for d in dims) or dims != list(range(dims[0], dims[-1] + 1)):
+        return NotImplemented
+    idx = [indices[d].to(torch.int64) for d in dims]
+    idx = torch.broadcast_tensors(*idx)
+    sizes = [x.shape[d] for d in dims]
+    linear = torch.zeros_like(idx[0])
+    for t, n in zip(idx, sizes):
+        linear = linear * n + torch.where(t < 0, t + n, t)
+    lead, tail = list(x.shape[:dims[0]]), list(x.shape[dims[-1] + 1:])
+    flat = x.reshape(*lead, math.prod(sizes), *tail)
+    picked = torch.index_select(flat, len(lead), linear.reshape(-1))
+    return picked.reshape(*lead, *idx[0].shape, *tail)
+
+
+def index_put(x, indices, values, accumulate=False):
+    dims = [i for i, t in enumerate(indices) if t is not None]
+    if any(indices[d].dtype == torch.bool for d in dims) or dims != list(range(len(dims))):
+        return NotImplemented
+    out = x.clone()
+    return index_put_(out, indices, values, accumulate)
+
+
+def index_put_(x, indices, values, accumulate=False):
+    dims = [i for i, t in enumerate(indices) if t is not None]
+    if any(indices[d].dtype == torch.bool for d in dims) or dims != list(range(len(dims))) or not x.is_contiguous():
+        return NotImplemented
+    idx = torch.broadcast_tensors(*[indices[d].to(torch.int64) for d in dims])
+    sizes = [x.shape[d] for d in dims]
+    linear = torch.zeros_like(idx[0])
+    for t, n in zip(idx, sizes):
+        linear = linear * n + torch.where(t < 0, t + n, t)
+    tail = list(x.shape[len(dims):])
+    rows = linear.reshape(-1)
+    flat = x.view(math.prod(sizes), *tail)
+    src = values.to(x.dtype).expand(*idx[0].shape, *tail).reshape(rows.shape[0], *tail)
+    if accumulate:
+        flat.index_add_(0, rows, src)
+    else:
+        flat.index_copy_(0, rows, src)
+    return x
+
+
+def repeat_interleave(x, repeats=None, dim=None, *, output_size=None):
+    if not isinstance(repeats, int) or isinstance(repeats, bool):
+        return NotImplemented
+    if dim is None:
+        x, dim = x.reshape(-1), 0
+    dim %= x.dim()
+    shape = list(x.shape)
+    view = x.unsqueeze(dim + 1)
+    target = shape[:dim + 1] + [repeats] + shape[dim + 1:]
+    shape[dim] *= repeats
+    return view.expand(target).clone().reshape(shape)
+
+
+def triu(x, diagonal=0):
+    rows, cols = x.shape[-2], x.shape[-1]
+    keep = torch.arange(cols).unsqueeze(0) - torch.arange(rows).unsqueeze(1) >= diagonal
+    return torch.where(keep, x, torch.zeros((), dtype=x.dtype))
+
+
+def tril(x, diagonal=0):
+    rows, cols = x.shape[-2], x.shape[-1]
+    keep = torch.arange(cols).unsqueeze(0) - torch.arange(rows).unsqueeze(1) <= diagonal
+    return torch.where(keep, x, torch.zeros((), dtype=x.dtype))
+
+
+# -- pooling and interpolation ----------------------------------------------------------------------
+def _triple(v, n: int) -> list[int]:
+    """An int or a 1- or n-element list, as n ints (torch's _ntuple)."""
+    if isinstance(v, (list, tuple)):
+        return list(v) * n if len(v) == 1 else list(v)
+    return [v] * n
+
+
+def _windows(x, kernel, stride, padding, dilation, fill):
+    """Every window offset as one strided view of the (padded) input, and the output shape."""
+    n = len(kernel)
+    if any(padding):
+        pad = []
+        for p in reversed(padding):
+            pad += [p, p]
+        x = constant_pad_nd(x, pad, fill)
+    spatial = x.shape[-n:]
+    out = [(s - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i, s in enumerate(spatial)]
+    views = []
+    for offs in _offsets(kernel):
+        v = x
+        for i, o in enumerate(offs):
+            d = x.dim() - n + i
+            start = o * dilation[i]
+            v = v.narrow(d, start, (out[i] - 1) * stride[i] + 1)
+            if stride[i] > 1:
+                v = v.unfold(d, 1, stride[i]).squeeze(-1)
+        views.append(v)
+    return views, out
+
+
+def _offsets(kernel: list[int]) -> list[tuple[int, ...]]:
+    offs: list[tuple[int, ...]] = [()]
+    for k in kernel:
+        offs = [o + (i,) for o in offs for i in range(k)]
+    return offs
+
+
+def avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+             divisor_override=None):
+    n = 3 if x.dim() >= 5 else 2 if x.dim() >= 4 else 1
+    kernel = _triple(kernel_size, n)
+    stride = _triple(stride if stride else kernel_size, n)
+    padding = _triple(padding, n)
+    if ceil_mode or not count_include_pad:
+        return NotImplemented
+    views, _ = _windows(_acc(x), kernel, stride, padding, [1] * n, 0.0)
+    total = views[0]
+    for v in views[1:]:
+        total = total + v
+    div = divisor_override or math.prod(kernel)
+    return (total * (1.0 / div)).to(x.dtype)
+
+
+def max_pool_with_indices(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    n = 3 if x.dim() >= 5 else 2 if x.dim() >= 4 else 1
+    kernel = _triple(kernel_size, n)
+    stride = _triple(stride if stride else kernel_size, n)
+    if ceil_mode:
+        return NotImplemented
+    views, _ = _windows(x, kernel, stride, _triple(padding, n), _triple(dilation, n), float("-inf"))
+    best = views[0]
+    for v in views[1:]:
+        best = torch.maximum(best, v)
+    return best, torch.zeros(best.shape, dtype=torch.int64)
+
+
+def upsample_nearest(x, output_size, *scales):
+    """out[..., i] = x[..., floor(i * in / out)] along each spatial axis."""
+    out = x
+    n = len(output_size)
+    for i, size in enumerate(output_size):
+        d = x.dim() - n + i
+        src = x.shape[d]
+        if size % src == 0:
+            k = size // src
+            shape = list(out.shape)
+            view = out.unsqueeze(d + 1).expand(*shape[:d + 1], k, *shape[d + 1:])
+            shape[d] = size
+            out = view.reshape(shape)
+        else:
+            idx = torch.div(torch.arange(size) * src, size, rounding_mode="floor")
+            out = torch.index_select(out, d, idx)
+    return out
+
+
+def upsample_bilinear2d(x, output_size, align_corners, scales_h=None, scales_w=None):
+    out = _acc(x)
+    for i, size in enumerate(output_size):
+        d = x.dim() - 2 + i
+        src = x.shape[d]
+        pos = torch.arange(size, dtype=F32)
+        if align_corners:
+            coord = pos * ((src - 1) / (size - 1) if size > 1 else 0.0)
+        else:
+            coord = torch.clamp((pos + 0.5) * (src / size) - 0.5, min=0.0)
+        lo = torch.clamp(torch.floor(coord), max=src - 1).to(torch.int64)
+        hi = torch.clamp(lo + 1, max=src - 1)
+        w = coord - lo.to(F32)
+        shape = [1] * out.dim()
+        shape[d] = size
+        a, b = torch.index_select(out, d, lo), torch.index_select(out, d, hi)
+        out = a + (b - a) * w.reshape(shape)
+    return out.to(x.dtype)
+
+
+# -- convolution ------------------------------------------------------------------------------------
+def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *flags):
+    n = weight.dim() - 2
+    stride, padding, dilation = _triple(stride, n), _triple(padding, n), _triple(dilation, n)
+    if transposed:
+        return _conv_transposed(x, weight, bias, stride, padding, dilation, _triple(output_padding, n), groups)
+    if groups == x.shape[1] and weight.shape[1] == 1 and weight.shape[0] == groups:
+        return _conv_depthwise(x, weight, bias, stride, padding, dilation)
+    if groups != 1:
+        return NotImplemented
+    return _conv_im2col(x, weight, bias, stride, padding, dilation)
+
+
+def _conv_im2col(x, weight, bias, stride, padding, dilation):
+    n = weight.dim() - 2
+    kernel = list(weight.shape[2:])
+    if any(padding):
+        pad = []
+        for p in reversed(padding):
+            pad += [p, p]
+        x = constant_pad_nd(x, pad, 0.0)
+    x = x.contiguous()
+    spatial = x.shape[2:]
+    out = [(s - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i, s in enumerate(spatial)]
+    batch, cin = x.shape[0], x.shape[1]
+    st = x.stride()
+    # cols[b, c, k..., p...] = x[b, c, p * stride + k * dilation]: one strided view, one copy
+    window = x.as_strided([batch, cin, *kernel, *out],
+                          [st[0], st[1], *(st[2 + i] * dilation[i] for i in range(n)),
+                           *(st[2 + i] * stride[i] for i in range(n))], x.storage_offset())
+    cols = window.reshape(batch, cin * math.prod(kernel), math.prod(out))
+    w = weight.reshape(weight.shape[0], -1)
+    y = torch.bmm(w.unsqueeze(0).expand(batch, *w.shape), cols)
+    if bias is not None:
+        y = y + bias.reshape(1, -1, 1)
+    return y.reshape(batch, weight.shape[0], *out)
+
+
+def _conv_depthwise(x, weight, bias, stride, padding, dilation):
+    n = weight.dim() - 2
+    views, _ = _windows(_acc(x), list(weight.shape[2:]), stride, padding, dilation, 0.0)
+    w = _acc(weight).reshape(weight.shape[0], -1)
+    total = None
+    for k, v in enumerate(views):
+        term = v * w[:, k].reshape((1, -1) + (1,) * n)
+        total = term if total is None else total + term
+    if bias is not None:
+        total = total + _acc(bias).reshape((1, -1) + (1,) * n)
+    return total.to(x.dtype)
+
+
+def _conv_transposed(x, weight, bias, stride, padding, dilation, output_padding, groups):
+    if groups != 1 or any(d != 1 for d in dilation):
+        return NotImplemented
+    n = weight.dim() - 2
+    spatial = x.shape[2:]
+    k = weight.shape[2:]
+    # Zero-insert the input (stride), pad by k-1-p (plus output_padding at the end), then a
+    # plain convolution with the kernel flipped and its channel axes swapped.
+    dil_shape = [(s - 1) * st + 1 for s, st in zip(spatial, stride)]
+    z = torch.zeros(*x.shape[:2], *dil_shape, dtype=x.dtype)
+    view = z
+    for i, st in enumerate(stride):
+        if st > 1:
+            view = view.unfold(2 + i, 1, st).squeeze(-1)
+    view.copy_(x)
+    pad = []
+    for i in reversed(range(n)):
+        lo = k[i] - 1 - padding[i]
+        pad += [lo, lo + output_padding[i]]
+    zp = constant_pad_nd(z, pad, 0.0)
+    w = flip(weight, list(range(2, 2 + n))).transpose(0, 1)
+    return _conv_im2col(zp, w, bias, [1] * n, [0] * n, [1] * n)
+
+
+# -- reductions the compiler takes in two steps ----------------------------------------------------
+def _runs(x: torch.Tensor, dims: list[int]) -> list[list[int]]:
+    """The reduced axes grouped into runs that are adjacent in memory, innermost run first."""
+    order = sorted((d for d in range(x.dim()) if x.shape[d] > 1), key=lambda d: x.stride(d))
+    runs: list[list[int]] = []
+    prev = None
+    for d in order:
+        if d in dims:
+            if runs and prev in runs[-1]:
+                runs[-1].append(d)
+            else:
+                runs.append([d])
+        prev = d
+    return runs
+
+
+def _split_reduce(fn, x, dims, keepdim, **kw):
+    """A reduction over axes that are not one run in memory, as one reduction per run (the
+    innermost first); a reduction of everything over many elements, as rows then their sums."""
+    rank = x.dim()
+    dims = _dims(x, dims)
+    runs = _runs(x, dims)
+    if len(runs) <= 1:
+        if len(dims) == rank and rank and x.numel() > 16384 and x.is_contiguous():
+            cols = next((c for c in range(4096, 255, -1) if x.numel() % c == 0), None)
+            if cols is not None:
+                half = x.dtype in (torch.float16, torch.bfloat16) and fn is torch.sum
+                part = fn((x.float() if half else x).reshape(-1, cols), [1], keepdim=False, **kw)
+                out = fn(part, [0], keepdim=False)
+                out = out.to(x.dtype) if half else out
+                return out.reshape([1] * rank) if keepdim else out
+        return NotImplemented
+    half = x.dtype in (torch.float16, torch.bfloat16) and fn is torch.sum
+    out = x.float() if half else x         # partial sums stay in float32, as torch accumulates
+    for run in runs:
+        out = fn(out, run, keepdim=True, **kw)
+        kw = {}
+    out = out.to(x.dtype) if half else out
+    return out if keepdim else out.squeeze(dims)
+
+
+def sum_(x, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        x = x.to(dtype)
+    return _split_reduce(torch.sum, x, dim, keepdim)
+
+
+def amax(x, dim=(), keepdim=False):
+    return _split_reduce(torch.amax, x, dim, keepdim)
+
+
+def amin(x, dim=(), keepdim=False):
+    return _split_reduce(torch.amin, x, dim, keepdim)
+
+
+def mean(x, dim=None, keepdim=False, *, dtype=None):
+    dims = _dims(x, dim)
+    n = math.prod(x.shape[d] for d in dims)
+    total = sum_(x, dims, keepdim, dtype=dtype)
+    if total is NotImplemented:
+        return NotImplemented
+    return total * (1.0 / n) if n else total

@@ -1,0 +1,106 @@
+"""Row gathers: out[o, i, :] = x[o, idx[i], :] (index_select, embedding), a vector-core
+kernel that copies whole inner segments GM -> UB -> GM.
+
+x is viewed as [O, D, I] (dense), the indices as N integers, out as [O, N, I] (dense).
+Each block takes a range of (o, i) units; the block loads the indices once (they are
+read by the scalar unit, after an MTE2 -> S sync), wraps negative ones as torch does, and
+moves each unit's I elements through a VECIN -> VECOUT bound queue in chunks (no vector
+work: a pure copy, MTE2 then MTE3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
+from sage.kernels.target import Target
+
+CHUNK_BYTES = 16384
+MAX_INDICES = 16384        # the indices a block holds in UB at once (int64: 128 KB)
+
+
+@dataclass(frozen=True)
+class GatherRowsSpec:
+    name: str
+    outer: int                 # O
+    rows: int                  # D, the indexed axis
+    inner: int                 # I, elements per copied segment
+    count: int                 # N, indices
+    dtype: str                 # x and out
+    index_dtype: str           # int64 or int32
+    x: str = "x"
+    index: str = "idx"
+    out: str = "out"
+    x_offset: int = 0
+    index_offset: int = 0
+
+
+def gather_rows_args(spec: GatherRowsSpec) -> list[str]:
+    return [spec.x, spec.index, spec.out]
+
+
+def gather_rows_source(spec: GatherRowsSpec, target: Target, block_dim: int | None = None) -> str:
+    if spec.count > MAX_INDICES:
+        raise ValueError(f"{spec.count} indices do not fit in UB at once (at most {MAX_INDICES})")
+    es, ies = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
+    dt, it = dsl_dtype(spec.dtype), dsl_dtype(spec.index_dtype)
+    chunk = max(1, CHUNK_BYTES // es)
+    units = spec.outer * spec.count
+    blocks = max(1, min(block_dim or target.vector_cores, units))
+    per = -(-units // blocks)
+    blocks = -(-units // per)
+    n = spec.name
+    return f'''{HEADER}
+class Kernel_{n}:
+    def Init(self, x, idx, out):
+        self.t0 = GetBlockIdx() * {per}
+        self.t1 = min({units}, self.t0 + {per})
+        self.g_x = GlobalTensor()
+        self.g_x.SetGlobalBuffer(x)
+        self.g_i = GlobalTensor()
+        self.g_i.SetGlobalBuffer(idx)
+        self.g_o = GlobalTensor()
+        self.g_o.SetGlobalBuffer(out)
+        self.pipe = TPipe()
+        self.ib = TBuf(TPosition.VECCALC)
+        self.pipe.InitBuffer(self.ib, ({spec.count} * {ies} + 31) // 32 * 32)
+        self.q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 2)
+        self.pipe.InitBuffer(self.q, 2, ({chunk} * {es} + 31) // 32 * 32)
+
+    def Process(self):
+        if self.t0 >= self.t1:
+            return
+        ix = self.ib.Get({it})
+        DataCopyPad(ix, self.g_i[{spec.index_offset}], DataCopyExtParams(1, {spec.count * ies}, 0, 0, 0),
+                    DataCopyPadExtParams(False, 0, 0, 0))
+        SetFlag(HardEvent.MTE2_S, 0)
+        WaitFlag(HardEvent.MTE2_S, 0)
+        for t in range(self.t0, self.t1):
+            o = t // {spec.count}
+            i = t % {spec.count}
+            r = ix.GetValue(i)
+            if r < 0:
+                r = r + {spec.rows}
+            src = {spec.x_offset} + (o * {spec.rows} + r) * {spec.inner}
+            dst = t * {spec.inner}
+            for c in range(0, {spec.inner}, {chunk}):
+                k = min({chunk}, {spec.inner} - c)
+                y = self.q.AllocTensor({dt})
+                DataCopyPad(y, self.g_x[src + c], DataCopyExtParams(1, k * {es}, 0, 0, 0),
+                            DataCopyPadExtParams(False, 0, 0, 0))
+                self.q.EnQue(y)
+                y = self.q.DeQue({dt})
+                DataCopyPad(self.g_o[dst + c], y, DataCopyExtParams(1, k * {es}, 0, 0, 0))
+                self.q.FreeTensor(y)
+
+
+@kernel
+def {n}_kernel(x, idx, out):
+    op = Kernel_{n}()
+    op.Init(x, idx, out)
+    op.Process()
+
+
+def {n}_launch(x, idx, out):
+    {n}_kernel[{blocks}](x, idx, out)
+'''

@@ -1,0 +1,270 @@
+"""The tile program kernel: pointwise work and reductions over strided tensors of any rank
+(spec and copy plans in `tile_spec.py`, layout and copy code in `tile_parts.py`).
+
+Tiles are NR rows x NC columns of the iteration space; rows sit in UB at a pitch of `s`
+elements (a multiple of the 32 B block for every dtype involved), so one vector
+instruction covers a tile. Tiles are dealt to blocks in contiguous runs; each tile is
+copied in, computed and copied out through queues of depth BUFFER_NUM, so with two buffers
+the copies of one tile overlap the compute of the next. The compute is the `Lowerer`'s, in
+repeat form: no per-row loops and no scalar reads for broadcasts and reductions.
+
+Reductions come in two modes:
+- over the columns (`reduce_rows=False`): a tile holds whole rows, which stay in UB
+  between the reduction and the work that uses its result (norms, softmax);
+- over the rows (`reduce_rows=True`, the reduced axis is not innermost in memory): a block
+  takes one column chunk, folds every row tile into an accumulator row (halving the tile
+  with vector adds), and after the last row tile finishes the work on the result and
+  stores it (`Finish`): no transposition, contiguous copies only.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from sage.kernels.chain import Expr, Inp, Op, Reduce, inputs_of, render
+from sage.kernels.library.knobs import VENDOR_KNOBS, Knobs
+from sage.kernels.library.source import HEADER, dsl_dtype, method
+from sage.kernels.library.tile_parts import Emit, TileLayout, plan_tile
+from sage.kernels.library.tile_spec import Access, TileSpec, leaf_kind
+from sage.kernels.lowering import Lowerer, Val
+from sage.kernels.target import Target, target_for
+
+
+class TileTooBig(ValueError):
+    """No tile of this program fits in UB (a reduced row longer than UB holds)."""
+
+
+def tile_source(spec: TileSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target | None = None) -> str:
+    """Definitions of the kernel `<name>_kernel` and its host launcher
+    `<name>_launch(<buffer args>)` (the buffers in `tile_args(spec)` order)."""
+    target = target or target_for()
+    lay = plan_tile(spec, knobs, target)
+    return _Writer(spec, knobs, target, lay).write()
+
+
+class TileGeometry(BaseModel):
+    """What a schedule makes of a tile program (for cost models): the tile, the queue
+    depth, the tiles, and the copy plans and vector instructions of one tile."""
+
+    nr: int
+    nc: int
+    pitch: int
+    buffer_num: int
+    tiles: int                     # units of work dealt to blocks (tiles, or row-mode column chunks)
+    rows_per_item: int             # row tiles per unit of work (row mode), else 1
+    plans: dict[int, str]
+    out_plans: list[str]
+    vector_lines: int              # instructions written for one tile's compute
+
+
+def tile_geometry(spec: TileSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target | None = None) -> TileGeometry:
+    target = target or target_for()
+    lay = plan_tile(spec, knobs, target)
+    w = _Writer(spec, knobs, target, lay)
+    source = w.write()
+    n_ct = -(-spec.cols // lay.nc)
+    n_rt = -(-spec.rows // lay.nr)
+    loops = 1
+    for a in spec.loops:
+        loops *= spec.dims[a]
+    return TileGeometry(nr=lay.nr, nc=lay.nc, pitch=lay.s, buffer_num=lay.bn,
+                        tiles=loops * n_ct * (1 if spec.reduce_rows else n_rt),
+                        rows_per_item=n_rt if spec.reduce_rows else 1, plans=dict(lay.plans),
+                        out_plans=list(lay.out_plans), vector_lines=w.vector_lines or source.count("\n") // 10)
+
+
+def tile_args(spec: TileSpec) -> list[str]:
+    """The launcher's buffer arguments: each distinct buffer once, leaves first."""
+    seen: dict[str, None] = {}
+    for leaf in spec.leaves:
+        if isinstance(leaf, Access):
+            seen.setdefault(leaf.arg, None)
+    for out in spec.outputs:
+        seen.setdefault(out.access.arg, None)
+    return list(seen)
+
+
+_FOLD = {"sum": "Add", "max": "Max", "min": "Min"}
+
+
+class _Writer:
+    def __init__(self, spec: TileSpec, knobs: Knobs, target: Target, lay: TileLayout) -> None:
+        self.spec, self.knobs, self.target, self.lay = spec, knobs, target, lay
+        self.cls = "Kernel" + "".join(p.capitalize() for p in spec.name.split("_"))
+        self.args = tile_args(spec)
+        self.e = Emit(spec, lay)
+        self.masked = self.int_temp = False
+        self.made: dict[str, int] = {}
+        self.vector_lines = 0
+        self.rows = spec.reduce_rows
+        # row mode: the reductions, and which outputs are finished after the last row tile
+        self.reduces: list[Reduce] = []
+        self.late: set[int] = set()
+        if self.rows:
+            for j, o in enumerate(spec.outputs):
+                if spec.strides_of(o.access)[0] == 0:
+                    self.late.add(j)
+                self._collect(o.expr)
+
+    def _collect(self, e: Expr) -> None:
+        if isinstance(e, Reduce):
+            if e not in self.reduces:
+                self.reduces.append(e)
+        elif isinstance(e, Op):
+            for a in e.args:
+                self._collect(a)
+
+    def write(self) -> str:
+        spec = self.spec
+        tile_outs = [j for j in range(len(spec.outputs)) if j not in self.late]
+        roots = [r.arg for r in self.reduces] + [spec.outputs[j].expr for j in tile_outs]
+        compute = self.phase(roots, tile_outs, fold=bool(self.reduces))
+        finish = self.phase([self._late_expr(spec.outputs[j].expr) for j in sorted(self.late)], sorted(self.late),
+                            extra=len(self.reduces)) if self.rows else []
+        try:
+            self.lay.size(self.made, self.masked, self.int_temp)
+        except ValueError as exc:
+            raise TileTooBig(str(exc)) from None
+        lines = [HEADER, f"# {spec.name}: tile program over dims {list(spec.dims)} (row axis {spec.row}"
+                 f"{', reduced' if self.rows else ''}), compute in {spec.compute}"]
+        lines += [f"# out{j} = {render(o.expr)}" for j, o in enumerate(spec.outputs)]
+        lines += self.lay.constants(self.knobs, self.target, work_items=self.rows) + ["", ""]
+        lines.append(f"class {self.cls}:")
+        lines.append(method("Init", ", ".join(self.args + ["tpb"]), self.init()))
+        lines.append(method("Process", "", self.process()))
+        pre_leaves = set().union(*(inputs_of(r) for r in roots)) if roots else set()
+        lines.append(method("CopyIn", "bs, nr, nc", self.e.copy_in(pre_leaves)))
+        lines.append(method("Compute", "bs, nr, nc, j0", compute))
+        lines.append(method("CopyOut", "bs, nr, nc", self.e.copy_out(set(tile_outs)) or ["pass"]))
+        if self.rows:
+            late_leaves = set().union(*(inputs_of(spec.outputs[j].expr) for j in self.late)) - set(
+                range(len(spec.leaves), len(spec.leaves) + len(self.reduces)))
+            lines.append(method("Finish", "bs, nc", ["nr = 1", "j0 = 0", *self.e.copy_in(late_leaves), *finish,
+                                                    *self.e.copy_out(self.late)]))
+        lines.append(self.e.helpers())
+        args = ", ".join(self.args + ["tpb"])
+        lines.append(f"@kernel\ndef {spec.name}_kernel({args}):\n    op = {self.cls}()\n"
+                     f"    op.Init({args})\n    op.Process()\n\n")
+        lines.append(f"def {spec.name}_launch({', '.join(self.args)}):\n"
+                     "    cores = BLOCK_DIM or CORES\n"
+                     "    tpb = (T + cores - 1) // cores\n"
+                     f"    {spec.name}_kernel[(T + tpb - 1) // tpb]({', '.join(self.args)}, tpb)\n\n")
+        return "\n".join(lines)
+
+    def _late_expr(self, e: Expr) -> Expr:
+        """A finishing expression with each reduction's accumulator as an extra input."""
+        if isinstance(e, Reduce):
+            return Inp(len(self.spec.leaves) + self.reduces.index(e))
+        if isinstance(e, Op):
+            return Op(e.name, tuple(self._late_expr(a) for a in e.args), e.params)
+        return e
+
+    # -- Init ---------------------------------------------------------------------------------
+    def init(self) -> list[str]:
+        body = ["self.t0 = GetBlockIdx() * tpb", "self.t1 = min(T, self.t0 + tpb)", "self.pipe = TPipe()"]
+        for arg in self.args:
+            body += [f"self.g_{arg} = GlobalTensor()", f"self.g_{arg}.SetGlobalBuffer({arg})"]
+        body += self.e.init_buffers() + self.e.iota_buffers()
+        csz = self.lay.es_c
+        for k, count in (("full", "TILE_ELEMS"), ("row", "S_PAD"), ("col", "NR_PAD"), ("brcb", "NR_PAD * EPB")):
+            for j in range(self.made.get(k, 0)):
+                t = f"t{k[0]}{j}"
+                body += [f"self.tb_{t} = TBuf(TPosition.VECCALC)",
+                         f"self.pipe.InitBuffer(self.tb_{t}, buf_bytes({count}, {csz}))"]
+        for j in range(len(self.reduces)):
+            body += [f"self.accb{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.accb{j}, buf_bytes(S_PAD, {csz}))"]
+        if self.masked:
+            body += ["self.mkb = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.mkb, buf_bytes(TILE_ELEMS, 1) // 8 + 64)"]
+        if self.int_temp:
+            body += ["self.tib = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.tib, buf_bytes(TILE_ELEMS, 4))"]
+        return body + self.e.init_tables(self.spec.compute)
+
+    # -- Process ------------------------------------------------------------------------------
+    def process(self) -> list[str]:
+        spec = self.spec
+        body = ["for t in range(self.t0, self.t1):", "    c0 = t % N_CT * NC", "    o = t // N_CT"]
+        if not self.rows:
+            body += ["    j0 = o % N_RT * NR", "    o = o // N_RT"]
+        for ax in reversed(spec.loops):
+            body += [f"    i{ax} = o % {spec.dims[ax]}", f"    o = o // {spec.dims[ax]}"]
+        body.append("    nc = min(NC, C - c0)")
+        tile = ["nr = min(NR, DR - j0)", f"bs = [{', '.join(self.e.bases())}]", "self.CopyIn(bs, nr, nc)",
+                "self.Compute(bs, nr, nc, j0)", "self.CopyOut(bs, nr, nc)"]
+        if not self.rows:
+            return body + ["    " + ln for ln in tile]
+        body += ["    for j0 in range(0, DR, NR):"] + ["        " + ln for ln in tile]
+        return body + ["    j0 = 0", f"    bs = [{', '.join(self.e.bases())}]", "    self.Finish(bs, nc)"]
+
+    # -- Compute -------------------------------------------------------------------------------
+    def phase(self, roots: list[Expr], outs: list[int], fold: bool = False, extra: int = 0) -> list[str]:
+        """Lowered code for `roots` (the reduction operands first when `fold`), storing
+        outputs `outs`; `extra` accumulators are inputs after the leaves (row mode's finish)."""
+        spec = self.spec
+        if not roots:
+            return []
+        pre = ["s = (nc + ALIGN - 1) // ALIGN * ALIGN", "n = nr * s"]
+        inputs: dict[int, Val] = {}
+        scalar_reads: list[str] = []
+        used = set().union(*(inputs_of(r) for r in roots))
+        for i, leaf in enumerate(spec.leaves):
+            if i in used:
+                val, lines, reads = self.e.prepare(i, leaf)
+                pre += lines
+                scalar_reads += reads
+                inputs[i] = val
+        for j in range(extra):
+            inputs[len(spec.leaves) + j] = Val("row", f"acc{j}")
+            pre.append(f"acc{j} = self.accb{j}.Get({dsl_dtype(spec.compute)})")
+        if scalar_reads:
+            pre += ["SetFlag(HardEvent.V_S, 0)", "WaitFlag(HardEvent.V_S, 0)", *scalar_reads,
+                    "SetFlag(HardEvent.S_V, 0)", "WaitFlag(HardEvent.S_V, 0)"]
+        kinds = [leaf_kind(spec, leaf) for leaf in spec.leaves] + ["row"] * extra
+        low = Lowerer(kinds=kinds, inputs=inputs, dtype=spec.compute, repeat_form=True, reduce_rows=self.rows)
+        results = low.lower_all(roots)
+        post: list[str] = []
+        n_fold = len(self.reduces) if fold else 0
+        folds: list[str] = []
+        folded: set[str] = set()
+        for j, (r, res) in enumerate(zip(self.reduces[:n_fold], results)):
+            # the fold halves its operand in place: a value stored too (the stores below run
+            # first) or folded twice is folded from a copy
+            folds += self._fold(low, r.kind, res, j, shared=res.ref in folded)
+            folded.add(res.ref)
+        for j, res in zip(outs, results[n_fold:]):
+            want = "col" if self.lay.out_level[j] == "col" else "full"
+            if self.rows and j in self.late:
+                want = "row" if res.kind in ("row", "scalar") else "full"
+            if res.kind != want:
+                res = low._materialize(res, want)
+            post += self.e.store(j, spec.outputs[j].access, res.ref, "col" if want == "col" else "full")
+        post += folds
+        post += self.e.free_leaves([i for i in inputs if i < len(spec.leaves) and isinstance(spec.leaves[i], Access)])
+        self.masked = self.masked or low.uses_mask
+        self.int_temp = self.int_temp or low.int_temp
+        for k, v in low.made.items():
+            self.made[k] = max(self.made.get(k, 0), v)
+        gets = [f"t{k[0]}{j} = self.tb_t{k[0]}{j}.Get({dsl_dtype(spec.compute)})"
+                for k in ("full", "row", "col", "brcb") for j in range(low.made[k])]
+        if low.uses_mask:
+            gets += ["mk = self.mkb.Get(uint8)", "pn = (n + CMP_PAD - 1) // CMP_PAD * CMP_PAD",
+                     "pnc = (nc + CMP_PAD - 1) // CMP_PAD * CMP_PAD", "pnr = (nr + CMP_PAD - 1) // CMP_PAD * CMP_PAD"]
+        if low.int_temp:
+            gets.append("ti = self.tib.Get(int32)")
+        self.vector_lines += sum(1 for ln in low.lines if "(" in ln and not ln.lstrip().startswith(("for", "if", "else")))
+        return pre + gets + low.lines + post
+
+    def _fold(self, low: Lowerer, kind: str, x: Val, j: int, shared: bool = False) -> list[str]:
+        """Row mode: the tile's rows folded onto its first row (halving), then into the
+        accumulator (the first row tile starts it)."""
+        fn = _FOLD[kind]
+        src = x.ref
+        lines = []
+        if not x.temp or x.kind != "full" or shared:
+            full = low._materialize(x, "full") if x.kind != "full" else None
+            src = full.ref if full is not None else low.temp("full")
+            if full is None:
+                lines.append(f"Adds({src}, {x.ref}, 0, n)")
+        ct = dsl_dtype(self.spec.compute)
+        return lines + [f"acc = self.accb{j}.Get({ct})", "h = nr", "while h > 1:", "    half = h // 2",
+                        f"    {fn}({src}, {src}, {src}[(h - half) * s], half * s)", "    h = h - half",
+                        "if j0 == 0:", f"    Adds(acc, {src}, 0, nc)", "else:", f"    {fn}(acc, acc, {src}, nc)"]

@@ -1,0 +1,97 @@
+"""The compiler on small graphs: how it groups the work into launches, and what the kernels
+compute on inputs small enough to work out by hand. Every kernel runs in the sandbox."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+F32 = np.float32
+
+
+def test_a_pointwise_chain_is_one_launch(compile_graph):
+    compiled, run = compile_graph("x, y", "torch.relu(x * 2.0 - y)", "torch.randn(3, 4), torch.randn(3, 4)")
+    assert [g.kind for _, g in compiled.groups] == ["tile"]
+    x = np.array([[1, -1, 0.5, 2]] * 3, F32)
+    y = np.array([[1, 1, 2, 0]] * 3, F32)
+    (out,) = run(x, y)
+    # 2*1-1 = 1, -2-1 = -3 -> 0, 1-2 = -1 -> 0, 4-0 = 4
+    np.testing.assert_array_equal(out, np.array([[1, 0, 0, 4]] * 3, F32))
+
+
+def test_broadcast_over_rank_three(compile_graph):
+    _, run = compile_graph("a, b", "a + b", "torch.randn(2, 1, 3), torch.randn(1, 4, 1)")
+    a = np.array([[[0, 10, 20]], [[100, 110, 120]]], F32)
+    b = np.array([[[1], [2], [3], [4]]], F32)
+    (out,) = run(a, b)
+    assert out.shape == (2, 4, 3)
+    assert out[1, 2].tolist() == [103, 113, 123] and out[0, 3].tolist() == [4, 14, 24]
+
+
+def test_sum_over_a_middle_axis_and_over_two_axes_with_keepdim(compile_graph):
+    _, run = compile_graph("x", "x.sum(dim=1), x.sum(dim=(0, 2), keepdim=True)", "torch.randn(2, 3, 4)")
+    x = np.arange(24, dtype=F32).reshape(2, 3, 4)
+    mid, outer = run(x)
+    # x[i, j, k] = 12 i + 4 j + k: over j, 3 (12 i + k) + 12
+    assert mid.tolist() == [[12 + 3 * k for k in range(4)], [48 + 3 * k for k in range(4)]]
+    # over i and k: sum of (12 i + 4 j + k) = 2 * (4 * 4 j + 6) + 4 * 12 = 32 j + 60
+    assert outer.shape == (1, 3, 1) and outer.ravel().tolist() == [60, 92, 124]
+
+
+def test_softmax_over_the_first_axis(compile_graph):
+    _, run = compile_graph("x", "torch.softmax(x, dim=0)", "torch.randn(2, 3)")
+    x = np.array([[0, 1, 2], [0, 0, 2 + np.log(3)]], F32)
+    (out,) = run(x)
+    # column 0: equal logits; column 1: e / (e + 1); column 2: 1 : 3
+    np.testing.assert_allclose(out, [[0.5, np.e / (np.e + 1), 0.25], [0.5, 1 / (np.e + 1), 0.75]], rtol=1e-5)
+
+
+def test_int_and_bool_pointwise(compile_graph):
+    _, run = compile_graph("a, b", "(a * 3 - b, a > b)",
+                           "torch.randint(-5, 5, (2, 8), dtype=torch.int32), torch.randint(-5, 5, (2, 8), dtype=torch.int32)")
+    a = np.array([[1, -2, 3, 0, 7, -7, 2, 2]] * 2, np.int32)
+    b = np.array([[1, 1, -3, 0, 0, 1, 5, 1]] * 2, np.int32)
+    lin, gt = run(a, b)
+    assert lin.dtype == np.int32 and lin[0].tolist() == [2, -7, 12, 0, 21, -22, 1, 5]
+    assert gt.dtype == np.bool_ and gt[1].tolist() == [False, False, True, False, True, False, False, True]
+
+
+def test_rank_zero_and_zero_size(compile_graph):
+    _, run = compile_graph("x, e", "(x * 2.0 + 1.0, torch.relu(e))", "torch.tensor(1.5), torch.randn(0, 4)")
+    scalar, empty = run(np.array(1.5, F32), np.zeros((0, 4), F32))
+    assert scalar.shape == () and float(scalar) == 4.0
+    assert empty.shape == (0, 4)
+
+
+def test_matmul_with_bias_and_activation_is_one_mix_launch(compile_graph):
+    compiled, run = compile_graph("a, b, c", "torch.relu(a @ b + c)",
+                                  "torch.randn(16, 32), torch.randn(32, 16), torch.randn(16)")
+    assert [g.kind for _, g in compiled.groups] == ["matmul"]
+    assert "KERNEL_TYPE_MIX" in compiled.source or "MIX" in compiled.source
+    a = np.zeros((16, 32), F32)
+    a[:, 0] = 1.0                        # row i of a @ b is row 0 of b
+    b = np.zeros((32, 16), F32)
+    b[0] = np.arange(16) - 8.0
+    c = np.full(16, 0.5, F32)
+    (out,) = run(a, b, c)
+    expected = np.maximum(np.arange(16) - 8.0 + 0.5, 0.0)
+    np.testing.assert_allclose(out, np.tile(expected, (16, 1)), rtol=1e-6)
+
+
+def test_an_op_without_a_lowering_is_named(compile_graph):
+    from sage.agent.compiler.build import Unsupported
+
+    with pytest.raises(Unsupported, match=r"aten\.topk.*lowering is not written"):
+        compile_graph("x", "torch.topk(x, 2).values", "torch.randn(4, 8)")
+
+
+def test_embedding_gathers_rows_by_index(compile_graph):
+    compiled, run = compile_graph("w, i", "torch.nn.functional.embedding(i, w) * 2.0",
+                                  "torch.randn(10, 40), torch.randint(0, 10, (3, 4))")
+    assert [g.kind for _, g in compiled.groups] == ["index_select", "tile"]
+    w = np.arange(400, dtype=F32).reshape(10, 40)
+    i = np.array([[0, 9, 3, 3], [1, 2, 5, 7], [8, 8, 0, 4]], np.int64)
+    (out,) = run(w, i)
+    assert out.shape == (3, 4, 40)
+    # row r of w is 40 r + k; doubled
+    assert out[0, 1, :3].tolist() == [720, 722, 724] and out[2, 3, 39] == 2 * (160 + 39)
