@@ -107,7 +107,7 @@ def test_prompts_stay_bounded_and_never_resend_earlier_kernels(replay):
         assert kernels == (0 if n == 1 else 1)
     turn3 = "".join(m["content"] for m in turns[2]["messages"])
     assert "Muls(t, xf, -1.0, na)" not in turn3          # attempt 1's kernel is summarised, not re-sent
-    assert "- attempt 1: wrong result: output 0:" in turn3
+    assert "- attempt 1: wrong result: case 1 (float16[4096, 301], 1.702): output 0:" in turn3
     turn5 = turns[4]["messages"][-1]["content"]
     assert all(f"- attempt {i}:" in turn5 for i in (1, 2, 3))
     assert "CapacityError" in turn5 and "Kernel line" in turn5
