@@ -95,13 +95,32 @@ def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys = ON")
         if wal:
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _set_wal(cursor)
             cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn) -> None:  # type: ignore[no-untyped-def]
         conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITE_OPTION) else "BEGIN")
+
+
+def _set_wal(cursor) -> None:  # type: ignore[no-untyped-def]
+    """Switch to WAL, retrying while another process holds the lock: SQLite can answer the
+    journal-mode change with "database is locked" at once, without its busy handler (two bench
+    workers opening one new database lost an episode to it)."""
+    import sqlite3
+
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    attempt = 0
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(min(0.5, 0.01 * 2**attempt) * (0.5 + random.random()))
+            attempt += 1
 
 
 def check_connection(engine: Engine) -> None:
