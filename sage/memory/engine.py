@@ -11,6 +11,7 @@ PostgreSQL).
 from __future__ import annotations
 
 import random
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -108,8 +109,6 @@ def _set_wal(cursor) -> None:  # type: ignore[no-untyped-def]
     """Switch to WAL, retrying while another process holds the lock: SQLite can answer the
     journal-mode change with "database is locked" at once, without its busy handler (two bench
     workers opening one new database lost an episode to it)."""
-    import sqlite3
-
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     attempt = 0
     while True:

@@ -13,7 +13,7 @@ import numpy as np
 
 from sage.npu.errors import LaunchError
 from sage.npu.hardware import HardwareSpec
-from sage.npu.sim.opcodes import vector_keys
+from sage.npu.sim.opcodes import AIC, vector_keys
 from sage.npu.sim.runtrace import RunTrace
 from sage.npu.sim import core as core_mod
 from sage.npu.sim.streams import LaunchRun
@@ -85,4 +85,4 @@ class Session:
         core = core_mod._current
         if core is None:
             return (self.phase, -1, 0, 0)
-        return (self.phase, core.block_idx, core.core_type != "AIC", core.sub)
+        return (self.phase, core.block_idx, core.core_type != AIC, core.sub)
