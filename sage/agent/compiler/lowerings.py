@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from sage.agent.compiler.build import Unsupported
 from sage.agent.compiler.emit import Launch
@@ -22,11 +23,10 @@ def lower_group(group: Group, prog: Program, name: str, sched: Schedule, target:
             return None                  # a zero-size iteration writes nothing
         spec = tile_spec(group, prog, name, fp32=sched.fp32_compute, row_axis=sched.row_axis)
         return tile_launch(spec, sched.knobs(), target, group.describe())
-    if group.kind == "matmul":
-        return matmul_launch(group, prog, name, sched, target)
-    if group.kind == "index_select":
-        return gather_rows_launch(group, prog, name, sched, target)
-    raise Unsupported(f"{group.nodes[0].describe()}: the {group.kind} lowering is not written yet")
+    lower = PRIMITIVE_LOWERINGS.get(group.kind)
+    if lower is None:
+        raise Unsupported(f"{group.nodes[0].describe()}: the {group.kind} lowering is not written yet")
+    return lower(group, prog, name, sched, target)
 
 
 def tile_launch(spec: TileSpec, knobs: Knobs, target: Target, label: str) -> Launch | None:
@@ -210,3 +210,11 @@ def gather_rows_launch(group: Group, prog: Program, name: str, sched: Schedule, 
         raise Unsupported(f"{node.describe()}: {exc}") from None
     args = gather_rows_args(spec)
     return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
+
+
+# A one-node group's primitive kind (sage.kernels.registry Prim.kind) -> its lowering.
+PrimitiveLowering = Callable[[Group, Program, str, Schedule, Target], "Launch | None"]
+PRIMITIVE_LOWERINGS: dict[str, PrimitiveLowering] = {
+    "matmul": matmul_launch,
+    "index_select": gather_rows_launch,
+}
