@@ -160,16 +160,32 @@ def _prim_kind(node: Node) -> str:
     return prim.kind
 
 
+def _reads(node: Node, virtual: dict[int, Virtual]) -> list[int]:
+    """The buffers a node reads, an inlined operand's own operands included: a group that
+    recomputes an inlined value must come after the groups writing what that value reads."""
+    out: list[int] = []
+    for r in node.ins:
+        if r is None:
+            continue
+        v = virtual.get(r.buf)
+        if v is not None and v.kind == "expr" and v.node is not None:
+            out.extend(_reads(v.node, virtual))
+        else:
+            out.append(r.buf)
+    return out
+
+
 def _place(node: Node, pw, groups: list[Group], writer: dict[int, int], touch: dict[int, set[int]],
            virtual: dict[int, Virtual]) -> Group | None:
-    sources = sorted({writer[r.buf] for r in node.ins if r is not None and r.buf in writer}, reverse=True)
+    reads = _reads(node, virtual)
+    sources = sorted({writer[b] for b in reads if b in writer}, reverse=True)
     if groups and len(groups) - 1 not in sources:
         sources.insert(0, len(groups) - 1)       # an independent node of the same shape: same launch
     for gi in sources:
         g = groups[gi]
         if g.tile is None or (g.kind == "matmul" and pw is None):
             continue
-        if any(r is not None and writer.get(r.buf, -1) > gi for r in node.ins):
+        if any(writer.get(b, -1) > gi for b in reads):
             continue
         if any(t > gi for o in node.outs for t in touch.get(o.buf, ())):
             continue

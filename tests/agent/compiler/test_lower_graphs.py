@@ -95,3 +95,17 @@ def test_embedding_gathers_rows_by_index(compile_graph):
     assert out.shape == (3, 4, 40)
     # row r of w is 40 r + k; doubled
     assert out[0, 1, :3].tolist() == [720, 722, 724] and out[2, 3, 39] == 2 * (160 + 39)
+
+
+
+def test_a_group_recomputing_an_inlined_value_runs_after_its_operands_are_written(compile_graph):
+    # w[1] * product2 is inlined into the second add; that add must not join the launch of
+    # the first add, which runs before product2 exists (it once did and read an unwritten buffer)
+    body = "torch.zeros(1, 2, 8, 8) + w[0] * torch.matmul(torch.relu(a), b) + w[1] * torch.matmul(torch.relu(a), c)"
+    _, run = compile_graph("a, b, c, w", body, "torch.randn(1, 2, 8, 16), torch.randn(1, 2, 16, 8), "
+                                               "torch.randn(1, 2, 16, 8), torch.randn(2)")
+    a = np.broadcast_to(np.eye(8, 16, dtype=F32), (1, 2, 8, 16)).copy()   # a @ x is x's first 8 rows
+    b = np.ones((1, 2, 16, 8), F32)
+    c = np.full((1, 2, 16, 8), 2.0, F32)
+    (out,) = run(a, b, c, np.array([3.0, 5.0], F32))
+    np.testing.assert_array_equal(out, np.full((1, 2, 8, 8), 3.0 * 1 + 5.0 * 2, F32))
