@@ -216,8 +216,8 @@ class Lowerer:
         return "0" if self.dtype == "int32" else "0.0"
 
     def _where(self, cond: Val, a: Val, b: Val) -> Val:
-        if cond.kind == "scalar":
-            raise ValueError("where with a scalar condition is a plain choice, not a kernel op")
+        if cond.kind == a.kind == b.kind == "scalar":      # a plain choice between two numbers
+            return Val("scalar", f"({a.ref} if {cond.ref} != 0 else {b.ref})")
         self.uses_mask = True
         kind = _joint(_joint(cond.kind, a.kind), b.kind)
         cond2 = self._materialize(cond, kind)

@@ -93,6 +93,16 @@ def build_program(graph: Graph, n_args: int) -> Built:
             if gnode.args and any(ref(v, what).buf in derived for v in gnode.args):
                 derived.update(ref(v, what).buf for v in gnode.outs)
             continue
+        if call.free and entry is not None and entry.keeps_order and len(gnode.args) == 1 and len(gnode.outs) == 1:
+            # A reshape of a view that cannot be one: torch copies the elements in the source's
+            # order, which is the copy of the source into a dense buffer of the source's shape.
+            src, out = ref(gnode.args[0], what), ref(gnode.outs[0], what)
+            dense = Ref(out.buf, Layout.dense(src.shape, out.layout.offset), out.dtype)
+            prog.nodes.append(Node(index=len(prog.nodes), op="clone", call=call, ins=[src], outs=[dense],
+                                   consts=[None]))
+            if src.buf in derived:
+                derived.add(out.buf)
+            continue
         ins = [ref(v, what) for v in gnode.args]
         outs = [ref(v, what) for v in gnode.outs]
         inplace = call.name.endswith("_") and name != call.name and bool(ins) and outs[0].buf == ins[0].buf

@@ -173,7 +173,7 @@ def _epilogue_spec(group: Group, prog: Program, name: str, dims: tuple[int, int,
 # -- row gathers ---------------------------------------------------------------------------------
 def gather_rows_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
     """index_select(x, dim, idx) of a dense x into a dense output: one copy per (outer, index)."""
-    from sage.kernels.library.gather_rows import MAX_INDICES, GatherRowsSpec, gather_rows_args, gather_rows_source
+    from sage.kernels.library.gather_rows import GatherRowsSpec, gather_rows_args, gather_rows_source
 
     node = group.nodes[0]
     x, idx, out = node.ins[0], node.ins[1], node.outs[0]
@@ -196,8 +196,6 @@ def gather_rows_launch(group: Group, prog: Program, name: str, sched: Schedule, 
     outer = math.prod(x.shape[:dim])
     inner = math.prod(x.shape[dim + 1:])
     count = idx.layout.numel
-    if count > MAX_INDICES:
-        raise Unsupported(f"{node.describe()}: {count} indices (the row gather holds at most {MAX_INDICES})")
     if outer * count > 65536 and inner < 8:
         raise Unsupported(f"{node.describe()}: {outer * count} copies of {inner} element(s) each: an element-wise "
                           "gather along an inner axis is not written yet")

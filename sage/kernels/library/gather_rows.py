@@ -2,8 +2,8 @@
 kernel that copies whole inner segments GM -> UB -> GM.
 
 x is viewed as [O, D, I] (dense), the indices as N integers, out as [O, N, I] (dense).
-Each block takes a range of (o, i) units; the block loads the indices once (they are
-read by the scalar unit, after an MTE2 -> S sync), wraps negative ones as torch does, and
+Each block takes a range of (o, i) units; the block loads the indices in windows of
+WINDOW (read by the scalar unit, after an MTE2 -> S sync), wraps negative ones as torch does, and
 moves each unit's I elements through a VECIN -> VECOUT bound queue in chunks (no vector
 work: a pure copy, MTE2 then MTE3).
 """
@@ -16,7 +16,7 @@ from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 from sage.kernels.target import Target
 
 CHUNK_BYTES = 16384
-MAX_INDICES = 16384        # the indices a block holds in UB at once (int64: 128 KB)
+WINDOW = 4096              # the indices a block holds in UB at once (int64: 32 KB); more are reloaded
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,6 @@ def gather_rows_args(spec: GatherRowsSpec) -> list[str]:
 
 
 def gather_rows_source(spec: GatherRowsSpec, target: Target, block_dim: int | None = None) -> str:
-    if spec.count > MAX_INDICES:
-        raise ValueError(f"{spec.count} indices do not fit in UB at once (at most {MAX_INDICES})")
     es, ies = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
     dt, it = dsl_dtype(spec.dtype), dsl_dtype(spec.index_dtype)
     chunk = max(1, CHUNK_BYTES // es)
@@ -50,6 +48,7 @@ def gather_rows_source(spec: GatherRowsSpec, target: Target, block_dim: int | No
     per = -(-units // blocks)
     blocks = -(-units // per)
     n = spec.name
+    window = min(spec.count, WINDOW)
     return f'''{HEADER}
 class Kernel_{n}:
     def Init(self, x, idx, out):
@@ -63,7 +62,7 @@ class Kernel_{n}:
         self.g_o.SetGlobalBuffer(out)
         self.pipe = TPipe()
         self.ib = TBuf(TPosition.VECCALC)
-        self.pipe.InitBuffer(self.ib, ({spec.count} * {ies} + 31) // 32 * 32)
+        self.pipe.InitBuffer(self.ib, ({window} * {ies} + 31) // 32 * 32)
         self.q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 2)
         self.pipe.InitBuffer(self.q, 2, ({chunk} * {es} + 31) // 32 * 32)
 
@@ -71,14 +70,20 @@ class Kernel_{n}:
         if self.t0 >= self.t1:
             return
         ix = self.ib.Get({it})
-        DataCopyPad(ix, self.g_i[{spec.index_offset}], DataCopyExtParams(1, {spec.count * ies}, 0, 0, 0),
-                    DataCopyPadExtParams(False, 0, 0, 0))
-        SetFlag(HardEvent.MTE2_S, 0)
-        WaitFlag(HardEvent.MTE2_S, 0)
+        w0 = -1
         for t in range(self.t0, self.t1):
             o = t // {spec.count}
             i = t % {spec.count}
-            r = ix.GetValue(i)
+            if w0 < 0 or i < w0 or i >= w0 + {window}:
+                # the window of indices holding i; the scalar reads of the last one come first
+                w0 = min(i, {spec.count - window})
+                SetFlag(HardEvent.S_MTE2, 0)
+                WaitFlag(HardEvent.S_MTE2, 0)
+                DataCopyPad(ix, self.g_i[{spec.index_offset} + w0], DataCopyExtParams(1, {window * ies}, 0, 0, 0),
+                            DataCopyPadExtParams(False, 0, 0, 0))
+                SetFlag(HardEvent.MTE2_S, 0)
+                WaitFlag(HardEvent.MTE2_S, 0)
+            r = ix.GetValue(i - w0)
             if r < 0:
                 r = r + {spec.rows}
             src = {spec.x_offset} + (o * {spec.rows} + r) * {spec.inner}

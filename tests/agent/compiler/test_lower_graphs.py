@@ -109,3 +109,32 @@ def test_a_group_recomputing_an_inlined_value_runs_after_its_operands_are_writte
     c = np.full((1, 2, 16, 8), 2.0, F32)
     (out,) = run(a, b, c, np.array([3.0, 5.0], F32))
     np.testing.assert_array_equal(out, np.full((1, 2, 8, 8), 3.0 * 1 + 5.0 * 2, F32))
+
+
+def test_a_reshape_that_cannot_be_a_view_copies_in_the_source_order(compile_graph):
+    _, run = compile_graph("x", "x.transpose(1, 2).reshape(4, -1) * 2.0", "torch.randn(4, 6, 10)")
+    x = np.arange(240, dtype=F32).reshape(4, 6, 10)
+    (out,) = run(x)
+    # row b of the result walks x[b] column by column: x[b, 0, 0], x[b, 1, 0], ... doubled
+    assert out.shape == (4, 60)
+    assert out[1, :3].tolist() == [2 * 60, 2 * 70, 2 * 80] and out[3, 59] == 2 * (180 + 59)
+
+
+def test_a_choice_between_two_numbers_on_a_rank_zero_condition(compile_graph):
+    _, run = compile_graph("x, s", "x * torch.where(s > 0, 3.0, -1.0)", "torch.randn(4, 8), torch.tensor(2.0)")
+    x = np.arange(32, dtype=F32).reshape(4, 8)
+    (pos,) = run(x, np.array(2.0, F32))
+    (neg,) = run(x, np.array(-0.5, F32))
+    np.testing.assert_array_equal(pos, 3 * x)
+    np.testing.assert_array_equal(neg, -x)
+
+
+def test_index_select_with_more_indices_than_one_window(compile_graph):
+    from sage.kernels.library.gather_rows import WINDOW
+
+    n = 2 * WINDOW + 808
+    _, run = compile_graph("w, i", "torch.index_select(w, 0, i)", f"torch.randn(50, 8), torch.randint(0, 50, ({n},))")
+    w = np.arange(400, dtype=F32).reshape(50, 8)
+    i = (np.arange(n, dtype=np.int64) * 7) % 50
+    (out,) = run(w, i)
+    np.testing.assert_array_equal(out, w[i])
