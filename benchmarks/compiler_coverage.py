@@ -48,6 +48,8 @@ def classify(row: dict) -> str:
     text = f"{row.get('status')} {row.get('reason') or ''} {row.get('error') or ''}"
     if row.get("status") == "incorrect":
         return "wrong result"
+    if row.get("status") == "compiler_error":
+        return "compiler error (a bug)"
     for name, patterns in REASON_CLASSES:
         if any(p in text for p in patterns):
             return name
@@ -69,6 +71,9 @@ def run_task(args: tuple[str, int | None, str]) -> dict:
                                                               preset=preset))
     except ReferenceProblem as exc:
         row.update(status="reference_problem", reason=str(exc))
+        return row
+    except Exception as exc:  # noqa: BLE001 - a compiler bug is this task's row, not the end of the run
+        row.update(status="compiler_error", reason=f"{type(exc).__name__}: {exc}")
         return row
     row["status"] = result.status
     row["reason"] = result.reason
