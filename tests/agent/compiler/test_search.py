@@ -1,0 +1,53 @@
+"""The schedule search: it spends its budget of simulator runs, slowest groups first, keeps
+the faster measured schedule and records both measurements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.agent.compiler.conftest import TASK
+
+
+@pytest.fixture
+def two_group_task(tmp_path: Path):
+    from sage.bench.tasks import load_task
+
+    # a big row softmax (the slow group) and a small independent elementwise output
+    path = tmp_path / "t.py"
+    path.write_text(TASK.format(args="x, y", body="(torch.softmax(x, dim=-1), y * 2.0)",
+                                inputs="torch.randn(256, 1024), torch.randn(64)"))
+    return load_task(path)
+
+
+def _search(task, budget: int):
+    from sage.agent.compiler.compiler import trace_cases
+    from sage.agent.compiler.search import SearchState, measure, rank
+    from sage.bench.tasks import kernel_args, parameter_kwargs
+    from sage.kernels import target_for
+
+    cases = trace_cases(task)
+    state = SearchState(cases, target_for("ascend910b2"), budget=budget)
+    rank(state, {})
+    measure(state, [kernel_args(c.case) for c in cases], parameter_kwargs(task.make_model()), "ascend910b2")
+    return state
+
+
+def test_the_search_spends_its_budget_on_the_slowest_group_and_keeps_the_faster(two_group_task):
+    state = _search(two_group_task, budget=2)
+    assert state.stats.runs == 2                       # counted, and never more than the budget
+    slow = max(state.decisions.values(), key=lambda d: d.estimated_us or 0)
+    assert slow.start_measured_us is not None and slow.measured_us is not None
+    # the kept schedule is the faster of the two measured ones
+    assert slow.measured_us <= slow.start_measured_us
+    if slow.move is not None:
+        assert state.chosen[slow.key.id] != type(state.chosen[slow.key.id])()
+    others = [d for d in state.decisions.values() if d is not slow]
+    assert all(d.start_measured_us is None for d in others)   # no run left for them
+
+
+def test_a_zero_budget_runs_nothing(two_group_task):
+    state = _search(two_group_task, budget=0)
+    assert state.stats.runs == 0
+    assert all(d.measured_us is None for d in state.decisions.values())
