@@ -132,7 +132,9 @@ def measure(state: SearchState, case_args: list[list], params: dict[str, np.ndar
         cands = state.ranked[gid]
         dec = state.decisions[gid]
         start = state.chosen[gid]
-        best = next(((t, s, n) for t, s, n in cands if s != start), None)
+        # A timing run does not judge correctness, so it only compares schedules that compute
+        # the same numbers; a precision move waits for a refinement turn's evaluation.
+        best = next(((t, s, n) for t, s, n in cands if s != start and s.fp32_compute == start.fp32_compute), None)
         if best is None or best[0] > (dec.estimated_us or 0) * TIE:
             continue                            # the model expects the move to lose
         c, g = _locate(state, gid)

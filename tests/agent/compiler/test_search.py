@@ -64,3 +64,15 @@ def test_moves_the_model_cannot_tell_apart_are_measured(tmp_path: Path):
     ests = [t for t, _, _ in state.ranked[dec.key.id]]
     assert max(ests) - min(ests) < 0.05 * min(ests)   # the model's ranking is a tie
     assert state.stats.runs == 2 and dec.start_measured_us is not None and dec.measured_us is not None
+
+
+def test_a_timing_run_never_trades_precision(tmp_path: Path):
+    from sage.bench.tasks import load_task
+
+    # fp16 tanh: computing in fp16 is estimated (and measured) faster, and is 2-3 ulp off
+    path = tmp_path / "tanh.py"
+    path.write_text(TASK.format(args="x", body="torch.tanh(x)", inputs="torch.randn(1024, 1024).half()"))
+    state = _search(load_task(path), budget=4)
+    (dec,) = state.decisions.values()
+    assert state.ranked[dec.key.id][0][2] == "fp32_compute False"     # the model's favourite move
+    assert state.chosen[dec.key.id].fp32_compute and dec.move != "fp32_compute False"
