@@ -1,0 +1,75 @@
+"""Lowerings of the indexed primitives: gather, scatter, index_copy and index_add (and histc /
+bincount, which the registry files under index_add).
+
+Each reads one node's operands, views them as the library kernels' [O, D, I] shapes, and
+refuses (Unsupported, naming the op and why) what the kernels cannot take: strided views,
+unequal index/source shapes, dtypes without a kernel type.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sage.agent.compiler.build import Unsupported
+from sage.agent.compiler.emit import Launch
+from sage.agent.compiler.fusion import Group
+from sage.agent.compiler.ir import Node, Program, Ref, contiguous_strides
+from sage.agent.compiler.schedule import Schedule
+from sage.kernels import Target
+
+
+def _dense(node: Node, ref: Ref, what: str) -> None:
+    if not ref.layout.is_dense():
+        raise Unsupported(f"{node.describe()}: the {what} is a strided view (the kernel reads dense rows)")
+
+
+def _dim(node: Node, rank: int) -> int:
+    dim = next((v for v in node.scalars if isinstance(v, int) and not isinstance(v, bool)), 0)
+    return dim % max(rank, 1)
+
+
+def _index(node: Node, idx: Ref | None) -> Ref:
+    if idx is None:
+        raise Unsupported(f"{node.describe()}: a constant index operand")
+    if idx.dtype not in ("int64", "int32"):
+        raise Unsupported(f"{node.describe()}: {idx.dtype} indices")
+    _dense(node, idx, "index")
+    return idx
+
+
+def _name(prog: Program, ref: Ref) -> str:
+    return prog.buffers[ref.buf].name
+
+
+# -- gather ----------------------------------------------------------------------------------------
+def gather_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """torch.gather(x, dim, idx): out[..., k, ...] = x[..., idx[..., k, ...], ...] along dim."""
+    from sage.kernels.library.gather_elems import GatherElemsSpec, gather_elems_args, gather_elems_source
+
+    node = group.nodes[0]
+    x, out = node.ins[0], node.outs[0]
+    if x is None:
+        raise Unsupported(f"{node.describe()}: a constant source")
+    idx = _index(node, node.ins[1])
+    if out.layout.numel == 0:
+        return None
+    rank = len(x.shape)
+    dim = _dim(node, rank)
+    if len(idx.shape) != rank or any(a != b for j, (a, b) in enumerate(zip(idx.shape, x.shape)) if j != dim):
+        raise Unsupported(f"{node.describe()}: index shape {idx.shape} differs from the source {x.shape} "
+                          "off the gathered axis")
+    if x.layout.numel == 0:
+        raise Unsupported(f"{node.describe()}: indices into an empty axis")
+    _dense(node, x, "source")
+    if out.layout.offset or out.layout.strides != contiguous_strides(out.shape) and not out.layout.is_dense():
+        raise Unsupported(f"{node.describe()}: the output is a strided view")
+    spec = GatherElemsSpec(name=name, outer=math.prod(x.shape[:dim]), rows=x.shape[dim] if rank else 1,
+                           inner=math.prod(x.shape[dim + 1:]), count=idx.shape[dim] if rank else 1,
+                           dtype=x.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
+                           out=_name(prog, out), x_offset=x.layout.offset, index_offset=idx.layout.offset)
+    try:
+        source = gather_elems_source(spec, target, sched.block_dim)
+    except ValueError as exc:
+        raise Unsupported(f"{node.describe()}: {exc}") from None
+    args = gather_elems_args(spec)
+    return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
