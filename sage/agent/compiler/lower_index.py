@@ -15,7 +15,7 @@ from sage.agent.compiler.emit import Launch
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Node, Program, Ref, contiguous_strides
 from sage.agent.compiler.schedule import Schedule
-from sage.kernels import Target
+from sage.kernels import HEADER, Target
 
 
 def _dense(node: Node, ref: Ref, what: str) -> None:
@@ -73,3 +73,67 @@ def gather_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
         raise Unsupported(f"{node.describe()}: {exc}") from None
     args = gather_elems_args(spec)
     return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
+
+
+def _then(first: Launch | None, name: str, second: Launch, args: list[str]) -> Launch:
+    """`second` launched after `first` (the copy that initialises an out-of-place result), as one
+    host function `{name}_launch(*args)`."""
+    if first is None:
+        return second
+    body = [s.replace(HEADER, "", 1) for s in (first.source, second.source)]
+    launcher = f"\n\ndef {name}_launch({', '.join(args)}):\n    {first.call}\n    {second.call}\n"
+    return Launch(HEADER + "\n".join(body) + launcher, f"{name}_launch({', '.join(args)})", second.label, args)
+
+
+def _initial_copy(node: Node, prog: Program, name: str, target: Target) -> Launch | None:
+    """An out-of-place scatter starts from a copy of its first operand."""
+    from sage.agent.compiler.lowerings import copy_launch
+
+    x, out = node.ins[0], node.outs[0]
+    if node.inplace:
+        return None
+    if x is None:
+        raise Unsupported(f"{node.describe()}: a constant destination")
+    return copy_launch(prog, x, _name(prog, out), f"{name}c", target)
+
+
+# -- index_copy / index_add ------------------------------------------------------------------------
+def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """index_copy / index_add (and their in-place forms): out[.., idx[c], ..] (+)= src[.., c, ..]."""
+    from sage.kernels.library.scatter_rows import ScatterRowsSpec, scatter_rows_args, scatter_rows_source
+
+    node = group.nodes[0]
+    if node.op == "index_add" and node.kwargs.get("alpha", 1) != 1:
+        raise Unsupported(f"{node.describe()}: alpha != 1")
+    out, src = node.outs[0], node.ins[2]
+    idx = _index(node, node.ins[1])
+    if src is None:
+        raise Unsupported(f"{node.describe()}: a constant source")
+    if out.layout.numel == 0:
+        return None
+    rank = len(out.shape)
+    dim = _dim(node, rank)
+    _dense(node, out, "destination")
+    broadcast = src.layout.numel > 0 and all(s == 0 for s in src.layout.strides)
+    if not broadcast:
+        _dense(node, src, "source")
+    if len(idx.shape) > 1:
+        raise Unsupported(f"{node.describe()}: a {len(idx.shape)}-d index")
+    count = idx.layout.numel
+    if count == 0:
+        return _initial_copy(node, prog, name, target)
+    spec = ScatterRowsSpec(name=f"{name}s", outer=math.prod(out.shape[:dim]), rows=out.shape[dim] if rank else 1,
+                           inner=math.prod(out.shape[dim + 1:]), count=count, dtype=out.dtype,
+                           index_dtype=idx.dtype, accumulate=node.op == "index_add", src_broadcast=broadcast,
+                           out=_name(prog, out), index=_name(prog, idx), src=_name(prog, src),
+                           out_offset=out.layout.offset, index_offset=idx.layout.offset,
+                           src_offset=src.layout.offset)
+    try:
+        source = scatter_rows_source(spec, target, sched.block_dim)
+    except ValueError as exc:
+        raise Unsupported(f"{node.describe()}: {exc}") from None
+    args = scatter_rows_args(spec)
+    scatter = Launch(source, f"{spec.name}_launch({', '.join(args)})", group.describe(), args)
+    first = _initial_copy(node, prog, name, target)
+    names = list(dict.fromkeys((first.args if first else []) + args))
+    return _then(first, name, scatter, names)

@@ -219,4 +219,6 @@ PRIMITIVE_LOWERINGS: dict[str, PrimitiveLowering] = {
     "matmul": matmul_launch,
     "index_select": gather_rows_launch,
     "gather": lower_index.gather_launch,
+    "index_copy": lower_index.index_scatter_launch,
+    "index_add": lower_index.index_scatter_launch,
 }
