@@ -137,3 +137,76 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
     first = _initial_copy(node, prog, name, target)
     names = list(dict.fromkeys((first.args if first else []) + args))
     return _then(first, name, scatter, names)
+
+
+# -- bincount / histc ------------------------------------------------------------------------------
+def histogram_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """bincount(x, minlength) and histc(x, bins, min, max): counts, the index_add of ones."""
+    from sage.kernels.library.histogram import HistogramSpec, histogram_args, histogram_source
+
+    node = group.nodes[0]
+    if node.op not in ("bincount", "histc"):
+        return index_scatter_launch(group, prog, name, sched, target)
+    x, out = node.ins[0], node.outs[0]
+    if x is None:
+        raise Unsupported(f"{node.describe()}: a constant input")
+    if len([r for r in node.ins if r is not None]) > 1 or (node.op == "bincount" and node.scalars[0] is not None):
+        raise Unsupported(f"{node.describe()}: weighted counts")
+    if out.layout.numel == 0:
+        return None
+    _dense(node, x, "input")
+    lo = hi = None
+    if node.op == "histc":
+        lo, hi = float(node.scalars[1]), float(node.scalars[2])
+        if lo >= hi:
+            raise Unsupported(f"{node.describe()}: min >= max takes the range from the data")
+    elif x.dtype not in ("int64", "int32", "int16", "int8", "uint8"):
+        raise Unsupported(f"{node.describe()}: bincount of {x.dtype}")
+    if x.layout.numel == 0:
+        raise Unsupported(f"{node.describe()}: counts of an empty input (the output is a fill)")
+    spec = HistogramSpec(name=name, numel=x.layout.numel, bins=out.layout.numel, dtype=x.dtype,
+                         out_dtype=out.dtype, lo=lo, hi=hi, x=_name(prog, x), out=_name(prog, out),
+                         x_offset=x.layout.offset)
+    try:
+        source = histogram_source(spec, target, sched.block_dim)
+    except ValueError as exc:
+        raise Unsupported(f"{node.describe()}: {exc}") from None
+    args = histogram_args(spec)
+    return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
+
+
+# -- scatter ---------------------------------------------------------------------------------------
+def scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """torch.scatter(x, dim, idx, src): a copy of x with out[.., idx[.., k, ..], ..] = src[.., k, ..]."""
+    from sage.kernels.library.scatter_elems import (
+        ScatterElemsSpec, row_tile, scatter_elems_args, scatter_elems_source)
+
+    node = group.nodes[0]
+    if node.op != "scatter" or node.call.overload != "src" or node.kwargs.get("reduce") is not None:
+        raise Unsupported(f"{node.describe()}: only scatter with a src tensor and no reduce is written")
+    x, src, out = node.ins[0], node.ins[2], node.outs[0]
+    idx = _index(node, node.ins[1])
+    if x is None or src is None:
+        raise Unsupported(f"{node.describe()}: a constant operand")
+    if out.layout.numel == 0:
+        return None
+    rank = len(out.shape)
+    dim = _dim(node, rank)
+    if src.shape != idx.shape or len(idx.shape) != rank or any(
+            a != b for j, (a, b) in enumerate(zip(idx.shape, out.shape)) if j != dim):
+        raise Unsupported(f"{node.describe()}: index {idx.shape} / src {src.shape} shapes other than the "
+                          f"destination's {out.shape} off the scattered axis")
+    for ref, what in ((x, "destination"), (src, "source"), (out, "output")):
+        _dense(node, ref, what)
+    spec = ScatterElemsSpec(name=f"{name}s", outer=math.prod(out.shape[:dim]), rows=out.shape[dim] if rank else 1,
+                            inner=math.prod(out.shape[dim + 1:]), count=idx.shape[dim] if rank else 1,
+                            dtype=out.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
+                            src=_name(prog, src), out=_name(prog, out), x_offset=x.layout.offset,
+                            index_offset=idx.layout.offset, src_offset=src.layout.offset)
+    if idx.layout.numel == 0:
+        return _initial_copy(node, prog, name, target)
+    args = scatter_elems_args(spec)
+    scatter = Launch(scatter_elems_source(spec, target, sched.block_dim), f"{spec.name}_launch({', '.join(args)})",
+                     group.describe(), args)
+    first = None if row_tile(spec) >= 1 else _initial_copy(node, prog, name, target)
+    return _then(first, name, scatter, list(dict.fromkeys((first.args if first else []) + args)))

@@ -220,5 +220,6 @@ PRIMITIVE_LOWERINGS: dict[str, PrimitiveLowering] = {
     "index_select": gather_rows_launch,
     "gather": lower_index.gather_launch,
     "index_copy": lower_index.index_scatter_launch,
-    "index_add": lower_index.index_scatter_launch,
+    "index_add": lower_index.histogram_launch,        # histc and bincount are index_adds of ones
+    "scatter": lower_index.scatter_launch,
 }
