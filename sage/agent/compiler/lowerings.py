@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from sage.agent.compiler import lower_index
 from sage.agent.compiler.build import Unsupported
 from sage.agent.compiler.emit import Launch
 from sage.agent.compiler.fusion import Group
@@ -215,4 +216,8 @@ PrimitiveLowering = Callable[[Group, Program, str, Schedule, Target], "Launch | 
 PRIMITIVE_LOWERINGS: dict[str, PrimitiveLowering] = {
     "matmul": matmul_launch,
     "index_select": gather_rows_launch,
+    "gather": lower_index.gather_launch,
+    "index_copy": lower_index.index_scatter_launch,
+    "index_add": lower_index.histogram_launch,        # histc and bincount are index_adds of ones
+    "scatter": lower_index.scatter_launch,
 }

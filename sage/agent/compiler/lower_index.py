@@ -1,0 +1,212 @@
+"""Lowerings of the indexed primitives: gather, scatter, index_copy and index_add (and histc /
+bincount, which the registry files under index_add).
+
+Each reads one node's operands, views them as the library kernels' [O, D, I] shapes, and
+refuses (Unsupported, naming the op and why) what the kernels cannot take: strided views,
+unequal index/source shapes, dtypes without a kernel type.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sage.agent.compiler.build import Unsupported
+from sage.agent.compiler.emit import Launch
+from sage.agent.compiler.fusion import Group
+from sage.agent.compiler.ir import Node, Program, Ref, contiguous_strides
+from sage.agent.compiler.schedule import Schedule
+from sage.kernels import HEADER, Target
+
+
+def _dense(node: Node, ref: Ref, what: str) -> None:
+    if not ref.layout.is_dense():
+        raise Unsupported(f"{node.describe()}: the {what} is a strided view (the kernel reads dense rows)")
+
+
+def _dim(node: Node, rank: int) -> int:
+    dim = next((v for v in node.scalars if isinstance(v, int) and not isinstance(v, bool)), 0)
+    return dim % max(rank, 1)
+
+
+def _index(node: Node, idx: Ref | None) -> Ref:
+    if idx is None:
+        raise Unsupported(f"{node.describe()}: a constant index operand")
+    if idx.dtype not in ("int64", "int32"):
+        raise Unsupported(f"{node.describe()}: {idx.dtype} indices")
+    _dense(node, idx, "index")
+    return idx
+
+
+def _name(prog: Program, ref: Ref) -> str:
+    return prog.buffers[ref.buf].name
+
+
+# -- gather ----------------------------------------------------------------------------------------
+def gather_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """torch.gather(x, dim, idx): out[..., k, ...] = x[..., idx[..., k, ...], ...] along dim."""
+    from sage.kernels.library.gather_elems import GatherElemsSpec, gather_elems_args, gather_elems_source
+
+    node = group.nodes[0]
+    x, out = node.ins[0], node.outs[0]
+    if x is None:
+        raise Unsupported(f"{node.describe()}: a constant source")
+    idx = _index(node, node.ins[1])
+    if out.layout.numel == 0:
+        return None
+    rank = len(x.shape)
+    dim = _dim(node, rank)
+    if len(idx.shape) != rank or any(a != b for j, (a, b) in enumerate(zip(idx.shape, x.shape)) if j != dim):
+        raise Unsupported(f"{node.describe()}: index shape {idx.shape} differs from the source {x.shape} "
+                          "off the gathered axis")
+    if x.layout.numel == 0:
+        raise Unsupported(f"{node.describe()}: indices into an empty axis")
+    _dense(node, x, "source")
+    if out.layout.offset or out.layout.strides != contiguous_strides(out.shape) and not out.layout.is_dense():
+        raise Unsupported(f"{node.describe()}: the output is a strided view")
+    spec = GatherElemsSpec(name=name, outer=math.prod(x.shape[:dim]), rows=x.shape[dim] if rank else 1,
+                           inner=math.prod(x.shape[dim + 1:]), count=idx.shape[dim] if rank else 1,
+                           dtype=x.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
+                           out=_name(prog, out), x_offset=x.layout.offset, index_offset=idx.layout.offset)
+    try:
+        source = gather_elems_source(spec, target, sched.block_dim)
+    except ValueError as exc:
+        raise Unsupported(f"{node.describe()}: {exc}") from None
+    args = gather_elems_args(spec)
+    return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
+
+
+def _then(first: Launch | None, name: str, second: Launch, args: list[str]) -> Launch:
+    """`second` launched after `first` (the copy that initialises an out-of-place result), as one
+    host function `{name}_launch(*args)`."""
+    if first is None:
+        return second
+    body = [s.replace(HEADER, "", 1) for s in (first.source, second.source)]
+    launcher = f"\n\ndef {name}_launch({', '.join(args)}):\n    {first.call}\n    {second.call}\n"
+    return Launch(HEADER + "\n".join(body) + launcher, f"{name}_launch({', '.join(args)})", second.label, args)
+
+
+def _initial_copy(node: Node, prog: Program, name: str, target: Target) -> Launch | None:
+    """An out-of-place scatter starts from a copy of its first operand."""
+    from sage.agent.compiler.lowerings import copy_launch
+
+    x, out = node.ins[0], node.outs[0]
+    if node.inplace:
+        return None
+    if x is None:
+        raise Unsupported(f"{node.describe()}: a constant destination")
+    return copy_launch(prog, x, _name(prog, out), f"{name}c", target)
+
+
+# -- index_copy / index_add ------------------------------------------------------------------------
+def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """index_copy / index_add (and their in-place forms): out[.., idx[c], ..] (+)= src[.., c, ..]."""
+    from sage.kernels.library.scatter_rows import ScatterRowsSpec, scatter_rows_args, scatter_rows_source
+
+    node = group.nodes[0]
+    if node.op == "index_add" and node.kwargs.get("alpha", 1) != 1:
+        raise Unsupported(f"{node.describe()}: alpha != 1")
+    out, src = node.outs[0], node.ins[2]
+    idx = _index(node, node.ins[1])
+    if src is None:
+        raise Unsupported(f"{node.describe()}: a constant source")
+    if out.layout.numel == 0:
+        return None
+    rank = len(out.shape)
+    dim = _dim(node, rank)
+    _dense(node, out, "destination")
+    broadcast = src.layout.numel > 0 and all(s == 0 for s in src.layout.strides)
+    if not broadcast:
+        _dense(node, src, "source")
+    if len(idx.shape) > 1:
+        raise Unsupported(f"{node.describe()}: a {len(idx.shape)}-d index")
+    count = idx.layout.numel
+    if count == 0:
+        return _initial_copy(node, prog, name, target)
+    spec = ScatterRowsSpec(name=f"{name}s", outer=math.prod(out.shape[:dim]), rows=out.shape[dim] if rank else 1,
+                           inner=math.prod(out.shape[dim + 1:]), count=count, dtype=out.dtype,
+                           index_dtype=idx.dtype, accumulate=node.op == "index_add", src_broadcast=broadcast,
+                           out=_name(prog, out), index=_name(prog, idx), src=_name(prog, src),
+                           out_offset=out.layout.offset, index_offset=idx.layout.offset,
+                           src_offset=src.layout.offset)
+    try:
+        source = scatter_rows_source(spec, target, sched.block_dim)
+    except ValueError as exc:
+        raise Unsupported(f"{node.describe()}: {exc}") from None
+    args = scatter_rows_args(spec)
+    scatter = Launch(source, f"{spec.name}_launch({', '.join(args)})", group.describe(), args)
+    first = _initial_copy(node, prog, name, target)
+    names = list(dict.fromkeys((first.args if first else []) + args))
+    return _then(first, name, scatter, names)
+
+
+# -- bincount / histc ------------------------------------------------------------------------------
+def histogram_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """bincount(x, minlength) and histc(x, bins, min, max): counts, the index_add of ones."""
+    from sage.kernels.library.histogram import HistogramSpec, histogram_args, histogram_source
+
+    node = group.nodes[0]
+    if node.op not in ("bincount", "histc"):
+        return index_scatter_launch(group, prog, name, sched, target)
+    x, out = node.ins[0], node.outs[0]
+    if x is None:
+        raise Unsupported(f"{node.describe()}: a constant input")
+    if len([r for r in node.ins if r is not None]) > 1 or (node.op == "bincount" and node.scalars[0] is not None):
+        raise Unsupported(f"{node.describe()}: weighted counts")
+    if out.layout.numel == 0:
+        return None
+    _dense(node, x, "input")
+    lo = hi = None
+    if node.op == "histc":
+        lo, hi = float(node.scalars[1]), float(node.scalars[2])
+        if lo >= hi:
+            raise Unsupported(f"{node.describe()}: min >= max takes the range from the data")
+    elif x.dtype not in ("int64", "int32", "int16", "int8", "uint8"):
+        raise Unsupported(f"{node.describe()}: bincount of {x.dtype}")
+    if x.layout.numel == 0:
+        raise Unsupported(f"{node.describe()}: counts of an empty input (the output is a fill)")
+    spec = HistogramSpec(name=name, numel=x.layout.numel, bins=out.layout.numel, dtype=x.dtype,
+                         out_dtype=out.dtype, lo=lo, hi=hi, x=_name(prog, x), out=_name(prog, out),
+                         x_offset=x.layout.offset)
+    try:
+        source = histogram_source(spec, target, sched.block_dim)
+    except ValueError as exc:
+        raise Unsupported(f"{node.describe()}: {exc}") from None
+    args = histogram_args(spec)
+    return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
+
+
+# -- scatter ---------------------------------------------------------------------------------------
+def scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """torch.scatter(x, dim, idx, src): a copy of x with out[.., idx[.., k, ..], ..] = src[.., k, ..]."""
+    from sage.kernels.library.scatter_elems import (
+        ScatterElemsSpec, row_tile, scatter_elems_args, scatter_elems_source)
+
+    node = group.nodes[0]
+    if node.op != "scatter" or node.call.overload != "src" or node.kwargs.get("reduce") is not None:
+        raise Unsupported(f"{node.describe()}: only scatter with a src tensor and no reduce is written")
+    x, src, out = node.ins[0], node.ins[2], node.outs[0]
+    idx = _index(node, node.ins[1])
+    if x is None or src is None:
+        raise Unsupported(f"{node.describe()}: a constant operand")
+    if out.layout.numel == 0:
+        return None
+    rank = len(out.shape)
+    dim = _dim(node, rank)
+    if src.shape != idx.shape or len(idx.shape) != rank or any(
+            a != b for j, (a, b) in enumerate(zip(idx.shape, out.shape)) if j != dim):
+        raise Unsupported(f"{node.describe()}: index {idx.shape} / src {src.shape} shapes other than the "
+                          f"destination's {out.shape} off the scattered axis")
+    for ref, what in ((x, "destination"), (src, "source"), (out, "output")):
+        _dense(node, ref, what)
+    spec = ScatterElemsSpec(name=f"{name}s", outer=math.prod(out.shape[:dim]), rows=out.shape[dim] if rank else 1,
+                            inner=math.prod(out.shape[dim + 1:]), count=idx.shape[dim] if rank else 1,
+                            dtype=out.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
+                            src=_name(prog, src), out=_name(prog, out), x_offset=x.layout.offset,
+                            index_offset=idx.layout.offset, src_offset=src.layout.offset)
+    if idx.layout.numel == 0:
+        return _initial_copy(node, prog, name, target)
+    args = scatter_elems_args(spec)
+    scatter = Launch(scatter_elems_source(spec, target, sched.block_dim), f"{spec.name}_launch({', '.join(args)})",
+                     group.describe(), args)
+    first = None if row_tile(spec) >= 1 else _initial_copy(node, prog, name, target)
+    return _then(first, name, scatter, list(dict.fromkeys((first.args if first else []) + args)))

@@ -1,0 +1,91 @@
+"""gather, scatter, index_copy, index_add, bincount and histc lowered on small graphs; every
+kernel runs in the sandbox, its result checked against values worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+
+F32 = np.float32
+
+
+def test_gather_along_the_last_axis_with_a_negative_index(compile_graph):
+    compiled, run = compile_graph("x, i", "torch.gather(x, 1, i)",
+                                  "torch.randn(3, 5), torch.randint(0, 5, (3, 2))")
+    assert [g.kind for _, g in compiled.groups] == ["gather"]
+    assert "Gather(" in compiled.source            # the vector Gather instruction, not scalar reads
+    x = np.arange(15, dtype=F32).reshape(3, 5)     # x[r, c] = 5 r + c
+    i = np.array([[4, 0], [-1, 2], [1, 1]], np.int64)
+    (out,) = run(x, i)
+    # -1 wraps to 4 as in Python: row 1 picks 5 + 4 and 5 + 2
+    assert out.tolist() == [[4, 0], [9, 7], [11, 11]]
+
+
+def test_gather_of_int64_and_along_the_first_axis(compile_graph):
+    _, run = compile_graph("x, i, y, j", "(torch.gather(x, 1, i), torch.gather(y, 0, j))",
+                           "torch.randint(0, 9, (2, 4)), torch.randint(0, 4, (2, 1)), "
+                           "torch.randn(4, 3), torch.randint(0, 4, (2, 3))")
+    x = np.array([[10, 11, 12, 2**40], [20, 21, 22, 23]], np.int64)
+    i = np.array([[3], [1]], np.int64)
+    y = np.arange(12, dtype=F32).reshape(4, 3)     # y[r, c] = 3 r + c
+    j = np.array([[3, 0, 1], [2, 2, 0]], np.int64)
+    a, b = run(x, i, y, j)
+    assert a.dtype == np.int64 and a.ravel().tolist() == [2**40, 21]
+    assert b.tolist() == [[9, 1, 5], [6, 7, 2]]
+
+
+def test_index_add_accumulates_duplicate_indices(compile_graph):
+    compiled, run = compile_graph("x, i, s", "x.index_add(0, i, s)",
+                                  "torch.randn(4, 3), torch.tensor([0, 2, 2, 0, 2]), torch.randn(5, 3)")
+    assert "SetAtomicAdd" in compiled.source
+    x = np.ones((4, 3), F32)
+    s = np.array([[1, 2, 3]] * 5, F32) * np.array([[1], [10], [100], [1000], [10000]], F32)
+    i = np.array([0, 2, 2, 0, 2], np.int64)
+    (out,) = run(x, i, s)
+    # row 0: 1 + (1 + 1000) * [1, 2, 3]; row 2: 1 + (10 + 100 + 10000) * [1, 2, 3]; rows 1, 3 stay 1
+    assert out.tolist() == [[1002, 2003, 3004], [1, 1, 1], [10111, 20221, 30331], [1, 1, 1]]
+
+
+def test_index_add_of_int32_and_index_copy_of_int64(compile_graph):
+    _, run = compile_graph("x, i, s, y, t", "(x.index_add(0, i, s), y.index_copy(1, i[1:], t))",
+                           "torch.zeros(3, 2, dtype=torch.int32), torch.tensor([1, 1, 0]), "
+                           "torch.ones(3, 2, dtype=torch.int32), torch.zeros(2, 3, dtype=torch.int64), "
+                           "torch.ones(2, 2, dtype=torch.int64)")
+    x = np.zeros((3, 2), np.int32)
+    i = np.array([1, 1, -3], np.int64)
+    s = np.array([[1, 2], [30, 40], [500, 600]], np.int32)
+    y = np.full((2, 3), 7, np.int64)
+    t = np.array([[2**33, 5], [6, -1]], np.int64)
+    added, copied = run(x, i, s, y, t)
+    # -3 wraps to 0; index 1 twice: 1 + 30, 2 + 40
+    assert added.tolist() == [[500, 600], [31, 42], [0, 0]]
+    # index_copy along dim 1 with i[1:] = [1, -3 -> 0]: column 1 <- t[:, 0], column 0 <- t[:, 1]
+    assert copied.dtype == np.int64 and copied.tolist() == [[5, 2**33, 7], [-1, 6, 7]]
+
+
+def test_index_put_of_a_scalar_fills_the_rows(compile_graph):
+    _, run = compile_graph("x, i", "x.index_put((i,), torch.tensor(-2.0))", "torch.randn(4, 3), torch.tensor([3, 1])")
+    x = np.arange(12, dtype=F32).reshape(4, 3)
+    (out,) = run(x, np.array([3, 1], np.int64))
+    assert out.tolist() == [[0, 1, 2], [-2, -2, -2], [6, 7, 8], [-2, -2, -2]]
+
+
+def test_scatter_along_either_axis(compile_graph):
+    _, run = compile_graph("x, i, s, j, t", "(torch.scatter(x, 1, i, s), torch.scatter(x, 0, j, t))",
+                           "torch.randn(2, 4), torch.tensor([[3, 0], [1, 2]]), torch.randn(2, 2), "
+                           "torch.tensor([[1, 0, 1, 0]]), torch.randn(1, 4)")
+    x = np.zeros((2, 4), F32)
+    last, first = run(x, np.array([[3, 0], [1, -1]], np.int64), np.array([[1, 2], [3, 4]], F32),
+                      np.array([[1, 0, 1, 0]], np.int64), np.array([[5, 6, 7, 8]], F32))
+    assert last.tolist() == [[2, 0, 0, 1], [0, 3, 0, 4]]
+    assert first.tolist() == [[0, 6, 0, 8], [5, 0, 7, 0]]
+
+
+def test_bincount_and_histc(compile_graph):
+    compiled, run = compile_graph("v, x", "(torch.bincount(v, minlength=5), torch.histc(x, 4, -1.0, 1.0))",
+                                  "torch.randint(0, 5, (9,)), torch.randn(10)")
+    v = np.array([0, 4, 4, 1, 4, 0, 2, 2, 4], np.int64)
+    x = np.array([-1.0, -0.9, -0.5, 0.0, 0.2, 0.49, 1.0, 1.5, -1.1, 0.7], F32)
+    counts, hist = run(v, x)
+    assert counts.dtype == np.int64 and counts.tolist() == [2, 1, 2, 0, 4]
+    # bins [-1, -0.5) [-0.5, 0) [0, 0.5) [0.5, 1]; 1.5 and -1.1 fall outside; 1.0 joins the last bin
+    assert hist.dtype == np.float32 and hist.tolist() == [2, 1, 3, 2]
