@@ -197,9 +197,11 @@ def gather_rows_launch(group: Group, prog: Program, name: str, sched: Schedule, 
     outer = math.prod(x.shape[:dim])
     inner = math.prod(x.shape[dim + 1:])
     count = idx.layout.numel
+    if outer * count > 65536 and inner == 1:
+        return _gather_last_axis(node, prog, name, sched, target, outer, x, idx, out)
     if outer * count > 65536 and inner < 8:
         raise Unsupported(f"{node.describe()}: {outer * count} copies of {inner} element(s) each: an element-wise "
-                          "gather along an inner axis is not written yet")
+                          "gather along an inner axis other than the last is not written yet")
     spec = GatherRowsSpec(name=name, outer=outer, rows=x.shape[dim], inner=inner, count=count, dtype=x.dtype,
                           index_dtype=idx.dtype, x=prog.buffers[x.buf].name, index=prog.buffers[idx.buf].name,
                           out=prog.buffers[out.buf].name, x_offset=x.layout.offset, index_offset=idx.layout.offset)
@@ -221,3 +223,21 @@ PRIMITIVE_LOWERINGS: dict[str, PrimitiveLowering] = {
     "index_add": lower_index.histogram_launch,        # histc and bincount are index_adds of ones
     "scatter": lower_index.scatter_launch,
 }
+
+
+def _gather_last_axis(node, prog: Program, name: str, sched: Schedule, target: Target, outer: int, x: Ref, idx: Ref,
+                      out: Ref) -> Launch:
+    """index_select along the last axis: whole rows in UB and one Gather instruction per row,
+    every row with the same indices (a copy per element would be one DataCopy each)."""
+    from sage.kernels.library.gather_elems import GatherElemsSpec, gather_elems_args, gather_elems_source
+
+    spec = GatherElemsSpec(name=name, outer=outer, rows=x.shape[-1], inner=1, count=idx.layout.numel, dtype=x.dtype,
+                           index_dtype=idx.dtype, x=prog.buffers[x.buf].name, index=prog.buffers[idx.buf].name,
+                           out=prog.buffers[out.buf].name, x_offset=x.layout.offset, index_offset=idx.layout.offset,
+                           shared_index=True)
+    try:
+        source = gather_elems_source(spec, target, sched.block_dim)
+    except ValueError as exc:
+        raise Unsupported(f"{node.describe()}: {exc}") from None
+    args = gather_elems_args(spec)
+    return Launch(source, f"{name}_launch({', '.join(args)})", node.describe(), args)

@@ -40,6 +40,7 @@ class GatherElemsSpec:
     out: str = "out"
     x_offset: int = 0
     index_offset: int = 0
+    shared_index: bool = False   # one index row for every o (index_select along the last axis)
 
 
 def _ceil(n: int, m: int) -> int:
@@ -65,6 +66,8 @@ def gather_elems_source(spec: GatherElemsSpec, target: Target, block_dim: int | 
         raise ValueError(f"{spec.index_dtype} indices (int64 or int32 only)")
     if row_tile(spec) >= 1:
         return _rows_source(spec, target, block_dim)
+    if spec.shared_index:
+        raise ValueError(f"a row of {spec.rows} elements and {spec.count} indices do not fit in UB")
     return _scalar_source(spec, target, block_dim)
 
 
@@ -120,6 +123,16 @@ def _rows_source(spec: GatherElemsSpec, target: Target, block_dim: int | None) -
                 ot.SetValue(q * {po // es} + j, xt.GetValue(q * {p // es} + v))'''
         sync_in = "\n        SetFlag(HardEvent.MTE2_S, 0)\n        WaitFlag(HardEvent.MTE2_S, 0)"
         sync_out = "\n        SetFlag(HardEvent.S_MTE3, 0)\n        WaitFlag(HardEvent.S_MTE3, 0)"
+    if spec.shared_index:                    # the one index row, once per tile row
+        load_index = f'''
+            for q in range(t):
+                DataCopyPad(ix[q * {pi // ies}], self.g_i[{spec.index_offset}], DataCopyExtParams(1, {k * ies}, 0, 0, 0),
+                            DataCopyPadExtParams(False, 0, 0, 0))'''
+    else:
+        load_index = f'''
+            DataCopyPad(ix, self.g_i[{spec.index_offset} + r * {k}],
+                        DataCopyExtParams(t, {k * ies}, 0, {(pi - _ceil(k * ies, 32)) // 32}, 0),
+                        DataCopyPadExtParams(False, 0, 0, 0))'''
     return f'''{HEADER}
 class Kernel_{n}:
     def Init(self, x, idx, out):
@@ -150,10 +163,7 @@ class Kernel_{n}:
             DataCopyPad(xt, self.g_x[{spec.x_offset} + r * {d}], DataCopyExtParams(t, {d * es}, 0, 0, 0),
                         DataCopyPadExtParams(False, 0, 0, 0))
             self.qx.EnQue(xt)
-            ix = self.qi.AllocTensor({it})
-            DataCopyPad(ix, self.g_i[{spec.index_offset} + r * {k}],
-                        DataCopyExtParams(t, {k * ies}, 0, {(pi - _ceil(k * ies, 32)) // 32}, 0),
-                        DataCopyPadExtParams(False, 0, 0, 0))
+            ix = self.qi.AllocTensor({it}){load_index}
             self.qi.EnQue(ix)
             self.Pick(r, t)
 

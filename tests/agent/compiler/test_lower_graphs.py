@@ -138,3 +138,13 @@ def test_index_select_with_more_indices_than_one_window(compile_graph):
     i = (np.arange(n, dtype=np.int64) * 7) % 50
     (out,) = run(w, i)
     np.testing.assert_array_equal(out, w[i])
+
+
+def test_a_reflection_pad_gathers_along_the_last_axis_with_one_index_row(compile_graph):
+    compiled, run = compile_graph("x", "torch.nn.functional.pad(x, (3, 2), mode='reflect')", "torch.randn(600, 130)")
+    assert "Gather(" in compiled.source            # not one DataCopy per element
+    x = np.arange(600 * 130, dtype=F32).reshape(600, 130)
+    (out,) = run(x)
+    # reflect: columns 3, 2, 1 before column 0, columns 128, 127 after column 129
+    cols = [3, 2, 1, *range(130), 128, 127]
+    np.testing.assert_array_equal(out, x[:, cols])
