@@ -117,11 +117,15 @@ def build_program(graph: Graph, n_args: int) -> Built:
         prog.nodes.append(node)
     prog.outputs = [ref(v, "the forward's result") for v in graph.outputs]
     _prune(prog)
+    return Built(prog, consts)
+
+
+def check_dtypes(prog: Program) -> None:
+    """After the rewrites: no node may still compute in a dtype no kernel holds."""
     for node in prog.nodes:
         for r in [*node.ins, *node.outs]:
             if r is not None and r.dtype in UNSUPPORTED_DTYPES:
                 raise Unsupported(f"{node.describe()} computes in {r.dtype}, which no 910B kernel type holds")
-    return Built(prog, consts)
 
 
 def _constant_node(prog: Program, gnode, out: Ref, consts: dict[int, float], what: str) -> Node:

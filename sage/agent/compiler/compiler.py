@@ -15,12 +15,12 @@ from typing import Any
 
 import torch
 
-from sage.agent.compiler.build import Built, Unsupported, build_program
+from sage.agent.compiler.build import Built, Unsupported, build_program, check_dtypes
 from sage.agent.compiler.emit import Launch, Variant, kernel_file
 from sage.agent.compiler.fusion import Group, Plan, plan_groups
 from sage.agent.compiler.ir import Layout, Program, Ref
 from sage.agent.compiler.lowerings import lower_group
-from sage.agent.compiler.rewrite import absorb_upcasts
+from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
 from sage.kernels import Target, dsl_dtype, trace_graph
 
@@ -80,6 +80,8 @@ def trace_cases(task: Any) -> list[CaseProgram]:
                               "(.tolist()/.item() driving Python control flow); no static kernel program matches it")
         built = build_program(graph, len(case))
         absorb_upcasts(built.program)
+        exact_integer_products(built.program)
+        check_dtypes(built.program)
         plan = plan_groups(built)
         names = [f"a{i}" for i in range(len(case))] + sorted(built.program.params)
         keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]

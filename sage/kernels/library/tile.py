@@ -137,7 +137,8 @@ class _Writer:
         lines.append(method("Compute", "bs, nr, nc, j0", compute))
         lines.append(method("CopyOut", "bs, nr, nc", self.e.copy_out(set(tile_outs)) or ["pass"]))
         if self.rows:
-            late_leaves = set().union(*(inputs_of(spec.outputs[j].expr) for j in self.late)) - set(
+            # what the finishing expressions read besides the accumulators (not the reduced inputs)
+            late_leaves = set().union(*(inputs_of(self._late_expr(spec.outputs[j].expr)) for j in self.late)) - set(
                 range(len(spec.leaves), len(spec.leaves) + len(self.reduces)))
             lines.append(method("Finish", "bs, nc", ["nr = 1", "j0 = 0", *self.e.copy_in(late_leaves), *finish,
                                                     *self.e.copy_out(self.late)]))

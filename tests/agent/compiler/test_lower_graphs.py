@@ -148,3 +148,17 @@ def test_a_reflection_pad_gathers_along_the_last_axis_with_one_index_row(compile
     # reflect: columns 3, 2, 1 before column 0, columns 128, 127 after column 129
     cols = [3, 2, 1, *range(130), 128, 127]
     np.testing.assert_array_equal(out, x[:, cols])
+
+
+def test_a_sum_over_the_outer_axis_finishes_many_tiles_per_block(compile_graph):
+    # the finishing step once loaded the reduced input again and never freed it: the third
+    # tile of a block found its queue full
+    _, run = compile_graph("x", "x.sum(dim=0).to(torch.float16)", "torch.randn(3, 512, 512)")
+    x = np.ones((3, 512, 512), F32)
+    x[1] *= 2.0
+    x[2, :, :7] = -4.0
+    (out,) = run(x)
+    expected = np.full((512, 512), 1.0 + 2.0 + 1.0, np.float16)
+    expected[:, :7] = 1.0 + 2.0 - 4.0
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, expected)
