@@ -83,3 +83,56 @@ def scan_launch(group: Group, prog: Program, name: str, sched: Schedule, target:
         raise Unsupported(f"{node.describe()}: {exc}") from None
     args = scan_args(spec)
     return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
+
+
+def sort_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """sort / argsort (values and int64 indices) along the last axis (sage.kernels.library.sort_rows)."""
+    node = group.nodes[0]
+    args = call_args(node)
+    return _order_launch(group, prog, name, sched, target, args["dim"], bool(args["descending"]), None)
+
+
+def topk_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """topk (sorted values and int64 indices) along the last axis."""
+    node = group.nodes[0]
+    args = call_args(node)
+    if not args["sorted"]:
+        # unsorted top-k may come in any order; the sorted one is a valid answer only if the
+        # caller does not compare order, which torch does not promise either way
+        pass
+    return _order_launch(group, prog, name, sched, target, args["dim"], bool(args["largest"]), int(args["k"]))
+
+
+def _order_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target, dim: int,
+                  descending: bool, k: int | None) -> Launch | None:
+    from sage.kernels.library.sort_rows import SortSpec, sort_args, sort_source
+
+    node = group.nodes[0]
+    x = node.ins[0]
+    values, indices = node.outs[0], node.outs[1]
+    if x is None:
+        raise Unsupported(f"{node.describe()}: a constant operand")
+    if values.layout.numel == 0:
+        return None
+    rank = len(x.shape)
+    dim = dim % rank if rank else 0
+    if rank and dim != rank - 1 and math.prod(x.shape[dim + 1:]) != 1:
+        raise Unsupported(f"{node.describe()}: a sort along axis {dim} of {rank} (the kernel sorts the last axis; "
+                          "a transposed copy first is not written yet)")
+    _dense(node, [x, values, indices], prog)
+    if values.layout.offset or indices.layout.offset:
+        raise Unsupported(f"{node.describe()}: an output at an offset")
+    length = x.shape[dim] if rank else 1
+    rows = x.layout.numel // max(length, 1)
+    spec = SortSpec(name=name, rows=rows, length=length, k=length if k is None else k, dtype=x.dtype,
+                    descending=descending, topk=k is not None, x=prog.buffers[x.buf].name,
+                    values=prog.buffers[values.buf].name, indices=prog.buffers[indices.buf].name,
+                    x_offset=x.layout.offset)
+    if k == 0:
+        return None
+    try:
+        source = sort_source(spec, target, sched.block_dim)
+    except ValueError as exc:
+        raise Unsupported(f"{node.describe()}: {exc}") from None
+    args = sort_args(spec)
+    return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)

@@ -9,7 +9,7 @@ from sage.agent.compiler.build import Unsupported
 from sage.agent.compiler.emit import Launch
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Program, Ref, contiguous_strides
-from sage.agent.compiler.lower_scan_sort import scan_launch
+from sage.agent.compiler.lower_scan_sort import scan_launch, sort_launch, topk_launch
 from sage.agent.compiler.schedule import Schedule
 from sage.agent.compiler.tilelower import tile_spec
 from sage.kernels import (
@@ -219,4 +219,6 @@ PRIMITIVE_LOWERINGS: dict[str, PrimitiveLowering] = {
     "matmul": matmul_launch,
     "index_select": gather_rows_launch,
     "scan": scan_launch,
+    "sort": sort_launch,
+    "topk": topk_launch,
 }
