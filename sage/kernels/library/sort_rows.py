@@ -41,6 +41,7 @@ class SortSpec:
     values: str = "values"
     indices: str = "indices"
     x_offset: int = 0
+    index_dtype: str = "int64"  # torch's; int32 for a temporary another kernel widens
 
 
 def sort_args(spec: SortSpec) -> list[str]:
@@ -51,19 +52,21 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b) * b
 
 
-def _row_bytes(spec: SortSpec, pitch: int) -> int:
-    """UB bytes one row of a unit takes: input (2 buffers), keys, sorted keys, indices,
-    int64 indices and values out (2 buffers each)."""
-    es, ks = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[KEY[spec.dtype]]
-    return pitch * (2 * es + ks * 2 + 4 + 4 + 2 * 8 + 2 * es)
+def _row_bytes(spec: SortSpec, pitch: int, depth: int = 2) -> int:
+    """UB bytes one row of a unit takes: input, values and indices out (`depth` buffers
+    each), keys and sorted keys, int32 indices and their byte offsets."""
+    es, ks, ix = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[KEY[spec.dtype]], DTYPE_SIZE[spec.index_dtype]
+    return pitch * (depth * (2 * es + ix) + 2 * ks + 4 + 4)
 
 
-def sort_plan(spec: SortSpec) -> tuple[str, int, int]:
-    """("rows", rows per unit, pitch) or ("chunked", 1, chunk); ValueError when neither fits."""
+def sort_plan(spec: SortSpec) -> tuple[str, int, int, int]:
+    """("rows", rows per unit, pitch, queue depth) or ("chunked", 1, chunk, 2); ValueError
+    when neither fits."""
     pitch = _ceil(spec.length, 16)
-    per_row = _row_bytes(spec, pitch)
-    if per_row <= UB_BUDGET:
-        return "rows", max(1, min(MAX_ROWS, UB_BUDGET // per_row, spec.rows)), pitch
+    for depth in (2, 1):
+        per_row = _row_bytes(spec, pitch, depth)
+        if per_row <= UB_BUDGET:
+            return "rows", max(1, min(MAX_ROWS, UB_BUDGET // per_row, spec.rows)), pitch, depth
     if spec.topk and spec.dtype != "int32":
         es, ks = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[KEY[spec.dtype]]
         chunks = -(-spec.length // CHUNK)
@@ -71,20 +74,20 @@ def sort_plan(spec: SortSpec) -> tuple[str, int, int]:
         last = spec.length - (chunks - 1) * CHUNK
         fits = CHUNK * (2 * es + ks) + chunks * kp * (ks + 4) + kp * (2 * es + 16 + 12 + ks) <= UB_BUDGET
         if fits and last >= spec.k:
-            return "chunked", 1, CHUNK
+            return "chunked", 1, CHUNK, 2
         raise ValueError(f"top-{spec.k} of rows of {spec.length}: the candidates do not fit in UB")
     raise ValueError(f"rows of {spec.length} {spec.dtype} do not fit in UB for a one-pass sort "
-                     f"(at most {UB_BUDGET // _row_bytes(spec, 16) * 16}); a multi-pass merge is not written yet")
+                     f"(at most {UB_BUDGET // _row_bytes(spec, 16, 1) * 16}); a multi-pass merge is not written yet")
 
 
 def sort_source(spec: SortSpec, target: Target, block_dim: int | None = None) -> str:
     if spec.dtype not in KEY:
         raise ValueError(f"a {spec.dtype} sort (Sort takes half or float keys; float, int32 convert)")
-    mode, rows, pitch = sort_plan(spec)
-    return (_rows_source if mode == "rows" else _chunked_source)(spec, target, block_dim, rows, pitch)
+    mode, rows, pitch, depth = sort_plan(spec)
+    return (_rows_source if mode == "rows" else _chunked_source)(spec, target, block_dim, rows, pitch, depth)
 
 
-def _header(spec: SortSpec, units: int, per: int, buffers: list[str]) -> str:
+def _header(spec: SortSpec, units: int, per: int, buffers: list[str], depth: int = 2) -> str:
     bufs = "\n".join("        " + b for b in buffers)
     return f'''{HEADER}
 class Kernel_{spec.name}:
@@ -98,9 +101,9 @@ class Kernel_{spec.name}:
         self.g_i = GlobalTensor()
         self.g_i.SetGlobalBuffer(indices)
         self.pipe = TPipe()
-        self.qi = TQue(TPosition.VECIN, 2)
-        self.qv = TQue(TPosition.VECOUT, 2)
-        self.qx = TQue(TPosition.VECOUT, 2)
+        self.qi = TQue(TPosition.VECIN, {depth})
+        self.qv = TQue(TPosition.VECOUT, {depth})
+        self.qx = TQue(TPosition.VECOUT, {depth})
         self.bk = TBuf(TPosition.VECCALC)
         self.bs = TBuf(TPosition.VECCALC)
         self.bi = TBuf(TPosition.VECCALC)
@@ -138,10 +141,12 @@ def _order_call(spec: SortSpec, dst: str, idx: str, key: str, count: str) -> str
     return f"Sort({dst}, {idx}, {key}, {count}, {spec.descending})"
 
 
-def _rows_source(spec: SortSpec, target: Target, block_dim: int | None, rows: int, pitch: int) -> str:
+def _rows_source(spec: SortSpec, target: Target, block_dim: int | None, rows: int, pitch: int,
+                 depth: int) -> str:
     es, dt, kt = DTYPE_SIZE[spec.dtype], dsl_dtype(spec.dtype), dsl_dtype(KEY[spec.dtype])
     ks = DTYPE_SIZE[KEY[spec.dtype]]
     N, K, P, R = spec.length, spec.k, pitch, rows
+    ix = DTYPE_SIZE[spec.index_dtype]
     units = -(-spec.rows // R)
     blocks, per = _split(units, target, block_dim)
     widen = KEY[spec.dtype] != spec.dtype
@@ -152,7 +157,7 @@ def _rows_source(spec: SortSpec, target: Target, block_dim: int | None, rows: in
             f"DataCopyPad(x, self.g_x[{spec.x_offset} + r0 * {N}], DataCopyExtParams(rn, {N * es}, 0, "
             f"{(P * es - _ceil(N * es, 32)) // 32}, 0), DataCopyPadExtParams(False, 0, 0, 0))",
             "self.qi.EnQue(x)", f"x = self.qi.DeQue({dt})",
-            f"yv = self.qv.AllocTensor({dt})", "yi = self.qx.AllocTensor(int64)"]
+            f"yv = self.qv.AllocTensor({dt})", f"yi = self.qx.AllocTensor({spec.index_dtype})"]
     if widen:
         body.append(f"Cast(kf, x, RoundMode.CAST_NONE, rn * {P})")
     body += ["for r in range(rn):",
@@ -162,16 +167,18 @@ def _rows_source(spec: SortSpec, target: Target, block_dim: int | None, rows: in
                  f"    Gather(yv[r * {P}], x[r * {P}], sd[r * {P}], 0, {K})"]
     elif widen:
         body.append(f"Cast(yv, sv, RoundMode.CAST_RINT, rn * {P})")
-    body += [f"Cast(yi, si, RoundMode.CAST_NONE, rn * {P})", "self.qi.FreeTensor(x)",
-             "self.qv.EnQue(yv)", "self.qx.EnQue(yi)", f"yv = self.qv.DeQue({dt})", "yi = self.qx.DeQue(int64)",
+    body += [_index_store("yi", "si", spec.index_dtype, f"rn * {P}"), "self.qi.FreeTensor(x)",
+             "self.qv.EnQue(yv)", "self.qx.EnQue(yi)", f"yv = self.qv.DeQue({dt})",
+             f"yi = self.qx.DeQue({spec.index_dtype})",
              f"DataCopyPad(self.g_v[r0 * {K}], yv, DataCopyExtParams(rn, {K * es}, "
              f"{(P * es - _ceil(K * es, 32)) // 32}, 0, 0))",
-             f"DataCopyPad(self.g_i[r0 * {K}], yi, DataCopyExtParams(rn, {K * 8}, "
-             f"{(P * 8 - _ceil(K * 8, 32)) // 32}, 0, 0))",
+             f"DataCopyPad(self.g_i[r0 * {K}], yi, DataCopyExtParams(rn, {K * ix}, "
+             f"{(P * ix - _ceil(K * ix, 32)) // 32}, 0, 0))",
              "self.qv.FreeTensor(yv)", "self.qx.FreeTensor(yi)"]
     tile = R * P
-    buffers = [f"self.pipe.InitBuffer(self.qi, 2, {tile * es})", f"self.pipe.InitBuffer(self.qv, 2, {tile * es})",
-               f"self.pipe.InitBuffer(self.qx, 2, {tile * 8})", f"self.pipe.InitBuffer(self.bi, {tile * 4})"]
+    buffers = [f"self.pipe.InitBuffer(self.qi, {depth}, {tile * es})",
+               f"self.pipe.InitBuffer(self.qv, {depth}, {tile * es})",
+               f"self.pipe.InitBuffer(self.qx, {depth}, {tile * ix})", f"self.pipe.InitBuffer(self.bi, {tile * 4})"]
     gets = ["si = self.bi.Get(int32)"]
     if widen:
         buffers += [f"self.pipe.InitBuffer(self.bk, {tile * ks})", f"self.pipe.InitBuffer(self.bs, {tile * ks})"]
@@ -179,7 +186,14 @@ def _rows_source(spec: SortSpec, target: Target, block_dim: int | None, rows: in
     if spec.dtype == "int32":
         buffers.append(f"self.pipe.InitBuffer(self.bd, {tile * 4})")
         gets.append("sd = self.bd.Get(int32)")
-    return (_header(spec, units, per, buffers) + _process(gets, body) + _footer(spec, blocks))
+    return _header(spec, units, per, buffers, depth) + _process(gets, body) + _footer(spec, blocks)
+
+
+def _index_store(dst: str, src: str, index_dtype: str, count: str) -> str:
+    """The int32 indices into the output tile: widened to int64, or copied (an int32 Adds)."""
+    if index_dtype == "int64":
+        return f"Cast({dst}, {src}, RoundMode.CAST_NONE, {count})"
+    return f"Adds({dst}, {src}, 0, {count})"
 
 
 def _process(gets: list[str], body: list[str], pre: list[str] = ()) -> str:
@@ -189,7 +203,8 @@ def _process(gets: list[str], body: list[str], pre: list[str] = ()) -> str:
     return "\n".join(lines)
 
 
-def _chunked_source(spec: SortSpec, target: Target, block_dim: int | None, _rows: int, chunk: int) -> str:
+def _chunked_source(spec: SortSpec, target: Target, block_dim: int | None, _rows: int, chunk: int,
+                    _depth: int) -> str:
     es, dt, kt = DTYPE_SIZE[spec.dtype], dsl_dtype(spec.dtype), dsl_dtype(KEY[spec.dtype])
     ks = DTYPE_SIZE[KEY[spec.dtype]]
     N, K = spec.length, spec.k
@@ -211,15 +226,17 @@ def _chunked_source(spec: SortSpec, target: Target, block_dim: int | None, _rows
     body += ["    " + _order_call(spec, f"cv[c * {KP}]", f"ci[c * {KP}]", key, "n"),
              f"    Adds(ci[c * {KP}], ci[c * {KP}], c * {chunk}, {K})",
              "    self.qi.FreeTensor(x)",
-             f"yv = self.qv.AllocTensor({dt})", "yi = self.qx.AllocTensor(int64)",
+             f"yv = self.qv.AllocTensor({dt})", f"yi = self.qx.AllocTensor({spec.index_dtype})",
              _order_call(spec, "fv" if widen else "yv", "fi", "cv", str(chunks * KP)),
              f"Muls(fi, fi, 4, {K})", f"Gather(gi, ci, fi, 0, {K})",
-             f"Cast(yi, gi, RoundMode.CAST_NONE, {K})"]
+             _index_store("yi", "gi", spec.index_dtype, str(K))]
     if widen:
         body.append(f"Cast(yv, fv, RoundMode.CAST_RINT, {K})")
-    body += ["self.qv.EnQue(yv)", "self.qx.EnQue(yi)", f"yv = self.qv.DeQue({dt})", "yi = self.qx.DeQue(int64)",
+    ix = DTYPE_SIZE[spec.index_dtype]
+    body += ["self.qv.EnQue(yv)", "self.qx.EnQue(yi)", f"yv = self.qv.DeQue({dt})",
+             f"yi = self.qx.DeQue({spec.index_dtype})",
              f"DataCopyPad(self.g_v[u * {K}], yv, DataCopyExtParams(1, {K * es}, 0, 0, 0))",
-             f"DataCopyPad(self.g_i[u * {K}], yi, DataCopyExtParams(1, {K * 8}, 0, 0, 0))",
+             f"DataCopyPad(self.g_i[u * {K}], yi, DataCopyExtParams(1, {K * ix}, 0, 0, 0))",
              "self.qv.FreeTensor(yv)", "self.qx.FreeTensor(yi)"]
     cand = chunks * KP
     buffers = [f"self.pipe.InitBuffer(self.qi, 2, {chunk * es})", f"self.pipe.InitBuffer(self.qv, 2, {KP * es})",
