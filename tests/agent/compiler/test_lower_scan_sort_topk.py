@@ -86,28 +86,10 @@ def test_topk_of_a_row_longer_than_ub_merges_chunk_candidates(compile_graph):
     assert values.tolist() == [[5, 5, 5], [7, 0, 0]]
 
 
-def test_a_sort_that_cannot_lower_names_the_op_and_the_reason():
-    from sage.agent.compiler.compiler import compile_cases, trace_cases
-    from sage.kernels import target_for
-
-    class Task:     # the least of a task the compiler reads
-        def __init__(self, model, case):
-            self.model, self.case = model, case
-
-        def make_model(self):
-            return self.model
-
-        def cases(self):
-            return [self.case]
-
-    import torch
-
-    class SortRows(torch.nn.Module):
-        def forward(self, x):
-            return torch.sort(x, dim=0)
-
-    with pytest.raises(Unsupported, match=r"aten\.sort.*along axis 0"):
-        compile_cases(trace_cases(Task(SortRows(), [torch.randn(6, 4)])), None, target_for("ascend910b2"), "t")
+def test_a_sort_that_cannot_lower_names_the_op_and_the_reason(compile_graph):
+    # a row of 40000 float32 needs more UB than a one-pass Sort has; top-k of it would chunk
+    with pytest.raises(Unsupported, match=r"aten\.sort.*rows of 40000 float32 do not fit in UB"):
+        compile_graph("x", "torch.sort(x)", "torch.randn(2, 40000)")
 
 
 def test_a_tiny_sort_costs_what_the_cost_table_says(compile_graph):
@@ -122,3 +104,11 @@ def test_a_tiny_sort_costs_what_the_cost_table_says(compile_graph):
     assert result.error is None and result.profile is not None
     assert result.outputs[1].tolist() == [list(range(63, -1, -1))]
     assert result.profile.pipes["V"].busy_cycles == 26
+
+
+def test_a_sort_along_the_first_axis_goes_through_transposed_copies(compile_graph):
+    _, run = compile_graph("x", "torch.sort(x, dim=0, descending=True, stable=True)", "torch.randn(4, 3)")
+    x = np.array([[1, 5, 0], [3, 5, 2], [2, 6, 1], [3, 4, 0]], F32)
+    values, indices = run(x)
+    assert values.T.tolist() == [[3, 3, 2, 1], [6, 5, 5, 4], [2, 1, 0, 0]]
+    assert indices.T.tolist() == [[1, 3, 2, 0], [2, 0, 1, 3], [1, 2, 0, 3]]
