@@ -50,6 +50,16 @@ def _dense(node: Node, refs: list[Ref], prog: Program) -> None:
                               "the kernel reads and writes dense rows")
 
 
+def _input(node: Node) -> Ref:
+    if node.ins[0] is None:
+        raise Unsupported(f"{node.describe()}: a constant operand")
+    return node.ins[0]
+
+
+def _axis(dim: int, x: Ref) -> int:
+    return dim % len(x.shape) if x.shape else 0
+
+
 def _split(shape: tuple[int, ...], dim: int) -> tuple[int, int, int]:
     return math.prod(shape[:dim]), shape[dim] if shape else 1, math.prod(shape[dim + 1:])
 
@@ -59,17 +69,11 @@ def scan_launch(group: Group, prog: Program, name: str, sched: Schedule, target:
     from sage.kernels.library.scan import ScanSpec, scan_args, scan_source
 
     node = group.nodes[0]
-    x, out = node.ins[0], node.outs[0]
-    if x is None:
-        raise Unsupported(f"{node.describe()}: a constant operand")
+    x, out = _input(node), node.outs[0]
     if out.layout.numel == 0:
         return None
-    dim = call_args(node)["dim"]
-    rank = len(x.shape)
-    dim = dim % rank if rank else 0
-    _dense(node, [out], prog)
-    if x.layout.strides != contiguous_strides(x.shape) and x.layout.numel > 1:
-        raise Unsupported(f"{node.describe()}: a strided input (strides {x.layout.strides})")
+    dim = _axis(call_args(node)["dim"], x)
+    _dense(node, [x, out], prog)
     prim = op_def(node.call.name).prim
     outer, length, inner = _split(x.shape, dim)
     spec = ScanSpec(name=name, outer=outer, length=length, inner=inner, dtype=x.dtype, out_dtype=out.dtype,
@@ -105,14 +109,11 @@ def _order_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
     from sage.kernels.library.sort_rows import SortSpec, sort_args, sort_source
 
     node = group.nodes[0]
-    x = node.ins[0]
-    values, indices = node.outs[0], node.outs[1]
-    if x is None:
-        raise Unsupported(f"{node.describe()}: a constant operand")
+    x, values, indices = _input(node), node.outs[0], node.outs[1]
     if values.layout.numel == 0:
         return None
     rank = len(x.shape)
-    dim = dim % rank if rank else 0
+    dim = _axis(dim, x)
     _dense(node, [x, values, indices], prog)
     if rank and dim != rank - 1 and math.prod(x.shape[dim + 1:]) != 1:
         return _transposed_order(group, prog, name, sched, target, dim, descending, k)

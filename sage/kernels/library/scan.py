@@ -193,26 +193,21 @@ def _indent(lines: list[str], level: int) -> str:
 
 
 def _tables(rows: int, cols: int, es: int) -> str:
-    """tf[j*R + r] = (r*C + j) * es (row-major [R, C] -> [C, R]); tb[r*C + j] = (j*R + r) * es."""
+    """tf[j*R + r] = (r*C + j) * es (row-major [R, C] -> [C, R]); tb[r*C + j] = (j*R + r) * es.
+    Eight scalar writes start each table's first row; doubling Adds fill the row, then the rows."""
     return f'''        for i in range(8):
             tf.SetValue(i, i * {cols * es})
             tb.SetValue(i, i * {rows * es})
         SetFlag(HardEvent.S_V, 0)
         WaitFlag(HardEvent.S_V, 0)
-        m = 8
-        while m < {rows}:
-            Adds(tf[m], tf, m * {cols * es}, min(m, {rows} - m))
-            m = m * 2
-        m = 1
-        while m < {cols}:
-            Adds(tf[m * {rows}], tf, m * {es}, min(m, {cols} - m) * {rows})
-            m = m * 2
-        m = 8
-        while m < {cols}:
-            Adds(tb[m], tb, m * {rows * es}, min(m, {cols} - m))
-            m = m * 2
-        m = 1
-        while m < {rows}:
-            Adds(tb[m * {cols}], tb, m * {es}, min(m, {rows} - m) * {cols})
+''' + _doubling("tf", 8, rows, 1, cols * es) + _doubling("tf", 1, cols, rows, es) + \
+        _doubling("tb", 8, cols, 1, rows * es) + _doubling("tb", 1, rows, cols, es)
+
+
+def _doubling(table: str, first: int, limit: int, stride: int, step: int) -> str:
+    """table[m*stride ...] = table[0 ...] + m*step for m = first .. limit, doubling each time."""
+    return f'''        m = {first}
+        while m < {limit}:
+            Adds({table}[m * {stride}], {table}, m * {step}, min(m, {limit} - m) * {stride})
             m = m * 2
 '''
