@@ -81,8 +81,8 @@ def test_matmul_with_bias_and_activation_is_one_mix_launch(compile_graph):
 def test_an_op_without_a_lowering_is_named(compile_graph):
     from sage.agent.compiler.build import Unsupported
 
-    with pytest.raises(Unsupported, match=r"aten\.topk.*lowering is not written"):
-        compile_graph("x", "torch.topk(x, 2).values", "torch.randn(4, 8)")
+    with pytest.raises(Unsupported, match=r"aten\.index_add.*lowering is not written"):
+        compile_graph("x, i, y", "x.index_add(0, i, y)", "torch.randn(4, 8), torch.tensor([0, 2]), torch.randn(2, 8)")
 
 
 def test_embedding_gathers_rows_by_index(compile_graph):
