@@ -10,15 +10,15 @@ from tests.agent.conftest import seed_experiences
 from sage.agent.backends.offline import OfflineBackend
 from sage.agent.loop import AgentConfig, synthesize
 
-SORT_TASK = '''
+NO_LOWERING_TASK = '''
 import torch
-DESCRIPTION = "Sort each row."
-TAGS = ["sort"]
+DESCRIPTION = "Add rows at indices."
+TAGS = ["index"]
 class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.sort(x, dim=-1).values
+    def forward(self, x, i, y):
+        return x.index_add(0, i, y)
 def get_inputs():
-    return [torch.randn(8, 64)]
+    return [torch.randn(8, 64), torch.tensor([0, 5]), torch.randn(2, 64)]
 def get_init_inputs():
     return []
 '''
@@ -70,11 +70,11 @@ def test_operator_without_a_lowering_fails_naming_it(tmp_path: Path, memory):
     from sage.bench.tasks import load_task
 
     path = tmp_path / "sort_rows.py"
-    path.write_text(SORT_TASK)
+    path.write_text(NO_LOWERING_TASK)
     task = load_task(path)
     result = synthesize(task, OfflineBackend(task), memory, AgentConfig(memory_mode="sage"))
     assert result.status == "no_kernel"
-    assert result.reason.startswith("cannot compile: aten.sort") and "lowering is not written" in result.reason
+    assert result.reason.startswith("cannot compile: aten.index_add") and "lowering is not written" in result.reason
     assert result.turns == [] and result.best_source is None
 
 

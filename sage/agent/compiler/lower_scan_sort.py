@@ -8,6 +8,7 @@ kernels cannot take.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from sage.agent.compiler.build import Unsupported
@@ -50,6 +51,15 @@ def _dense(node: Node, refs: list[Ref], prog: Program) -> None:
                               "the kernel reads and writes dense rows")
 
 
+def _library_launch(group: Group, name: str, source: Callable[[], str], args: list[str]) -> Launch:
+    """The generator's kernel and its host call; a generator's ValueError names the op."""
+    try:
+        text = source()
+    except ValueError as exc:
+        raise Unsupported(f"{group.nodes[0].describe()}: {exc}") from None
+    return Launch(text, f"{name}_launch({', '.join(args)})", group.describe(), args)
+
+
 def _input(node: Node) -> Ref:
     if node.ins[0] is None:
         raise Unsupported(f"{node.describe()}: a constant operand")
@@ -81,12 +91,7 @@ def scan_launch(group: Group, prog: Program, name: str, sched: Schedule, target:
                     out=prog.buffers[out.buf].name, x_offset=x.layout.offset)
     if out.layout.offset:
         raise Unsupported(f"{node.describe()}: an output at an offset")
-    try:
-        source = scan_source(spec, target, sched.block_dim)
-    except ValueError as exc:
-        raise Unsupported(f"{node.describe()}: {exc}") from None
-    args = scan_args(spec)
-    return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
+    return _library_launch(group, name, lambda: scan_source(spec, target, sched.block_dim), scan_args(spec))
 
 
 def sort_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
@@ -127,12 +132,7 @@ def _order_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
                     x_offset=x.layout.offset, index_dtype=indices.dtype)
     if k == 0:
         return None
-    try:
-        source = sort_source(spec, target, sched.block_dim)
-    except ValueError as exc:
-        raise Unsupported(f"{node.describe()}: {exc}") from None
-    args = sort_args(spec)
-    return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
+    return _library_launch(group, name, lambda: sort_source(spec, target, sched.block_dim), sort_args(spec))
 
 
 def _transposed_order(group: Group, prog: Program, name: str, sched: Schedule, target: Target, dim: int,
