@@ -10,15 +10,15 @@ from tests.agent.conftest import seed_experiences
 from sage.agent.backends.offline import OfflineBackend
 from sage.agent.loop import AgentConfig, synthesize
 
-SORT_TASK = '''
+NO_LOWERING_TASK = '''
 import torch
-DESCRIPTION = "Sort each row."
-TAGS = ["sort"]
+DESCRIPTION = "Sample an image at grid points."
+TAGS = ["index"]
 class Model(torch.nn.Module):
-    def forward(self, x):
-        return torch.sort(x, dim=-1).values
+    def forward(self, x, g):
+        return torch.nn.functional.grid_sample(x, g, align_corners=False)
 def get_inputs():
-    return [torch.randn(8, 64)]
+    return [torch.randn(1, 2, 8, 8), torch.rand(1, 4, 4, 2) * 2 - 1]
 def get_init_inputs():
     return []
 '''
@@ -69,12 +69,12 @@ def test_refinement_moves_one_knob_and_keeps_the_best(tiny_task, memory):
 def test_operator_without_a_lowering_fails_naming_it(tmp_path: Path, memory):
     from sage.bench.tasks import load_task
 
-    path = tmp_path / "sort_rows.py"
-    path.write_text(SORT_TASK)
+    path = tmp_path / "grid_sample.py"
+    path.write_text(NO_LOWERING_TASK)
     task = load_task(path)
     result = synthesize(task, OfflineBackend(task), memory, AgentConfig(memory_mode="sage"))
     assert result.status == "no_kernel"
-    assert result.reason.startswith("cannot compile: aten.sort") and "lowering is not written" in result.reason
+    assert result.reason.startswith("cannot compile: aten.grid_sampler_2d") and "no lowering" in result.reason
     assert result.turns == [] and result.best_source is None
 
 

@@ -10,6 +10,7 @@ from sage.agent.compiler.build import Unsupported
 from sage.agent.compiler.emit import Launch
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Program, Ref, contiguous_strides
+from sage.agent.compiler.lower_scan_sort import scan_launch, sort_launch, topk_launch
 from sage.agent.compiler.schedule import Schedule
 from sage.agent.compiler.tilelower import tile_spec
 from sage.kernels import (
@@ -222,6 +223,9 @@ PRIMITIVE_LOWERINGS: dict[str, PrimitiveLowering] = {
     "index_copy": lower_index.index_scatter_launch,
     "index_add": lower_index.histogram_launch,        # histc and bincount are index_adds of ones
     "scatter": lower_index.scatter_launch,
+    "scan": scan_launch,
+    "sort": sort_launch,
+    "topk": topk_launch,
 }
 
 

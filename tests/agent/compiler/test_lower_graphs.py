@@ -81,8 +81,9 @@ def test_matmul_with_bias_and_activation_is_one_mix_launch(compile_graph):
 def test_an_op_without_a_lowering_is_named(compile_graph):
     from sage.agent.compiler.build import Unsupported
 
-    with pytest.raises(Unsupported, match=r"aten\.topk.*lowering is not written"):
-        compile_graph("x", "torch.topk(x, 2).values", "torch.randn(4, 8)")
+    with pytest.raises(Unsupported, match=r"aten\.grid_sampler_2d.*no lowering"):
+        compile_graph("x, g", "torch.nn.functional.grid_sample(x, g, align_corners=False)",
+                      "torch.randn(1, 2, 8, 8), torch.rand(1, 4, 4, 2) * 2 - 1")
 
 
 def test_embedding_gathers_rows_by_index(compile_graph):

@@ -1,0 +1,251 @@
+"""Row-wise sort and top-k along the last axis of a dense [O, N] tensor, with torch's int64
+indices, on the vector unit's `Sort` / `TopK` (stable: equal keys keep their index order,
+in both directions, as torch's stable sort).
+
+`Sort`/`TopK` take half or float keys: float32 and float16 sort as they are, bfloat16
+widens to float32 exactly; int32 sorts on float32 keys (exact order for |x| <= 2^24, see
+`int_keys`) and its values are gathered back from the int32 row by index, so they are
+always exact. Indices come as int32 and widen to int64 with one Cast.
+
+- rows mode: a unit is R rows loaded in one copy (row pitch P, a multiple of 16 elements),
+  one `Sort`/`TopK` per row.
+- chunked top-k (a row too long for UB, k small): each chunk of the row gives its k best
+  with global indices into a candidate list (each chunk's k padded to 32 B with the worst
+  value), and one last `TopK` over the candidates picks the row's k; ties still resolve to
+  the lower index, since candidates are in index order among equals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
+from sage.kernels.target import Target
+
+UB_BUDGET = 160 * 1024     # bytes of UB a unit's buffers may take (the rest: the pipe's slack)
+MAX_ROWS = 64              # rows per unit in rows mode
+CHUNK = 8192               # elements per chunk of a long row in chunked top-k
+KEY = {"float32": "float32", "float16": "float16", "bfloat16": "float32", "int32": "float32"}
+
+
+@dataclass(frozen=True)
+class SortSpec:
+    name: str
+    rows: int                  # O
+    length: int                # N
+    k: int                     # N for a sort
+    dtype: str                 # x and the values
+    descending: bool           # descending sort / largest top-k
+    topk: bool = False
+    x: str = "x"
+    values: str = "values"
+    indices: str = "indices"
+    x_offset: int = 0
+    index_dtype: str = "int64"  # torch's; int32 for a temporary another kernel widens
+
+
+def sort_args(spec: SortSpec) -> list[str]:
+    return [spec.x, spec.values, spec.indices]
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b) * b
+
+
+def _row_bytes(spec: SortSpec, pitch: int, depth: int = 2) -> int:
+    """UB bytes one row of a unit takes: input, values and indices out (`depth` buffers
+    each), keys and sorted keys, int32 indices and their byte offsets."""
+    es, ks, ix = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[KEY[spec.dtype]], DTYPE_SIZE[spec.index_dtype]
+    return pitch * (depth * (2 * es + ix) + 2 * ks + 4 + 4)
+
+
+def sort_plan(spec: SortSpec) -> tuple[str, int, int, int]:
+    """("rows", rows per unit, pitch, queue depth) or ("chunked", 1, chunk, 2); ValueError
+    when neither fits."""
+    pitch = _ceil(spec.length, 16)
+    for depth in (2, 1):
+        per_row = _row_bytes(spec, pitch, depth)
+        if per_row <= UB_BUDGET:
+            return "rows", max(1, min(MAX_ROWS, UB_BUDGET // per_row, spec.rows)), pitch, depth
+    if spec.topk and spec.dtype != "int32":
+        es, ks = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[KEY[spec.dtype]]
+        chunks = -(-spec.length // CHUNK)
+        kp = _ceil(spec.k, 16)
+        last = spec.length - (chunks - 1) * CHUNK
+        fits = CHUNK * (2 * es + ks) + chunks * kp * (ks + 4) + kp * (2 * es + 16 + 12 + ks) <= UB_BUDGET
+        if fits and last >= spec.k:
+            return "chunked", 1, CHUNK, 2
+        raise ValueError(f"top-{spec.k} of rows of {spec.length}: the candidates do not fit in UB")
+    raise ValueError(f"rows of {spec.length} {spec.dtype} do not fit in UB for a one-pass sort "
+                     f"(at most {UB_BUDGET // _row_bytes(spec, 16, 1) * 16}); a multi-pass merge is not written yet")
+
+
+def sort_source(spec: SortSpec, target: Target, block_dim: int | None = None) -> str:
+    if spec.dtype not in KEY:
+        raise ValueError(f"a {spec.dtype} sort (Sort takes half or float keys; float, int32 convert)")
+    mode, rows, pitch, depth = sort_plan(spec)
+    return (_rows_source if mode == "rows" else _chunked_source)(spec, target, block_dim, rows, pitch, depth)
+
+
+def _header(spec: SortSpec, units: int, per: int, buffers: list[str], depth: int = 2) -> str:
+    bufs = "\n".join("        " + b for b in buffers)
+    return f'''{HEADER}
+class Kernel_{spec.name}:
+    def Init(self, x, values, indices):
+        self.t0 = GetBlockIdx() * {per}
+        self.t1 = min({units}, self.t0 + {per})
+        self.g_x = GlobalTensor()
+        self.g_x.SetGlobalBuffer(x)
+        self.g_v = GlobalTensor()
+        self.g_v.SetGlobalBuffer(values)
+        self.g_i = GlobalTensor()
+        self.g_i.SetGlobalBuffer(indices)
+        self.pipe = TPipe()
+        self.qi = TQue(TPosition.VECIN, {depth})
+        self.qv = TQue(TPosition.VECOUT, {depth})
+        self.qx = TQue(TPosition.VECOUT, {depth})
+        self.bk = TBuf(TPosition.VECCALC)
+        self.bs = TBuf(TPosition.VECCALC)
+        self.bi = TBuf(TPosition.VECCALC)
+        self.bc = TBuf(TPosition.VECCALC)
+        self.bd = TBuf(TPosition.VECCALC)
+{bufs}
+'''
+
+
+def _footer(spec: SortSpec, blocks: int) -> str:
+    n = spec.name
+    return f'''
+
+@kernel
+def {n}_kernel(x, values, indices):
+    op = Kernel_{n}()
+    op.Init(x, values, indices)
+    op.Process()
+
+
+def {n}_launch(x, values, indices):
+    {n}_kernel[{blocks}](x, values, indices)
+'''
+
+
+def _split(units: int, target: Target, block_dim: int | None) -> tuple[int, int]:
+    blocks = max(1, min(block_dim or target.vector_cores, units))
+    per = -(-units // blocks)
+    return -(-units // per), per
+
+
+def _order_call(spec: SortSpec, dst: str, idx: str, key: str, count: str) -> str:
+    if spec.topk:
+        return f"TopK({dst}, {idx}, {key}, {spec.k}, {count}, {spec.descending})"
+    return f"Sort({dst}, {idx}, {key}, {count}, {spec.descending})"
+
+
+def _rows_source(spec: SortSpec, target: Target, block_dim: int | None, rows: int, pitch: int,
+                 depth: int) -> str:
+    es, dt, kt = DTYPE_SIZE[spec.dtype], dsl_dtype(spec.dtype), dsl_dtype(KEY[spec.dtype])
+    ks = DTYPE_SIZE[KEY[spec.dtype]]
+    N, K, P, R = spec.length, spec.k, pitch, rows
+    ix = DTYPE_SIZE[spec.index_dtype]
+    units = -(-spec.rows // R)
+    blocks, per = _split(units, target, block_dim)
+    widen = KEY[spec.dtype] != spec.dtype
+    key = "kf" if widen else "x"
+    sorted_to = "sv" if widen else "yv"      # same dtype: the sorted keys are the values
+    body = [f"r0 = u * {R}", f"rn = min({R}, {spec.rows} - r0)",
+            f"x = self.qi.AllocTensor({dt})",
+            f"DataCopyPad(x, self.g_x[{spec.x_offset} + r0 * {N}], DataCopyExtParams(rn, {N * es}, 0, "
+            f"{(P * es - _ceil(N * es, 32)) // 32}, 0), DataCopyPadExtParams(False, 0, 0, 0))",
+            "self.qi.EnQue(x)", f"x = self.qi.DeQue({dt})",
+            f"yv = self.qv.AllocTensor({dt})", f"yi = self.qx.AllocTensor({spec.index_dtype})"]
+    if widen:
+        body.append(f"Cast(kf, x, RoundMode.CAST_NONE, rn * {P})")
+    body += ["for r in range(rn):",
+             "    " + _order_call(spec, f"{sorted_to}[r * {P}]", f"si[r * {P}]", f"{key}[r * {P}]", str(N))]
+    if spec.dtype == "int32":       # values: the int32 elements at the sorted indices (exact)
+        body += [f"Muls(sd, si, 4, rn * {P})", "for r in range(rn):",
+                 f"    Gather(yv[r * {P}], x[r * {P}], sd[r * {P}], 0, {K})"]
+    elif widen:
+        body.append(f"Cast(yv, sv, RoundMode.CAST_RINT, rn * {P})")
+    body += [_index_store("yi", "si", spec.index_dtype, f"rn * {P}"), "self.qi.FreeTensor(x)",
+             "self.qv.EnQue(yv)", "self.qx.EnQue(yi)", f"yv = self.qv.DeQue({dt})",
+             f"yi = self.qx.DeQue({spec.index_dtype})",
+             f"DataCopyPad(self.g_v[r0 * {K}], yv, DataCopyExtParams(rn, {K * es}, "
+             f"{(P * es - _ceil(K * es, 32)) // 32}, 0, 0))",
+             f"DataCopyPad(self.g_i[r0 * {K}], yi, DataCopyExtParams(rn, {K * ix}, "
+             f"{(P * ix - _ceil(K * ix, 32)) // 32}, 0, 0))",
+             "self.qv.FreeTensor(yv)", "self.qx.FreeTensor(yi)"]
+    tile = R * P
+    buffers = [f"self.pipe.InitBuffer(self.qi, {depth}, {tile * es})",
+               f"self.pipe.InitBuffer(self.qv, {depth}, {tile * es})",
+               f"self.pipe.InitBuffer(self.qx, {depth}, {tile * ix})", f"self.pipe.InitBuffer(self.bi, {tile * 4})"]
+    gets = ["si = self.bi.Get(int32)"]
+    if widen:
+        buffers += [f"self.pipe.InitBuffer(self.bk, {tile * ks})", f"self.pipe.InitBuffer(self.bs, {tile * ks})"]
+        gets += [f"kf = self.bk.Get({kt})", f"sv = self.bs.Get({kt})"]
+    if spec.dtype == "int32":
+        buffers.append(f"self.pipe.InitBuffer(self.bd, {tile * 4})")
+        gets.append("sd = self.bd.Get(int32)")
+    return _header(spec, units, per, buffers, depth) + _process(gets, body) + _footer(spec, blocks)
+
+
+def _index_store(dst: str, src: str, index_dtype: str, count: str) -> str:
+    """The int32 indices into the output tile: widened to int64, or copied (an int32 Adds)."""
+    if index_dtype == "int64":
+        return f"Cast({dst}, {src}, RoundMode.CAST_NONE, {count})"
+    return f"Adds({dst}, {src}, 0, {count})"
+
+
+def _process(gets: list[str], body: list[str], pre: list[str] = ()) -> str:
+    lines = ["    def Process(self):", "        if self.t0 >= self.t1:", "            return"]
+    lines += ["        " + g for g in gets] + ["        " + p for p in pre]
+    lines += ["        for u in range(self.t0, self.t1):"] + ["            " + b for b in body]
+    return "\n".join(lines)
+
+
+def _chunked_source(spec: SortSpec, target: Target, block_dim: int | None, _rows: int, chunk: int,
+                    _depth: int) -> str:
+    es, dt, kt = DTYPE_SIZE[spec.dtype], dsl_dtype(spec.dtype), dsl_dtype(KEY[spec.dtype])
+    ks = DTYPE_SIZE[KEY[spec.dtype]]
+    N, K = spec.length, spec.k
+    KP = _ceil(K, 16)
+    chunks = -(-N // chunk)
+    blocks, per = _split(spec.rows, target, block_dim)
+    widen = KEY[spec.dtype] != spec.dtype
+    key = "kf" if widen else "x"
+    worst = "-math.inf" if spec.descending else "math.inf"
+    body = [f"Duplicate(cv, {worst}, {chunks * KP})",
+            f"for c in range({chunks}):",
+            f"    n = min({chunk}, {N} - c * {chunk})",
+            f"    x = self.qi.AllocTensor({dt})",
+            f"    DataCopyPad(x, self.g_x[{spec.x_offset} + u * {N} + c * {chunk}], DataCopyExtParams(1, n * {es}, "
+            "0, 0, 0), DataCopyPadExtParams(False, 0, 0, 0))",
+            "    self.qi.EnQue(x)", f"    x = self.qi.DeQue({dt})"]
+    if widen:
+        body.append("    Cast(kf, x, RoundMode.CAST_NONE, n)")
+    body += ["    " + _order_call(spec, f"cv[c * {KP}]", f"ci[c * {KP}]", key, "n"),
+             f"    Adds(ci[c * {KP}], ci[c * {KP}], c * {chunk}, {K})",
+             "    self.qi.FreeTensor(x)",
+             f"yv = self.qv.AllocTensor({dt})", f"yi = self.qx.AllocTensor({spec.index_dtype})",
+             _order_call(spec, "fv" if widen else "yv", "fi", "cv", str(chunks * KP)),
+             f"Muls(fi, fi, 4, {K})", f"Gather(gi, ci, fi, 0, {K})",
+             _index_store("yi", "gi", spec.index_dtype, str(K))]
+    if widen:
+        body.append(f"Cast(yv, fv, RoundMode.CAST_RINT, {K})")
+    ix = DTYPE_SIZE[spec.index_dtype]
+    body += ["self.qv.EnQue(yv)", "self.qx.EnQue(yi)", f"yv = self.qv.DeQue({dt})",
+             f"yi = self.qx.DeQue({spec.index_dtype})",
+             f"DataCopyPad(self.g_v[u * {K}], yv, DataCopyExtParams(1, {K * es}, 0, 0, 0))",
+             f"DataCopyPad(self.g_i[u * {K}], yi, DataCopyExtParams(1, {K * ix}, 0, 0, 0))",
+             "self.qv.FreeTensor(yv)", "self.qx.FreeTensor(yi)"]
+    cand = chunks * KP
+    buffers = [f"self.pipe.InitBuffer(self.qi, 2, {chunk * es})", f"self.pipe.InitBuffer(self.qv, 2, {KP * es})",
+               f"self.pipe.InitBuffer(self.qx, 2, {KP * 8})", f"self.pipe.InitBuffer(self.bs, {_ceil(cand * ks, 32)})",
+               f"self.pipe.InitBuffer(self.bi, {cand * 4})", f"self.pipe.InitBuffer(self.bd, {KP * 8})",
+               f"self.pipe.InitBuffer(self.bc, {KP * 4})"]
+    gets = [f"cv = self.bs.Get({kt})", "ci = self.bi.Get(int32)", "fi = self.bd.Get(int32)",
+            "gi = self.bd.Get(int32)[" + str(KP) + "]", "fv = self.bc.Get(" + kt + ")"]
+    if widen:
+        buffers.append(f"self.pipe.InitBuffer(self.bk, {chunk * ks})")
+        gets.append(f"kf = self.bk.Get({kt})")
+    return _header(spec, spec.rows, per, buffers) + _process(gets, body) + _footer(spec, blocks)

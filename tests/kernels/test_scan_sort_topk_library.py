@@ -1,0 +1,55 @@
+"""The scan and sort/topk kernel generators on their own: their plans, and a generated
+kernel run in the sandbox on inputs worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sage.kernels import target_for
+from sage.kernels.library.scan import ScanSpec, scan_source
+from sage.kernels.library.sort_rows import SortSpec, sort_plan, sort_source
+
+TARGET = target_for("ascend910b2")
+
+
+def _run(source: str, launch: str, out: str, *arrays: np.ndarray) -> list[np.ndarray]:
+    from sage.npu.sandbox import run_sandboxed
+
+    source += f"\n\ndef forward(x):\n{out}\n    {launch}\n    return tuple(o for o in outs)\n"
+    result = run_sandboxed(source, list(arrays))
+    assert result.error is None, f"{result.error.type}: {result.error.message}"
+    return result.outputs
+
+
+def test_cumprod_of_int32_along_the_outer_axis_widens_to_int64():
+    spec = ScanSpec(name="s", outer=2, length=4, inner=3, dtype="int32", out_dtype="int64", op="prod")
+    x = np.array([[[1, 2, -1], [2, 2, 3], [3, 2, 0], [4, 2, 5]]] * 2, np.int32)
+    (out,) = _run(scan_source(spec, TARGET), "s_launch(x, y)",
+                  "    y = empty((2, 4, 3), int64)\n    outs = [y]", x)
+    assert out.dtype == np.int64 and out[1].tolist() == [[1, 2, -1], [2, 4, -3], [6, 8, 0], [24, 16, 0]]
+
+
+def test_a_scan_of_an_unsupported_dtype_says_so():
+    with pytest.raises(ValueError, match="int8 scan"):
+        scan_source(ScanSpec(name="s", outer=1, length=4, inner=1, dtype="int8", out_dtype="int64"), TARGET)
+
+
+def test_sort_plans():
+    # int32 rows of 4096 fit only single-buffered (32 B a row element)
+    assert sort_plan(SortSpec(name="s", rows=64, length=4096, k=4096, dtype="int32", descending=True))[::3] == \
+        ("rows", 1)
+    # a float32 top-50 of 32000 goes by chunks of 8192; a sort of it does not fit
+    assert sort_plan(SortSpec(name="s", rows=16, length=32000, k=50, dtype="float32", descending=True,
+                              topk=True))[0] == "chunked"
+    with pytest.raises(ValueError, match="multi-pass merge"):
+        sort_plan(SortSpec(name="s", rows=16, length=32000, k=32000, dtype="float32", descending=False))
+
+
+def test_int32_sort_values_are_gathered_back_exactly():
+    # 2^24 + 1 is not a float32: its key rounds to 2^24, yet the value comes back whole
+    spec = SortSpec(name="s", rows=1, length=3, k=3, dtype="int32", descending=False)
+    x = np.array([[2**24 + 1, -5, 7]], np.int32)
+    values, indices = _run(sort_source(spec, TARGET), "s_launch(x, v, i)",
+                           "    v = empty((1, 3), int32)\n    i = empty((1, 3), int64)\n    outs = [v, i]", x)
+    assert values.tolist() == [[-5, 7, 2**24 + 1]] and indices.tolist() == [[1, 2, 0]]
