@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from sage.agent.budget import LedgerBudget
+
 
 class AgentSolver(BaseModel):
     model: str | None = None                 # None: the offline synthesizer
@@ -29,6 +31,7 @@ class AgentSolver(BaseModel):
     preset: str = "ascend910b2"
     cases: int | list[int] | None = None   # the first K cases, or these case indices
     k: int = 6
+    budget: LedgerBudget | None = None     # the run's token/cost budget, shared by the workers
 
     @classmethod
     def from_bench_config(cls, config: Any, **overrides: Any) -> AgentSolver:
@@ -37,7 +40,8 @@ class AgentSolver(BaseModel):
         from sage.config import load_settings
 
         s = load_settings(**{k: v for k, v in overrides.items() if k in _SETTING_FLAGS})
-        return cls(model=s.model, base_url=s.base_url, temperature=s.temperature, max_tokens=s.max_tokens,
+        return cls(budget=overrides.get("budget"), model=s.model, base_url=s.base_url, temperature=s.temperature,
+                   max_tokens=s.max_tokens,
                    llm_timeout_s=s.llm_timeout_s, llm_retries=s.llm_retries, memory_url=s.memory_url,
                    memory_mode=s.memory_mode, iterations=s.iterations, preset=config.preset, cases=config.cases)
 
@@ -51,6 +55,7 @@ class AgentSolver(BaseModel):
 
     def solve(self, task: Any, *, epoch: int, seed: int, job_key: str | None = None) -> Any:
         from sage.agent.backends.base import BackendError
+        from sage.agent.budget import BudgetExhausted
         from sage.agent.factory import make_backend
         from sage.agent.loop import AgentConfig, ReferenceProblem, synthesize
         from sage.bench.runner import Attempt, SolveResult
@@ -64,14 +69,16 @@ class AgentSolver(BaseModel):
             if stored is not None:
                 return _restored(task, stored)
             try:
-                result = synthesize(task, make_backend(settings, task), memory, config)
+                result = synthesize(task, make_backend(settings, task), memory, config, budget=self.budget)
             except ReferenceProblem as exc:
                 attempts = [Attempt(source=None, evaluation=exc.evaluation)] if exc.evaluation is not None else []
                 return SolveResult(attempts=attempts, best=0 if attempts else None, extra={"error": str(exc)})
-            except BackendError as exc:
-                # The endpoint failed before any kernel was judged: no episode was written,
-                # the task has no attempt, and a resumed run will try it again.
-                return SolveResult(extra={"error": f"LLM backend: {exc}", "epoch": epoch})
+            except (BackendError, BudgetExhausted) as exc:
+                # Nothing was judged (the endpoint failed, or the run's budget cannot pay for
+                # the first call): no episode was written, and the row is not final, so a
+                # resumed run tries the task again.
+                what = "LLM backend" if isinstance(exc, BackendError) else "run budget"
+                return SolveResult(extra={"error": f"{what}: {exc}", "epoch": epoch, "unjudged": True})
         attempts, index_of = [], {}
         for i, turn in enumerate(result.turns):
             if turn.evaluation is None:

@@ -13,8 +13,12 @@ once a call has reported one, never going above 4 characters per token.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import math
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
 
 from pydantic import BaseModel, Field
 
@@ -97,6 +101,54 @@ class RunBudget(BaseModel):
         cost = f", ${self.cost:.4f}" if self.cost is not None else ""
         return f"{self.tokens} tokens ({self.prompt_tokens} prompt + {self.completion_tokens} completion){cost} " \
                f"in {self.calls} calls"
+
+
+class LedgerBudget(RunBudget):
+    """A run budget shared by worker processes (`sage bench --max-tokens/--max-cost`): the
+    spend lives in a JSON ledger file, read before every check and added to under an
+    exclusive lock by every charge, so episodes in different processes draw on one budget.
+    Each worker can still have one call in flight when the budget runs out: the overrun is
+    at most one call per worker, which `check` allows for by pricing the next call in full."""
+
+    ledger: Path
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with open(self.ledger.with_suffix(".lock"), "a", encoding="utf-8") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _load(self) -> None:
+        try:
+            spent = json.loads(self.ledger.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            spent = {}
+        self.prompt_tokens = int(spent.get("prompt_tokens", 0))
+        self.completion_tokens = int(spent.get("completion_tokens", 0))
+        self.calls = int(spent.get("calls", 0))
+
+    def check(self, prompt_estimate: int, completion_limit: int) -> None:
+        with self._locked():
+            self._load()
+        super().check(prompt_estimate, completion_limit)
+
+    def charge(self, prompt_tokens: int, completion_tokens: int) -> None:
+        with self._locked():
+            self._load()
+            super().charge(prompt_tokens, completion_tokens)
+            tmp = self.ledger.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                                       "calls": self.calls}), encoding="utf-8")
+            tmp.replace(self.ledger)
+
+    def reset(self) -> None:
+        """A new run invocation starts with nothing spent (a resume gets the budget it is given)."""
+        with self._locked():
+            self.ledger.unlink(missing_ok=True)
+            self._load()
 
 
 class TokenEstimator:

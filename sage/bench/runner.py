@@ -45,6 +45,7 @@ RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "run.json"
 # Row status of a job that produced no result, by how it ended.
 CRASH_STATUS = {"raised": "error", "crashed": "crashed", "timeout": "timeout"}
+NOT_JUDGED = "not_judged"        # a task the solver could not start: left for --resume
 
 
 class Attempt(BaseModel):
@@ -178,6 +179,11 @@ def run_job(job: Job) -> list[ResultRow]:
                           wall_s=round(time.perf_counter() - start, 3))]
     result: SolveResult = job.solver.solve(task, epoch=job.epoch, seed=job.seed, job_key=job.key)
     wall = round(time.perf_counter() - start, 3)
+    if not result.attempts and result.extra.get("unjudged"):
+        # The solver could not start (its endpoint failed, its budget ran out): not final,
+        # so metrics leave the task out and --resume runs it again.
+        return [ResultRow(**head, solver=job.solver.name, status=NOT_JUDGED, final=False, extra=result.extra,
+                          wall_s=wall)]
     if not result.attempts:
         return [ResultRow(**head, solver=job.solver.name, status="no_kernel", extra=result.extra, wall_s=wall,
                           evaluation=TaskEvaluation(task=task.key, level=task.level, tags=task.tags,

@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from typer.core import TyperGroup
 
 from sage import __version__
-from sage.cli.common import did_you_mean, fail, require_cache, require_memory, require_writable
+from sage.cli.common import did_you_mean, fail, require_cache, require_memory, require_writable, run_budget
 from sage.cli.render import Col, Screen, fitted_table
 
 RUN_COMMAND = "run"
@@ -135,6 +135,12 @@ def run(
                                 help="memory ablation: run the same tasks once per memory mode (comma list, "
                                      "default all: none,uniform,atu,sage) into OUT/<mode>/, each with its own "
                                      "memory, and write an ablation report to OUT/report.md"),
+    max_tokens: int = typer.Option(None, "--max-tokens", min=1, help="agent: token budget of the whole run (prompt "
+                                                                     "+ completion, all workers); stops cleanly"),
+    max_cost: float = typer.Option(None, "--max-cost", min=0, help="agent: cost budget of the whole run in US$ "
+                                                                   "(needs --prices); stops cleanly"),
+    prices: str = typer.Option(None, "--prices", help="agent: the model's prices: PROMPT,COMPLETION in US$ per "
+                                                      "million tokens"),
     as_json: bool = typer.Option(False, "--json", help="print the summary as JSON"),
 ) -> None:
     from sage.bench.report import write_report
@@ -161,7 +167,8 @@ def run(
         fail(f"--memory must be one of {', '.join(MEMORY_MODES)}, not '{memory}'")
     agent_flags = [f for f, v in (("--model", model), ("--base-url", base_url), ("--memory", memory),
                                   ("--memory-url", memory_url), ("--iterations", iterations),
-                                  ("--compare", compare)) if v is not None]
+                                  ("--compare", compare), ("--max-tokens", max_tokens), ("--max-cost", max_cost),
+                                  ("--prices", prices)) if v is not None]
     if agent_flags and (kernels is not None or reference_only):
         fail(f"agent options ({', '.join(agent_flags)}) do not apply with --kernels or --reference-only")
     modes = _compare_modes(compare) if compare is not None else None
@@ -191,7 +198,11 @@ def run(
 
     for note in isolation_notes(config.executor):
         err.print(f"note: {note}", highlight=False, soft_wrap=True)
-    agent = dict(model=model, base_url=base_url, iterations=iterations)
+    # One budget for the whole invocation (every worker, every mode), kept in OUT; a resume
+    # starts from nothing spent with the budget it is given.
+    config.out.mkdir(parents=True, exist_ok=True)
+    budget = run_budget(max_tokens, max_cost, prices, ledger=config.out / "budget.json")
+    agent = dict(model=model, base_url=base_url, iterations=iterations, budget=budget)
     if modes is not None:
         _run_compare(config, modes, agent, as_json)
         return
@@ -325,6 +336,8 @@ def _check_preset(preset: str) -> None:
 
 
 def _print_summary(summary: dict, result: Any, report: Path, reference_only: bool) -> None:
+    from sage.bench.runner import NOT_JUDGED
+
     if reference_only:
         rows = [r for r in result.rows if r.final and r.mode == "reference"]
         ok = sum(r.status == "reference_ok" for r in rows)
@@ -344,6 +357,11 @@ def _print_summary(summary: dict, result: Any, report: Path, reference_only: boo
                  _x(m.get("device_geomean_speedup")), _pct(m["mean_roofline_fraction"])] for name, m in levels]
         out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD,
                                title="speedups over the torch_npu reference (failures count 1x in 'all')"))
+    unjudged = [r for r in result.rows if r.status == NOT_JUDGED and not any(
+        o.final and (o.task, o.epoch) == (r.task, r.epoch) for o in result.rows)]
+    if unjudged:
+        out.text(f"{len(unjudged)} task(s) not judged ({unjudged[-1].extra.get('error', '?')}); "
+                 f"`--resume --out {result.out}` runs them")
     resumed = f", {result.resumed} resumed" if result.resumed else ""
     out.text(f"{result.ran} tasks run{resumed} on {result_preset(result)} (sage {__version__}, seed "
              f"{result_seed(result)}); results in {result.out}/results.jsonl; report {report}")

@@ -13,7 +13,7 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -71,3 +71,23 @@ def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> str:
     """" (did you mean softmax?)" for the nearest known names, or ""."""
     close = difflib.get_close_matches(name, sorted(set(known)), n=n, cutoff=0.6)
     return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def run_budget(max_tokens: int | None, max_cost: float | None, prices: str | None, ledger: Path | None = None) -> Any:
+    """The run budget of --max-tokens/--max-cost/--prices (None when neither limit is given);
+    with `ledger`, one shared by worker processes through that file, starting from nothing spent."""
+    from sage.agent.budget import LedgerBudget, Prices, RunBudget
+
+    if max_cost is not None and prices is None:
+        fail("--max-cost needs the model's --prices PROMPT,COMPLETION (US$ per million tokens)")
+    try:
+        parsed = Prices.parse(prices) if prices is not None else None
+    except ValueError as exc:
+        fail(f"--prices: {exc}")
+    if max_tokens is None and max_cost is None:
+        return None
+    if ledger is None:
+        return RunBudget(max_tokens=max_tokens, max_cost=max_cost, prices=parsed)
+    budget = LedgerBudget(max_tokens=max_tokens, max_cost=max_cost, prices=parsed, ledger=ledger)
+    budget.reset()
+    return budget

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from sage.cli.common import fail, require_cache, require_memory, require_writable
+from sage.cli.common import fail, require_cache, require_memory, require_writable, run_budget
 from sage.cli.printed import printed_by_case, show_printed
 from sage.cli.render import Cell, Col, Screen, fitted_table, markup
 
@@ -75,7 +75,7 @@ def synth(
     settings = load_settings(model=model, base_url=base_url, iterations=iterations, memory_mode=memory_mode,
                              memory_url=memory_url, preset=preset, seed=seed)
     _check_preset(settings.preset)
-    budget = _budget(max_tokens, max_cost, prices)
+    budget = run_budget(max_tokens, max_cost, prices)
     task.seed = settings.seed
     kernel_path = out or free_path(Path(f"{task.name}_kernel.py"))
     require_writable(kernel_path.parent.resolve(), "the kernel")
@@ -166,20 +166,6 @@ class TurnView:
                                                               "", ""]]
         return fitted_table(cols, rows, err.width, title=f"sage synth {self.task} ({self.backend})",
                             box=box.SIMPLE_HEAD)
-
-
-def _budget(max_tokens: int | None, max_cost: float | None, prices: str | None) -> Any:
-    from sage.agent.budget import Prices, RunBudget
-
-    if max_cost is not None and prices is None:
-        fail("--max-cost needs the model's --prices PROMPT,COMPLETION (US$ per million tokens)")
-    try:
-        parsed = Prices.parse(prices) if prices is not None else None
-    except ValueError as exc:
-        fail(f"--prices: {exc}")
-    if max_tokens is None and max_cost is None:
-        return None
-    return RunBudget(max_tokens=max_tokens, max_cost=max_cost, prices=parsed)
 
 
 def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:

@@ -147,3 +147,36 @@ def test_a_prose_reflection_falls_back_to_reading_the_prose(tiny_task, memory):
         # over 80 characters: cut to whole words
         "Relu over a flattened tensor needs no row tiling at all, so one long copy per…"]
     assert len(result.extracted) == 2 and len(result.new_experiences) >= 1
+
+
+def _charge_many(ledger: str, n: int) -> None:
+    from pathlib import Path
+
+    from sage.agent.budget import LedgerBudget
+
+    budget = LedgerBudget(max_tokens=10**9, ledger=Path(ledger))
+    for _ in range(n):
+        budget.charge(3, 2)
+
+
+def test_a_ledger_budget_adds_up_the_charges_of_several_processes(tmp_path):
+    import multiprocessing
+
+    import pytest
+
+    from sage.agent.budget import BudgetExhausted, LedgerBudget
+
+    ledger = tmp_path / "budget.json"
+    procs = [multiprocessing.get_context("fork").Process(target=_charge_many, args=(str(ledger), 200))
+             for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    budget = LedgerBudget(max_tokens=3000 + 5 + 10, ledger=ledger)
+    budget.check(5, 10)                                  # 3 x 200 x 5 = 3000 spent: exactly fits
+    assert (budget.prompt_tokens, budget.completion_tokens, budget.calls) == (1800, 1200, 600)
+    with pytest.raises(BudgetExhausted, match="3000 of 3015 tokens spent in 600 calls"):
+        budget.check(6, 10)
+    budget.reset()
+    budget.check(6, 10)
