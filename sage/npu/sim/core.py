@@ -117,6 +117,7 @@ class CoreState:
         # The frame that made the DSL call in progress (set by the handle wrappers, sage.npu.ascendc.handles):
         # when it is in the kernel file it is the innermost kernel frame, found without walking the stack.
         self.caller = None
+        self.lines: dict[tuple, int] = session.lines  # (code, instruction offset) -> kernel line, per run
         self._where: tuple = (0, "")  # (core type, "AIV block 3"): what gm_access names this core in messages
         b = self.spec.buffers
         self.spaces = {name: MemSpace(name, cap) for name, cap in
@@ -135,9 +136,16 @@ class CoreState:
         """The kernel file line that issued the instruction being recorded (0 if none)."""
         kfile = self.kernel_file
         f = self.caller
-        if f is not None and f.f_code.co_filename == kfile:
-            line = self.last_line = f.f_lineno
-            return line
+        if f is not None:
+            code = f.f_code
+            if code.co_filename == kfile:
+                # f_lineno scans the code's line table from its start: remember each call site's line
+                key = (code, f.f_lasti)
+                line = self.lines.get(key)
+                if line is None:
+                    line = self.lines[key] = f.f_lineno
+                self.last_line = line
+                return line
         f = sys._getframe(2)
         while f is not None:
             if f.f_code.co_filename == kfile:
@@ -293,7 +301,8 @@ class CoreState:
             if row[S] < seq:
                 row[S] = seq
         known = self.knows[S]
-        self.knows = [merge(k, known) for k in self.knows]
+        if known:  # (nothing known of other cores, the usual case, changes nothing)
+            self.knows = [merge(k, known) for k in self.knows]
 
     # -- GM and other cores ------------------------------------------------------------------
     def gm_access(self, pipe: int, buf, lo: int, length: int, pitch: int, count: int, write: bool, name: str) -> None:

@@ -54,6 +54,7 @@ class Session:
         self._next_addr = 0
         self.trace = RunTrace()
         self.instructions = 0  # simulated so far, against instruction_budget
+        self.lines: dict[tuple, int] = {}  # (code, instruction offset) -> kernel line (CoreState.kernel_line)
         # The order blocks run in, per launch: random, so a result carried from block to block
         # in Python state (which the chip's separate cores could never share) comes out wrong.
         self.block_order = random.Random(int.from_bytes(os.urandom(8), "little"))
