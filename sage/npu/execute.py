@@ -107,9 +107,9 @@ def _collect(result, expected: list[OutputSpec] | None) -> list[np.ndarray]:
 
 # Young objects the cyclic collector lets accumulate during a run (Python's default is 700): a run
 # allocates a few records, gates and views per simulated instruction, nearly all of them alive to
-# the end, and collecting every 700 of them cost 7-11 % of the functional run. Cycles a kernel
-# makes are still collected, 10 000 objects at a time.
-GC_YOUNG_THRESHOLD = 10_000
+# the end, and collecting every 700 of them cost 7-11 % of the functional run (2 % at 50 000).
+# Cycles a kernel makes are still collected, 50 000 objects at a time.
+GC_YOUNG_THRESHOLD = 50_000
 
 
 @contextmanager

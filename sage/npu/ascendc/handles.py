@@ -108,7 +108,10 @@ def wrap(obj: Any) -> Any:
             _OWNER[hid] = _HOST
         else:
             _OWNER[hid] = core
-            _BY_CORE.setdefault(id(core), []).append(hid)
+            owned = _BY_CORE.get(id(core))
+            if owned is None:
+                owned = _BY_CORE[id(core)] = []
+            owned.append(hid)
     return handle
 
 
