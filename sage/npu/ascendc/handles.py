@@ -244,19 +244,7 @@ def _forward_method(fn: Callable, passthrough: bool) -> Callable:
                 if core is not None:
                     core.caller = outer
     else:
-        @functools.wraps(fn)
-        def method(self, *args, **kwargs):
-            core = core_mod._current
-            if core is not None:
-                outer, core.caller = core.caller, sys._getframe(1)
-            try:
-                if kwargs:
-                    kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-                result = fn(*_plain((self, *args)), **kwargs)
-            finally:
-                if core is not None:
-                    core.caller = outer
-            return None if result is None else wrap(result)
+        method = api(fn)  # the handle comes in as the first argument, translated like the others
     return method
 
 
