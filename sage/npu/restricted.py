@@ -187,12 +187,13 @@ class KernelNamespace:
         # A parameter struct's fields are readable, as in Ascend C (its methods are not).
         self.attrs.update({t: frozenset(t.__dataclass_fields__) for t in self.writable})
         self.item_types = handles.subscriptable_types() + _ITEM_TYPES
+        self.enum_members: dict[tuple[type, str], Any] = {}  # (DSL enum class, member name) -> member
 
     # -- guards -----------------------------------------------------------------------------
     def guarded_getattr(self):
         """The `_getattr_` of the kernel's namespace: a closure over the allow-lists (every attribute
         read of a kernel goes through it, so the common cases are a dict lookup and a set test)."""
-        attrs, classes, slow = self.attrs, self.classes, self._slow_getattr
+        attrs, classes, slow, members = self.attrs, self.classes, self._slow_getattr, self.enum_members
 
         def _getattr_(obj: Any, name: str, default: Any = None) -> Any:
             t = type(obj)
@@ -201,6 +202,10 @@ class KernelNamespace:
                 return getattr(obj, name)
             if t in classes and name[0] != "_":
                 return getattr(obj, name)
+            if t is enum.EnumMeta:  # HardEvent.V_S and friends: members the slow path has allowed before
+                member = members.get((obj, name))
+                if member is not None:
+                    return member
             return slow(obj, t, name)
         return _getattr_
 
@@ -217,7 +222,10 @@ class KernelNamespace:
         if isinstance(obj, enum.Enum) and name in ("name", "value") and _is_dsl(t):
             return getattr(obj, name)
         if isinstance(obj, enum.EnumMeta) and _is_dsl(obj) and name in obj.__members__:
-            return obj[name]
+            # members never change: the fast path answers this read from now on (isinstance with
+            # np.dtype above is slow for a class object: it made HardEvent.V_S cost a microsecond)
+            member = self.enum_members[(obj, name)] = obj[name]
+            return member
         if obj is math and name in MATH_NAMES:
             return getattr(math, name)
         what = getattr(t, "__name__", "object")

@@ -118,6 +118,9 @@ def convert(src: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
     return np.clip(src.astype(np.int64), info.min, info.max).astype(dt)  # integers saturate
 
 
+_LEGAL: set[tuple] = set()  # (src dtype, dst dtype, RoundMode) combinations the table allows
+
+
 def Cast(dst, src, round_mode: RoundMode, count: int) -> None:
     """Cast(dst, src, RoundMode.X, count): dst = src converted to dst's dtype. Cost: vconv on the wider type."""
     if not isinstance(round_mode, RoundMode):
@@ -127,9 +130,12 @@ def Cast(dst, src, round_mode: RoundMode, count: int) -> None:
     if not (dst.__class__ is LocalTensor and src.__class__ is LocalTensor and dst._slot.alloc_gen == dst._gen
             and src._slot.alloc_gen == src._gen and dst._slot.space.name == "UB" and src._slot.space.name == "UB"):
         dst, src = chk.local(dst, "Cast dst", "UB"), chk.local(src, "Cast src", "UB")
-    modes = cast_modes().get((src._dtype, dst._dtype))
-    if modes is None or round_mode.name not in modes:
-        legal.cast(src._dtype, dst._dtype, round_mode.name)
+    key = (src._dtype, dst._dtype, round_mode)
+    if key not in _LEGAL:
+        modes = cast_modes().get((src._dtype, dst._dtype))
+        if modes is None or round_mode.name not in modes:
+            legal.cast(src._dtype, dst._dtype, round_mode.name)
+        _LEGAL.add(key)  # (an enum's .name is a slow property: each combination is looked up once)
     width = max(dst._dtype.itemsize, src._dtype.itemsize)
     issue("Cast", "vconv", dst, (src,), count, itemsize=width)
     if dst._slot is src._slot and dst._off != src._off and dst._dtype.itemsize != src._dtype.itemsize:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import functools
 import itertools
+import sys
 import types
 from typing import Any, Callable
 
@@ -107,7 +108,10 @@ def wrap(obj: Any) -> Any:
             _OWNER[hid] = _HOST
         else:
             _OWNER[hid] = core
-            _BY_CORE.setdefault(id(core), []).append(hid)
+            owned = _BY_CORE.get(id(core))
+            if owned is None:
+                owned = _BY_CORE[id(core)] = []
+            owned.append(hid)
     return handle
 
 
@@ -115,7 +119,12 @@ def unwrap(handle: Any, depth: int = 0) -> Any:
     """The simulator object behind `handle`; DSL values pass through, anything else raises."""
     cls = handle.__class__
     if cls not in _HANDLE_TYPES:
-        if cls in _PLAIN or cls in _ARGUMENT_TYPES or isinstance(handle, _PLAIN_BASES) or _is_param(cls):
+        if cls in _PLAIN or cls in _ARGUMENT_TYPES:
+            return handle
+        if isinstance(handle, _PLAIN_BASES):
+            _ARGUMENT_TYPES.add(cls)  # an enum or dtype class: every value of it passes (and _plain says so at once)
+            return handle
+        if _is_param(cls):
             return handle
         if cls is tuple or cls is list:
             if depth >= _MAX_ARGUMENT_DEPTH:
@@ -150,9 +159,16 @@ def api(fn: Callable) -> Callable:
     """The kernel-facing form of DSL function `fn`: handles in, handles out."""
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        if kwargs:
-            kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-        result = fn(*_plain(args), **kwargs)
+        core = core_mod._current
+        if core is not None:
+            outer, core.caller = core.caller, sys._getframe(1)
+        try:
+            if kwargs:
+                kwargs = {k: unwrap(v) for k, v in kwargs.items()}
+            result = fn(*_plain(args), **kwargs)
+        finally:
+            if core is not None:
+                core.caller = outer
         return None if result is None else wrap(result)
     return call
 
@@ -169,7 +185,7 @@ def _plain(args: tuple) -> list:
             obj = objects.get(hid)
             owner = owners.get(hid)
             a = obj if obj is not None and (owner is None or owner is current) else unwrap(a)
-        elif cls not in _PLAIN:
+        elif cls not in _PLAIN and cls not in _ARGUMENT_TYPES:
             a = unwrap(a)  # lists and tuples unwrapped, other DSL values checked, anything else refused
         out.append(a)
     return out
@@ -200,7 +216,14 @@ def public(impl: type, *, session_level: bool = False, passthrough: tuple[str, .
 
 def _constructor(impl: type) -> Callable:
     def __init__(self, *args, **kwargs):
-        obj = impl(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
+        core = core_mod._current
+        if core is not None:
+            outer, core.caller = core.caller, sys._getframe(1)
+        try:
+            obj = impl(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
+        finally:
+            if core is not None:
+                core.caller = outer
         made = wrap(obj)
         object.__setattr__(self, "_hid", made._hid)
     __init__.__doc__ = impl.__init__.__doc__
@@ -212,20 +235,29 @@ def _forward_method(fn: Callable, passthrough: bool) -> Callable:
     if passthrough:
         @functools.wraps(fn)
         def method(self, *args, **kwargs):
-            return wrap(fn(unwrap(self), *args, **kwargs))
+            core = core_mod._current
+            if core is not None:
+                outer, core.caller = core.caller, sys._getframe(1)
+            try:
+                return wrap(fn(unwrap(self), *args, **kwargs))
+            finally:
+                if core is not None:
+                    core.caller = outer
     else:
-        @functools.wraps(fn)
-        def method(self, *args, **kwargs):
-            if kwargs:
-                kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-            result = fn(*_plain((self, *args)), **kwargs)
-            return None if result is None else wrap(result)
+        method = api(fn)  # the handle comes in as the first argument, translated like the others
     return method
 
 
 def _forward_property(fget: Callable) -> Callable:
     def get(self):
-        return wrap(fget(unwrap(self)))
+        core = core_mod._current
+        if core is not None:
+            outer, core.caller = core.caller, sys._getframe(1)
+        try:
+            return wrap(fget(unwrap(self)))
+        finally:
+            if core is not None:
+                core.caller = outer
     return get
 
 

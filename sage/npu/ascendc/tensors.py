@@ -153,8 +153,11 @@ class LocalTensor:
         if not 0 <= offset <= self._size:
             raise BoundsError(f"LocalTensor[{offset}]: offset outside the tensor of {self._size} elements")
         self._live("LocalTensor[offset]")
-        return LocalTensor(self._slot, self._off + offset * self._dtype.itemsize, self._size - offset,
-                           self._dtype, self._gen)
+        view = LocalTensor.__new__(LocalTensor)
+        view._slot, view._off, view._size, view._dtype, view._gen = (
+            self._slot, self._off + offset * self._dtype.itemsize, self._size - offset, self._dtype, self._gen)
+        view._arr = self._arr[offset:]  # the same bytes as slicing the memory again, in one numpy call
+        return view
 
     def GetSize(self) -> int:
         return self._size

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from sage.npu.isa import legal
-from sage.npu.isa.table import allowed_dtypes
+from sage.npu.isa.table import allowed_dtypes, allowed_pairs
 from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc._vecbase import indexed, issue, repeat_form, repeat_index, require
 from sage.npu.ascendc.tensors import LocalTensor
@@ -164,12 +164,21 @@ def Duplicate(dst, scalar, count_or_mask, repeatTimes=None, dstBlockStride=1, ds
 
 def Axpy(dst, src, scalar, count: int) -> None:
     """Axpy(dst, src, scalar, count): dst = dst + src * scalar (src fp16 with dst fp32 allowed). Cost: vaxpy."""
-    dst, src = chk.local(dst, "Axpy dst", "UB"), chk.local(src, "Axpy src", "UB")
-    legal.combo("Axpy", src._dtype, dst._dtype)
-    count = chk.count_arg(count, "Axpy count")
+    if not (dst.__class__ is LocalTensor and src.__class__ is LocalTensor and dst._slot.alloc_gen == dst._gen
+            and src._slot.alloc_gen == src._gen and dst._slot.space.name == "UB" and src._slot.space.name == "UB"):
+        dst, src = chk.local(dst, "Axpy dst", "UB"), chk.local(src, "Axpy src", "UB")
+    if (src._dtype, dst._dtype) not in _AXPY_TYPES:
+        legal.combo("Axpy", src._dtype, dst._dtype)
+    if count.__class__ is not int:
+        count = chk.count_arg(count, "Axpy count")
     # Mixed half -> float Axpy processes 64 lanes per repeat (Ascend C's PAR for that mode), so
     # repeats follow the fp32 destination; the product is formed at the destination precision.
     issue("Axpy", "vaxpy", dst, (src,), count, itemsize=dst._dtype.itemsize)
-    s = dst._dtype.type(scalar)
-    prod = src._arr[:count].astype(dst._dtype) * s
-    dst._arr[:count] = dst._arr[:count] + prod
+    dt = dst._dtype
+    # src widened exactly to dst's type inside the multiply, then dst += the product, element by element
+    prod = np.multiply(src._arr[:count], dt.type(scalar), dtype=dt)
+    d = dst._arr[:count]
+    np.add(d, prod, out=d)
+
+
+_AXPY_TYPES = allowed_pairs("Axpy")

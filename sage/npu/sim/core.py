@@ -114,6 +114,11 @@ class CoreState:
         self.block_idx, self.block_num = block_idx, block_num
         self.core_type, self.sub, self.launch = core_type, sub, launch
         self.last_line = 0
+        # The frame that made the DSL call in progress (set by the handle wrappers, sage.npu.ascendc.handles):
+        # when it is in the kernel file it is the innermost kernel frame, found without walking the stack.
+        self.caller = None
+        self.lines: dict[tuple, int] = session.lines  # (code, instruction offset) -> kernel line, per run
+        self._where: tuple = (0, "")  # (core type, "AIV block 3"): what gm_access names this core in messages
         b = self.spec.buffers
         self.spaces = {name: MemSpace(name, cap) for name, cap in
                        (("UB", b.ub_bytes), ("L1", b.l1_bytes), ("L0A", b.l0a_bytes),
@@ -129,12 +134,23 @@ class CoreState:
 
     def kernel_line(self) -> int:
         """The kernel file line that issued the instruction being recorded (0 if none)."""
-        f = sys._getframe(2)
         kfile = self.kernel_file
+        f = self.caller
+        if f is not None:
+            code = f.f_code
+            if code.co_filename == kfile:
+                # f_lineno scans the code's line table from its start: remember each call site's line
+                key = (code, f.f_lasti)
+                line = self.lines.get(key)
+                if line is None:
+                    line = self.lines[key] = f.f_lineno
+                self.last_line = line
+                return line
+        f = sys._getframe(2)
         while f is not None:
             if f.f_code.co_filename == kfile:
-                self.last_line = f.f_lineno
-                return f.f_lineno
+                line = self.last_line = f.f_lineno  # f_lineno decodes the line table: read it once
+                return line
             f = f.f_back
         return 0
 
@@ -285,7 +301,8 @@ class CoreState:
             if row[S] < seq:
                 row[S] = seq
         known = self.knows[S]
-        self.knows = [merge(k, known) for k in self.knows]
+        if known:  # (nothing known of other cores, the usual case, changes nothing)
+            self.knows = [merge(k, known) for k in self.knows]
 
     # -- GM and other cores ------------------------------------------------------------------
     def gm_access(self, pipe: int, buf, lo: int, length: int, pitch: int, count: int, write: bool, name: str) -> None:
@@ -295,10 +312,13 @@ class CoreState:
         if self.launch is None or count <= 0 or length <= 0:
             return
         vcp = self.vc[pipe]
-        where = f"{self.core_type or 'AIV'} block {self.block_idx}" + (f" sub-block {self.sub}" if self.sub else "")
-        self.launch.hazards.access(buf.id, f"GM tensor #{buf.id} ({buf.dtype.name}[{buf.data.size}])", Access(
+        where = self._where
+        if where[0] != self.core_type:  # the core's name in messages, made once per core type it takes
+            where = self._where = (self.core_type, f"{self.core_type or 'AIV'} block {self.block_idx}"
+                                                   + (f" sub-block {self.sub}" if self.sub else ""))
+        self.launch.hazards.access(buf.id, buf.label, Access(
             self.stream_id, pipe, vcp[pipe], write, write and self.atomic is not None, lo, length,
-            pitch if count > 1 else length, count, tuple(vcp), self.knows[pipe], self.last_line, name, where))
+            pitch if count > 1 else length, count, tuple(vcp), self.knows[pipe], self.last_line, name, where[1]))
 
     def payload(self, pipe: int) -> dict:
         """What a cross-core flag raised on `pipe` tells the cores it reaches: everything `pipe` knows."""

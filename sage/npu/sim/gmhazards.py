@@ -26,7 +26,7 @@ _MAX_PAGES = 64          # a transfer spanning more pages is indexed on its firs
 _WIDE: int = -1          # plus a per-buffer list of wide accesses every check scans
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)   # not frozen: a frozen dataclass's __init__ costs a microsecond per GM transfer
 class Access:
     stream: int
     pipe: int

@@ -25,12 +25,13 @@ BLOCK_DIM_MAX = 65535  # CANN: blockDim is a logical count in [1, 65535] (atlas_
 class GmBuffer:
     """One GM allocation: a flat typed numpy array and its device address."""
 
-    __slots__ = ("id", "data", "dtype", "addr", "nbytes", "is_input")
+    __slots__ = ("id", "data", "dtype", "addr", "nbytes", "is_input", "label")
 
     def __init__(self, id: int, data: np.ndarray, addr: int, is_input: bool):
         self.id, self.data, self.dtype, self.addr = id, data, data.dtype, addr
         self.nbytes = data.nbytes
         self.is_input = is_input
+        self.label = f"GM tensor #{id} ({data.dtype.name}[{data.size}])"  # for race messages (dtype.name is slow)
 
 
 def gm_addresses(sizes: list[int]) -> list[int]:
@@ -53,6 +54,7 @@ class Session:
         self._next_addr = 0
         self.trace = RunTrace()
         self.instructions = 0  # simulated so far, against instruction_budget
+        self.lines: dict[tuple, int] = {}  # (code, instruction offset) -> kernel line (CoreState.kernel_line)
         # The order blocks run in, per launch: random, so a result carried from block to block
         # in Python state (which the chip's separate cores could never share) comes out wrong.
         self.block_order = random.Random(int.from_bytes(os.urandom(8), "little"))
