@@ -20,6 +20,7 @@ from sage.agent.compiler.emit import Launch, Variant, kernel_file
 from sage.agent.compiler.fusion import Group, Plan, plan_groups
 from sage.agent.compiler.ir import Layout, Program, Ref
 from sage.agent.compiler.lowerings import lower_group
+from sage.agent.compiler.merge import merge_launches
 from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
 from sage.kernels import Target, dsl_dtype, trace_graph
@@ -129,6 +130,7 @@ def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, targ
         if not buf.is_input:
             variant.temps.append((buf.name, max(buf.numel, 1), buf.dtype))
     variant.temps.sort()
+    variant.launches = merge_launches(variant.launches, target.vector_cores)
     return variant
 
 

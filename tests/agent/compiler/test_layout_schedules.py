@@ -37,3 +37,36 @@ def test_a_large_transpose_moves_square_tiles(compile_graph):
     x = np.random.default_rng(0).standard_normal((512, 256)).astype(F32)
     (out,) = run(x)
     np.testing.assert_array_equal(out, x.T)
+
+
+def test_split_blocks_by_weight():
+    from sage.agent.compiler.merge import split_blocks
+
+    # 48 cores over weights 512 : 301 : 211 (the pieces of a cat): 24.0, 14.1, 9.9 -> 24, 14, 10
+    assert split_blocks([512, 301, 211], [1000, 1000, 1000], 48) == [24, 14, 10]
+    # a program with 2 tiles takes 2 blocks; the rest go to the other
+    assert split_blocks([1, 1], [2, 100], 48) == [2, 46]
+    # at least one block each, even for a tiny weight
+    assert split_blocks([1000, 1], [100, 100], 4) == [3, 1]
+
+
+def test_the_pieces_of_a_cat_are_one_launch(compile_graph):
+    compiled, run = compile_graph("a, b, c", "torch.cat([a, b, c], dim=1)",
+                                  "torch.randn(4, 8), torch.randn(4, 3), torch.randn(4, 5)")
+    assert len(compiled.cases[0].plan.groups) == 3
+    assert compiled.source.count("_launch_v0g") == 2        # one definition and one call in forward_v0
+    a = np.arange(32, dtype=F32).reshape(4, 8)
+    b = -np.arange(12, dtype=F32).reshape(4, 3)
+    c = 100 + np.arange(20, dtype=F32).reshape(4, 5)
+    (out,) = run(a, b, c)
+    np.testing.assert_array_equal(out, np.concatenate([a, b, c], axis=1))
+
+
+def test_a_program_reading_what_another_writes_is_not_merged(compile_graph):
+    # y = x.t() + 1 is written, then read transposed back: the second group reads the first's output
+    compiled, run = compile_graph("x", "(x.t().contiguous() + 1).t().contiguous() * 2", "torch.randn(4, 8)")
+    groups = len(compiled.cases[0].plan.groups)
+    assert groups >= 2 and "one launch of" not in compiled.source
+    x = np.arange(32, dtype=F32).reshape(4, 8)
+    (out,) = run(x)
+    np.testing.assert_array_equal(out, (x + 1) * 2)
