@@ -70,3 +70,16 @@ def test_a_program_reading_what_another_writes_is_not_merged(compile_graph):
     x = np.arange(32, dtype=F32).reshape(4, 8)
     (out,) = run(x)
     np.testing.assert_array_equal(out, (x + 1) * 2)
+
+
+def test_a_per_channel_weight_is_a_scalar_per_tile_not_a_strided_column(compile_graph):
+    # x[:, :, :, 1:7] * w[:, 1] over dims [2, 16, 6, 6]: with the channels as the tile's rows the
+    # weight (stride 3 along them) is one 4-byte burst per row; with the height as the rows it
+    # is one value per tile. The height (6) is chosen over the channels (16).
+    compiled, run = compile_graph("x, w", "x[:, :, :, 1:7] * w[:, 1].view(1, 16, 1, 1)",
+                                  "torch.randn(2, 16, 6, 8), torch.randn(16, 3)")
+    assert "tile program over dims [2, 16, 6, 6] (row axis 2)" in compiled.source
+    x = np.arange(2 * 16 * 6 * 8, dtype=F32).reshape(2, 16, 6, 8)
+    w = np.arange(48, dtype=F32).reshape(16, 3)
+    (out,) = run(x, w)
+    np.testing.assert_array_equal(out, x[:, :, :, 1:7] * w[:, 1].reshape(1, 16, 1, 1))
