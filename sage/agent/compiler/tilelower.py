@@ -31,8 +31,8 @@ def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_
     tile = group.tile
     assert tile is not None
     outs: list[tuple[Expr, GMap, str, int]] = []
-    for node, ref, expr in group.stores:
-        gm = tile.gmap(ref.layout, ref.shape)
+    for k, (node, ref, expr) in enumerate(group.stores):
+        gm = group.maps[k] if group.maps else tile.gmap(ref.layout, ref.shape)
         assert gm is not None
         outs.append((expr, gm, ref.dtype, ref.buf))
     leaf_ids: dict[LeafRef, int] = {}

@@ -83,3 +83,46 @@ def test_a_per_channel_weight_is_a_scalar_per_tile_not_a_strided_column(compile_
     w = np.arange(48, dtype=F32).reshape(16, 3)
     (out,) = run(x, w)
     np.testing.assert_array_equal(out, x[:, :, :, 1:7] * w[:, 1].reshape(1, 16, 1, 1))
+
+
+def test_a_reader_of_a_cat_computes_its_pieces_in_one_launch(compile_graph):
+    # rotate-half: r = cat(-x[:, 4:], x[:, :4]) is written by two copies and read once; the
+    # reader is cut into the two column halves, each reading x directly, and both halves run
+    # as one launch (nothing stores r)
+    compiled, run = compile_graph("x, c, s", "x * c + torch.cat((-x[:, 4:], x[:, :4]), dim=-1) * s",
+                                  "torch.randn(16, 8), torch.randn(16, 8), torch.randn(16, 8)")
+    assert compiled.source.count("_launch_v0g") == 2 and "one launch of" in compiled.source
+    x = np.arange(128, dtype=F32).reshape(16, 8)
+    c = np.full((16, 8), 2, F32)
+    s = np.full((16, 8), 3, F32)
+    (out,) = run(x, c, s)
+    rot = np.concatenate([-x[:, 4:], x[:, :4]], axis=1)
+    np.testing.assert_array_equal(out, x * 2 + rot * 3)
+
+
+def test_a_padding_read_through_thin_border_boxes_stays_in_gm(compile_graph):
+    # pad by one on each side of the last axis, then a 3-tap sum over 32 columns: the border
+    # boxes would be one column each (1/32 of the reader's space, under 1/16), so the padded
+    # temporary is kept and the result is the same
+    compiled, run = compile_graph(
+        "x", "(lambda p: p[:, :-2] + p[:, 1:-1] + p[:, 2:])(torch.nn.functional.pad(x, (1, 1)))",
+        "torch.randn(4, 32)")
+    assert "one launch of" not in compiled.source
+    x = np.arange(128, dtype=F32).reshape(4, 32)
+    p = np.pad(x, ((0, 0), (1, 1)))
+    (out,) = run(x)
+    np.testing.assert_array_equal(out, p[:, :-2] + p[:, 1:-1] + p[:, 2:])
+
+
+def test_a_padding_read_through_wide_enough_boxes_reads_the_fill_and_the_input(compile_graph):
+    # 14 output columns: the border boxes are one column each (1/14 of the space): cut into
+    # three boxes; a tap in the border reads the fill (0.0), the rest read x where the copy
+    # over the fill put it (the latest writer wins)
+    compiled, run = compile_graph(
+        "x", "(lambda p: p[:, :-2] + p[:, 1:-1] + p[:, 2:])(torch.nn.functional.pad(x, (1, 1)))",
+        "torch.randn(4, 14)")
+    assert "one launch of" in compiled.source and compiled.source.count("_launch_v0g") == 2
+    x = np.arange(56, dtype=F32).reshape(4, 14)
+    p = np.pad(x, ((0, 0), (1, 1)))
+    (out,) = run(x)
+    np.testing.assert_array_equal(out, p[:, :-2] + p[:, 1:-1] + p[:, 2:])
