@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from sage.agent.compiler.fusion import Group, Plan
 from sage.agent.compiler.ir import Layout, Node, Program
-from sage.agent.compiler.tilegroup import GMap, LeafRef, TileGroup, leaves_of
-from sage.kernels import Op, Reduce
+from sage.agent.compiler.tilegroup import GMap, LeafRef, TileGroup, has_reduce, leaves_of
+from sage.kernels import Expr, Op, Reduce
 
 # More boxes than this: the reader stays one program and the temporary stays in GM. Each
 # box is a copy of the reader's kernel source: a 2-D padding's nine boxes of a nine-tap
@@ -41,7 +41,7 @@ Box = tuple[tuple[int, int], ...]
 class Writer:
     node: Node
     view: Layout
-    expr: object                  # its value over its group's axes (= the view's axes)
+    expr: Expr                    # its value over its group's axes (= the view's axes)
     group: Group
 
 
@@ -100,7 +100,7 @@ def _writers(plan: Plan, prog: Program, buf: int, reader: int) -> list[Writer] |
             return None
         view = node.outs[0].layout
         expr = g.tile.exprs.get(node.index)
-        if expr is None or g.tile.full != tuple(view.shape) or any(isinstance(e, Reduce) for e in _walk(expr)):
+        if expr is None or g.tile.full != tuple(view.shape) or has_reduce(expr):
             return None
         leaves = [lf for lf in leaves_of(expr) if lf.buf is not None]
         if prog.buffers[buf].dtype not in FLOATS and any(lf.dtype != prog.buffers[buf].dtype for lf in leaves):
@@ -109,17 +109,6 @@ def _writers(plan: Plan, prog: Program, buf: int, reader: int) -> list[Writer] |
             return None          # what the writer read is overwritten before the reader runs
         out.append(Writer(node, view, expr, g))
     return out or None
-
-
-def _walk(expr):
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        yield e
-        if isinstance(e, Op):
-            stack.extend(e.args)
-        elif isinstance(e, Reduce):
-            stack.append(e.arg)
 
 
 # -- covering boxes ------------------------------------------------------------------------------
