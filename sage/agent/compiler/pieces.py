@@ -108,7 +108,9 @@ def _writers(plan: Plan, prog: Program, buf: int, reader: int) -> list[Writer] |
         if any(w.index > node.index for lf in leaves for w in prog.writers(lf.buf)):
             return None          # what the writer read is overwritten before the reader runs
         out.append(Writer(node, view, expr, g))
-    return out or None
+    # one writer of the whole temporary is not a piecewise value: recomputing it where it is
+    # read would repeat its work per read (a per-box area read by a pairwise IoU, N times)
+    return out if len(out) >= 2 else None
 
 
 # -- covering boxes ------------------------------------------------------------------------------
