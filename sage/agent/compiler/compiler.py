@@ -20,6 +20,8 @@ from sage.agent.compiler.emit import Launch, Variant, kernel_file
 from sage.agent.compiler.fusion import Group, Plan, plan_groups
 from sage.agent.compiler.ir import Layout, Program, Ref
 from sage.agent.compiler.lowerings import lower_group
+from sage.agent.compiler.merge import merge_launches
+from sage.agent.compiler.pieces import split_piecewise_reads
 from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
 from sage.kernels import Target, dsl_dtype, trace_graph
@@ -83,6 +85,7 @@ def trace_cases(task: Any) -> list[CaseProgram]:
         exact_integer_products(built.program)
         check_dtypes(built.program)
         plan = plan_groups(built)
+        split_piecewise_reads(plan, built.program)
         names = [f"a{i}" for i in range(len(case))] + sorted(built.program.params)
         keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]
         out.append(CaseProgram(signature, names, built, plan, keys, list(case)))
@@ -129,6 +132,7 @@ def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, targ
         if not buf.is_input:
             variant.temps.append((buf.name, max(buf.numel, 1), buf.dtype))
     variant.temps.sort()
+    variant.launches = merge_launches(variant.launches, target.vector_cores)
     return variant
 
 

@@ -11,9 +11,12 @@ shape-specialised compiled module does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sage.kernels import HEADER, dsl_dtype, suffixed
+
+if TYPE_CHECKING:
+    from sage.agent.compiler.merge import TileProgram
 
 
 @dataclass
@@ -22,6 +25,7 @@ class Launch:
     call: str                  # the host line that launches it
     label: str                 # what it computes, for comments and plans
     args: list[str] = field(default_factory=list)   # the buffers it reads and writes
+    program: TileProgram | None = None              # a tile program: what merging it with others needs
 
 
 @dataclass

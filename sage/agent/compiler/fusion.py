@@ -28,6 +28,7 @@ class Group:
     nodes: list[Node] = field(default_factory=list)
     tile: TileGroup | None = None
     stores: list[tuple[Node, Ref, Expr]] = field(default_factory=list)   # tile groups: values written to GM
+    maps: list[GMap] = field(default_factory=list)   # a piece (pieces.py): each store's map over its box
 
     def describe(self) -> str:
         ops = ", ".join(n.op for n in self.nodes)

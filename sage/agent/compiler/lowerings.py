@@ -10,11 +10,12 @@ from sage.agent.compiler.build import Unsupported
 from sage.agent.compiler.emit import Launch
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Program, Ref, contiguous_strides
+from sage.agent.compiler.merge import program_of
 from sage.agent.compiler.lower_scan_sort import scan_launch, sort_launch, topk_launch
 from sage.agent.compiler.schedule import Schedule
 from sage.agent.compiler.tilelower import tile_spec
 from sage.kernels import (
-    Access, Inp, Knobs, Op, Target, TileOutput, TileSpec, TileTooBig, render, tile_args, tile_source,
+    Access, Inp, Knobs, Op, Target, TileOutput, TileSpec, TileTooBig, render, tile_args, tile_geometry, tile_source,
 )
 
 
@@ -40,7 +41,8 @@ def tile_launch(spec: TileSpec, knobs: Knobs, target: Target, label: str) -> Lau
         raise Unsupported(f"{label}: {exc}") from None
     outs = "; ".join(render(o.expr) for o in spec.outputs)
     args = tile_args(spec)
-    return Launch(source, f"{spec.name}_launch({', '.join(args)})", f"{label}: {outs}", args)
+    program = program_of(spec, tile_geometry(spec, knobs, target=target).tiles)
+    return Launch(source, f"{spec.name}_launch({', '.join(args)})", f"{label}: {outs}", args, program)
 
 
 def copy_launch(prog: Program, src: Ref, dst_name: str, name: str, target: Target) -> Launch | None:

@@ -218,7 +218,7 @@ class TileGroup:
         expr = self.node_expr(node, pw, virtual)
         if expr is None:
             return None
-        if self.row_mode and self.level_of(out.shape) == "full" and _has_reduce(expr):
+        if self.row_mode and self.level_of(out.shape) == "full" and has_reduce(expr):
             return None              # row mode finishes after the last row: no second pass over the rows
         if node.inplace or out.buf in self.reads:
             # an in-place write must touch exactly what the group reads of that buffer
@@ -261,7 +261,7 @@ def reduces_outer(node: Node) -> bool:
     return inner not in dims
 
 
-def _has_reduce(expr) -> bool:
+def has_reduce(expr) -> bool:
     return any(isinstance(e, Reduce) for e in _walk(expr))
 
 

@@ -21,15 +21,18 @@ from sage.kernels import (
 from sage.kernels import tile_load_plan
 
 FLOATS = {"float32", "float16", "bfloat16"}
-SLOW_PLANS = {"elements", "row_loop"}
+# Plans that copy one burst per tile row or per element. col_strided is one value per row
+# (a per-channel weight when the rows are channels): with another row axis the same leaf
+# is one scalar per tile, which is why it counts against an axis.
+SLOW_PLANS = {"elements", "row_loop", "col_strided"}
 
 
 def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_axis: int | None = None) -> TileSpec:
     tile = group.tile
     assert tile is not None
     outs: list[tuple[Expr, GMap, str, int]] = []
-    for node, ref, expr in group.stores:
-        gm = tile.gmap(ref.layout, ref.shape)
+    for k, (node, ref, expr) in enumerate(group.stores):
+        gm = group.maps[k] if group.maps else tile.gmap(ref.layout, ref.shape)
         assert gm is not None
         outs.append((expr, gm, ref.dtype, ref.buf))
     leaf_ids: dict[LeafRef, int] = {}

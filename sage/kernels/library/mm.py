@@ -185,7 +185,7 @@ def _mix_kernel(spec: MmSpec, args: list[str], lay) -> str:
             "if ASCEND_IS_AIC:",
             f"    op = {cls}()", f"    op.Init({', '.join(cube_args)}, bm, bn, tpb, T)", "    op.Process(chunk)",
             "else:",
-            f"    ep = {_ep_class(ep)}()", f"    ep.Init({', '.join(ep_args)}, 1)",
+            f"    ep = {_ep_class(ep)}()", f"    ep.Init({', '.join(ep_args)}, 1, 0)",
             "    blk = GetBlockIdx() // 2", "    sub = GetSubBlockIdx()",
             "    t0 = blk * tpb", "    t1 = min(T, t0 + tpb)", "    n_nt = (N + bn - 1) // bn",
             "    for t in range(t0, t1):",

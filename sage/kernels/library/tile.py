@@ -84,13 +84,19 @@ def tile_args(spec: TileSpec) -> list[str]:
     return list(seen)
 
 
+def tile_class(spec: TileSpec) -> str:
+    """The kernel class of the program: `Init(<tile_args>, tpb, blk)` then `Process()` runs
+    tiles blk * tpb .. (blk + 1) * tpb - 1 of its T (module constant) tiles."""
+    return "Kernel" + "".join(p.capitalize() for p in spec.name.split("_"))
+
+
 _FOLD = {"sum": "Add", "max": "Max", "min": "Min"}
 
 
 class _Writer:
     def __init__(self, spec: TileSpec, knobs: Knobs, target: Target, lay: TileLayout) -> None:
         self.spec, self.knobs, self.target, self.lay = spec, knobs, target, lay
-        self.cls = "Kernel" + "".join(p.capitalize() for p in spec.name.split("_"))
+        self.cls = tile_class(spec)
         self.args = tile_args(spec)
         self.e = Emit(spec, lay)
         self.masked = self.int_temp = False
@@ -130,7 +136,8 @@ class _Writer:
         lines += [f"# out{j} = {render(o.expr)}" for j, o in enumerate(spec.outputs)]
         lines += self.lay.constants(self.knobs, self.target, work_items=self.rows) + ["", ""]
         lines.append(f"class {self.cls}:")
-        lines.append(method("Init", ", ".join(self.args + ["tpb"]), self.init()))
+        # blk: the block's index among the blocks of this program (a launch may run several)
+        lines.append(method("Init", ", ".join(self.args + ["tpb", "blk"]), self.init()))
         lines.append(method("Process", "", self.process()))
         pre_leaves = set().union(*(inputs_of(r) for r in roots)) if roots else set()
         lines.append(method("CopyIn", "bs, nr, nc", self.e.copy_in(pre_leaves)))
@@ -145,7 +152,7 @@ class _Writer:
         lines.append(self.e.helpers())
         args = ", ".join(self.args + ["tpb"])
         lines.append(f"@kernel\ndef {spec.name}_kernel({args}):\n    op = {self.cls}()\n"
-                     f"    op.Init({args})\n    op.Process()\n\n")
+                     f"    op.Init({args}, GetBlockIdx())\n    op.Process()\n\n")
         lines.append(f"def {spec.name}_launch({', '.join(self.args)}):\n"
                      "    cores = BLOCK_DIM or CORES\n"
                      "    tpb = (T + cores - 1) // cores\n"
@@ -162,7 +169,7 @@ class _Writer:
 
     # -- Init ---------------------------------------------------------------------------------
     def init(self) -> list[str]:
-        body = ["self.t0 = GetBlockIdx() * tpb", "self.t1 = min(T, self.t0 + tpb)", "self.pipe = TPipe()"]
+        body = ["self.t0 = blk * tpb", "self.t1 = min(T, self.t0 + tpb)", "self.pipe = TPipe()"]
         for arg in self.args:
             body += [f"self.g_{arg} = GlobalTensor()", f"self.g_{arg}.SetGlobalBuffer({arg})"]
         body += self.e.init_buffers() + self.e.iota_buffers()

@@ -38,6 +38,19 @@ def _ceil(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
+def square_side(tile_len: int, align: int, cols: int) -> int | None:
+    """Columns of a near-square tile of `tile_len` elements, or None. A transposing copy
+    moves one burst per tile column (NR elements each) on one side and one per tile row on
+    the other, so NR + NC bursts per tile: fewest when the tile is square (a 4 x 1024 tile
+    of a float32 transpose moves 1024 bursts of 16 B; a 64 x 64 one, 128 bursts of 256 B).
+    The last column chunk must keep the full chunk's UB pitch, because the gather tables
+    are built once for the pitch S: cols % NC is 0 or rounds up to NC."""
+    side = math.isqrt(tile_len)
+    fits = [nc for nc in range(align, min(cols, 4 * side) + 1, align)
+            if cols % nc == 0 or cols % nc > nc - align]
+    return min(fits, key=lambda nc: abs(math.log(nc / side)), default=None)
+
+
 def _pitch(n: int, es: int) -> int:
     """Elements of a UB row of n elements of es bytes, padded to the 32 B block."""
     return _ceil(n * es, 32) // es
@@ -97,9 +110,15 @@ class TileLayout:
             if per > 1:
                 want = max(256 // self.es_c, _ceil(-(-cols // per), self.align))
                 nc = min(nc, want)
+        side = square_side(knobs.tile_len, self.align, cols) if self.transposes() and not persistent \
+            and not spec.reduce_rows and spec.rows > 1 and cols > self.align else None
+        square = side is not None
+        if side is not None:
+            nc = min(nc, side)
         while True:
             s = _ceil(nc, self.align)
-            nr = 1 if nc < cols and not spec.reduce_rows else max(1, min(spec.rows, MAX_ROWS, knobs.tile_len // s))
+            whole = nc >= cols or spec.reduce_rows or square
+            nr = max(1, min(spec.rows, MAX_ROWS, knobs.tile_len // s)) if whole else 1
             while nr >= 1:
                 if self._bytes(nr, nc, s, made, masked, int_temp) <= budget:
                     self.nr, self.nc, self.s = nr, nc, s
@@ -108,6 +127,10 @@ class TileLayout:
             if persistent or nc <= self.align:
                 raise ValueError(f"a tile row of {cols} columns does not fit in UB with the program's buffers")
             nc = max(self.align, nc // 2 // self.align * self.align)
+
+    def transposes(self) -> bool:
+        """A leaf or output crosses rows and columns: its GM bursts are tile columns, NR long."""
+        return "transposed" in self.plans.values() or "transposed" in self.out_plans
 
     def _bytes(self, nr: int, nc: int, s: int, made: dict[str, int], masked: bool, int_temp: bool) -> int:
         spec, bn, csz = self.spec, self.bn, self.es_c
