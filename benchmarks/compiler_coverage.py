@@ -36,9 +36,11 @@ REASON_CLASSES = [
     ("host reads tensor data", ("reads tensor data on the host",)),
     ("dtype without a 910B kernel type", ("no 910B kernel type holds",)),
     ("captured tensor constant", ("tensor constant captured",)),
-    ("lowering not written", ("lowering is not written", "no lowering")),
-    ("does not fit UB", ("does not fit in UB",)),
-    ("layout the lowering cannot take", ("do not merge", "do not broadcast", "reinterprets", "view of a larger")),
+    ("does not fit UB", ("does not fit in UB", "do not fit in UB")),
+    ("lowering not written", ("lowering is not written", "no lowering", "not written yet", "is written")),
+    ("layout the lowering cannot take", ("do not merge", "do not broadcast", "reinterprets", "view of a larger",
+                                         "strided view")),
+    ("dtype the lowering cannot take", ("int64 scan", "int64 or int32 only")),
     ("wrong result", ("outside tolerance", "mismatch", "incorrect")),
     ("kernel error", ("Error",)),
 ]
@@ -50,6 +52,8 @@ def classify(row: dict) -> str:
         return "wrong result"
     if row.get("status") == "compiler_error":
         return "compiler error (a bug)"
+    if row.get("status") == "timeout":
+        return "timeout"
     for name, patterns in REASON_CLASSES:
         if any(p in text for p in patterns):
             return name
