@@ -10,6 +10,7 @@ shape-specialised compiled module does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -92,3 +93,15 @@ def _describe(signature: tuple) -> str:
         elif what in ("value", "list"):
             parts.append(f"{name}={value!r}")
     return ", ".join(parts)
+
+
+def library_launch(what: str, name: str, label: str, source: Callable[[], str], args: list[str]) -> Launch:
+    """A library generator's kernel and its host call `{name}_launch(*args)`; a ValueError of
+    the generator (a size or dtype it cannot take) is Unsupported naming `what` (the op)."""
+    from sage.agent.compiler.build import Unsupported
+
+    try:
+        text = source()
+    except ValueError as exc:
+        raise Unsupported(f"{what}: {exc}") from None
+    return Launch(text, f"{name}_launch({', '.join(args)})", label, args)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from sage.agent.compiler.build import Unsupported
-from sage.agent.compiler.emit import Launch
+from sage.agent.compiler.emit import Launch, library_launch
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Node, Program, Ref, contiguous_strides
 from sage.agent.compiler.schedule import Schedule
@@ -67,12 +67,8 @@ def gather_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
                            inner=math.prod(x.shape[dim + 1:]), count=idx.shape[dim] if rank else 1,
                            dtype=x.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
                            out=_name(prog, out), x_offset=x.layout.offset, index_offset=idx.layout.offset)
-    try:
-        source = gather_elems_source(spec, target, sched.block_dim)
-    except ValueError as exc:
-        raise Unsupported(f"{node.describe()}: {exc}") from None
-    args = gather_elems_args(spec)
-    return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
+    return library_launch(node.describe(), name, group.describe(), lambda: gather_elems_source(spec, target, sched.block_dim),
+                          gather_elems_args(spec))
 
 
 def _then(first: Launch | None, name: str, second: Launch, args: list[str]) -> Launch:
@@ -128,12 +124,9 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
                            out=_name(prog, out), index=_name(prog, idx), src=_name(prog, src),
                            out_offset=out.layout.offset, index_offset=idx.layout.offset,
                            src_offset=src.layout.offset)
-    try:
-        source = scatter_rows_source(spec, target, sched.block_dim)
-    except ValueError as exc:
-        raise Unsupported(f"{node.describe()}: {exc}") from None
     args = scatter_rows_args(spec)
-    scatter = Launch(source, f"{spec.name}_launch({', '.join(args)})", group.describe(), args)
+    scatter = library_launch(node.describe(), spec.name, group.describe(),
+                             lambda: scatter_rows_source(spec, target, sched.block_dim), args)
     first = _initial_copy(node, prog, name, target)
     names = list(dict.fromkeys((first.args if first else []) + args))
     return _then(first, name, scatter, names)
@@ -167,12 +160,8 @@ def histogram_launch(group: Group, prog: Program, name: str, sched: Schedule, ta
     spec = HistogramSpec(name=name, numel=x.layout.numel, bins=out.layout.numel, dtype=x.dtype,
                          out_dtype=out.dtype, lo=lo, hi=hi, x=_name(prog, x), out=_name(prog, out),
                          x_offset=x.layout.offset)
-    try:
-        source = histogram_source(spec, target, sched.block_dim)
-    except ValueError as exc:
-        raise Unsupported(f"{node.describe()}: {exc}") from None
-    args = histogram_args(spec)
-    return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
+    return library_launch(node.describe(), name, group.describe(), lambda: histogram_source(spec, target, sched.block_dim),
+                          histogram_args(spec))
 
 
 # -- scatter ---------------------------------------------------------------------------------------

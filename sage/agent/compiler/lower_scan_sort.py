@@ -8,11 +8,10 @@ kernels cannot take.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 from sage.agent.compiler.build import Unsupported
-from sage.agent.compiler.emit import Launch
+from sage.agent.compiler.emit import Launch, library_launch
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Layout, Node, Program, Ref, contiguous_strides
 from sage.agent.compiler.schedule import Schedule
@@ -51,15 +50,6 @@ def _dense(node: Node, refs: list[Ref], prog: Program) -> None:
                               "the kernel reads and writes dense rows")
 
 
-def _library_launch(group: Group, name: str, source: Callable[[], str], args: list[str]) -> Launch:
-    """The generator's kernel and its host call; a generator's ValueError names the op."""
-    try:
-        text = source()
-    except ValueError as exc:
-        raise Unsupported(f"{group.nodes[0].describe()}: {exc}") from None
-    return Launch(text, f"{name}_launch({', '.join(args)})", group.describe(), args)
-
-
 def _input(node: Node) -> Ref:
     if node.ins[0] is None:
         raise Unsupported(f"{node.describe()}: a constant operand")
@@ -91,7 +81,8 @@ def scan_launch(group: Group, prog: Program, name: str, sched: Schedule, target:
                     out=prog.buffers[out.buf].name, x_offset=x.layout.offset)
     if out.layout.offset:
         raise Unsupported(f"{node.describe()}: an output at an offset")
-    return _library_launch(group, name, lambda: scan_source(spec, target, sched.block_dim), scan_args(spec))
+    return library_launch(group.nodes[0].describe(), name, group.describe(),
+                          lambda: scan_source(spec, target, sched.block_dim), scan_args(spec))
 
 
 def sort_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
@@ -132,7 +123,8 @@ def _order_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
                     x_offset=x.layout.offset, index_dtype=indices.dtype)
     if k == 0:
         return None
-    return _library_launch(group, name, lambda: sort_source(spec, target, sched.block_dim), sort_args(spec))
+    return library_launch(group.nodes[0].describe(), name, group.describe(),
+                          lambda: sort_source(spec, target, sched.block_dim), sort_args(spec))
 
 
 def _transposed_order(group: Group, prog: Program, name: str, sched: Schedule, target: Target, dim: int,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from sage.agent.compiler import lower_index
 from sage.agent.compiler.build import Unsupported
-from sage.agent.compiler.emit import Launch
+from sage.agent.compiler.emit import Launch, library_launch
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Program, Ref, contiguous_strides
 from sage.agent.compiler.merge import program_of
@@ -208,12 +208,8 @@ def gather_rows_launch(group: Group, prog: Program, name: str, sched: Schedule, 
     spec = GatherRowsSpec(name=name, outer=outer, rows=x.shape[dim], inner=inner, count=count, dtype=x.dtype,
                           index_dtype=idx.dtype, x=prog.buffers[x.buf].name, index=prog.buffers[idx.buf].name,
                           out=prog.buffers[out.buf].name, x_offset=x.layout.offset, index_offset=idx.layout.offset)
-    try:
-        source = gather_rows_source(spec, target, sched.block_dim)
-    except ValueError as exc:
-        raise Unsupported(f"{node.describe()}: {exc}") from None
-    args = gather_rows_args(spec)
-    return Launch(source, f"{name}_launch({', '.join(args)})", group.describe(), args)
+    return library_launch(node.describe(), name, group.describe(), lambda: gather_rows_source(spec, target, sched.block_dim),
+                          gather_rows_args(spec))
 
 
 # A one-node group's primitive kind (sage.kernels.registry Prim.kind) -> its lowering.
@@ -241,9 +237,5 @@ def _gather_last_axis(node, prog: Program, name: str, sched: Schedule, target: T
                            index_dtype=idx.dtype, x=prog.buffers[x.buf].name, index=prog.buffers[idx.buf].name,
                            out=prog.buffers[out.buf].name, x_offset=x.layout.offset, index_offset=idx.layout.offset,
                            shared_index=True)
-    try:
-        source = gather_elems_source(spec, target, sched.block_dim)
-    except ValueError as exc:
-        raise Unsupported(f"{node.describe()}: {exc}") from None
-    args = gather_elems_args(spec)
-    return Launch(source, f"{name}_launch({', '.join(args)})", node.describe(), args)
+    return library_launch(node.describe(), name, node.describe(), lambda: gather_elems_source(spec, target, sched.block_dim),
+                          gather_elems_args(spec))
