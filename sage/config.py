@@ -56,6 +56,7 @@ class Settings(BaseSettings):
     llm_timeout_s: float = 120.0
     llm_retries: int = 4
     iterations: int = 4
+    search_budget: int = Field(4, ge=0, description="simulator runs of the offline agent's schedule search per task")
     seed: int = 0
     runs_dir: Path = Path("runs")
 

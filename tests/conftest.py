@@ -6,7 +6,16 @@ line per kind of skip that a developer can undo, with the command that undoes it
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The offline agent's schedule search simulates each task's groups up to 4 more times per
+# episode; across the tests that run episodes on the suite's full-size cases that is most of
+# CI's time. Tests run episodes without it; tests/agent/compiler/test_search.py tests the
+# search itself, and test_search_budget_reaches_the_offline_agent the setting. Set before
+# any worker process forks, so bench workers and CLI subprocesses inherit it.
+os.environ.setdefault("SAGE_SEARCH_BUDGET", "0")
 
 # (words in a skip reason, what the line says, how to run them)
 HOW_TO_RUN = [

@@ -28,6 +28,7 @@ class AgentSolver(BaseModel):
     memory_url: str
     memory_mode: str = "sage"
     iterations: int = Field(4, ge=0)
+    search_budget: int = Field(4, ge=0)    # the offline agent's simulator runs per task
     preset: str = "ascend910b2"
     cases: int | list[int] | None = None   # the first K cases, or these case indices
     k: int = 6
@@ -41,7 +42,7 @@ class AgentSolver(BaseModel):
 
         s = load_settings(**{k: v for k, v in overrides.items() if k in _SETTING_FLAGS})
         return cls(budget=overrides.get("budget"), model=s.model, base_url=s.base_url, temperature=s.temperature,
-                   max_tokens=s.max_tokens,
+                   max_tokens=s.max_tokens, search_budget=s.search_budget,
                    llm_timeout_s=s.llm_timeout_s, llm_retries=s.llm_retries, memory_url=s.memory_url,
                    memory_mode=s.memory_mode, iterations=s.iterations, preset=config.preset, cases=config.cases)
 
@@ -128,5 +129,6 @@ class _Settings:
 
     def __init__(self, solver: AgentSolver, seed: int) -> None:
         self.model, self.base_url, self.preset, self.seed = solver.model, solver.base_url, solver.preset, seed
+        self.search_budget = solver.search_budget
         self.temperature, self.max_tokens = solver.temperature, solver.max_tokens
         self.llm_timeout_s, self.llm_retries = solver.llm_timeout_s, solver.llm_retries

@@ -3,10 +3,24 @@ the offline synthesizer (also for the model name "offline", which no endpoint se
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from sage.agent.backends.base import LLMBackend
 from sage.config import OFFLINE_MODEL
+
+
+class BackendSettings(Protocol):
+    """What choosing a backend reads: sage.config.Settings, or the bench solver's copy of it."""
+
+    model: str | None
+    base_url: str | None
+    preset: str
+    seed: int
+    search_budget: int
+    temperature: float
+    max_tokens: int
+    llm_timeout_s: float
+    llm_retries: int
 
 
 def wants_offline(model: str | None) -> bool:
@@ -14,8 +28,7 @@ def wants_offline(model: str | None) -> bool:
     return not model or model.strip().lower() == OFFLINE_MODEL
 
 
-def make_backend(settings: Any, task: Any) -> LLMBackend:
-    """`settings` is sage.config.Settings (model, base_url, temperature, ...)."""
+def make_backend(settings: BackendSettings, task: Any) -> LLMBackend:
     if not wants_offline(settings.model):
         from sage.agent.backends.openai_backend import OpenAIBackend, OpenAIConfig
 
@@ -25,4 +38,4 @@ def make_backend(settings: Any, task: Any) -> LLMBackend:
         ))
     from sage.agent.backends.offline import OfflineBackend
 
-    return OfflineBackend(task, preset=settings.preset, seed=settings.seed)
+    return OfflineBackend(task, preset=settings.preset, seed=settings.seed, budget=settings.search_budget)

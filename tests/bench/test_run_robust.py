@@ -300,8 +300,10 @@ def test_a_process_whose_parent_died_before_arming_exits_at_once(middle_waits):
     release_r, release_w = os.pipe()
     middle = os.fork()
     if middle == 0:
+        # Taken before the fork: a grandchild asking getppid() may run only after the middle
+        # exited (under load), and would then see its new reaper as its owner.
+        owner = os.getpid()                                # the middle process
         if os.fork() == 0:
-            owner = os.getppid()                           # the middle process
             os.read(release_r, 1)                          # armed only once told to
             die_with_parent(owner)
             os.write(write, b"alive")

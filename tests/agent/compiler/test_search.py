@@ -76,3 +76,15 @@ def test_a_timing_run_never_trades_precision(tmp_path: Path):
     (dec,) = state.decisions.values()
     assert state.ranked[dec.key.id][0][2] == "fp32_compute False"     # the model's favourite move
     assert state.chosen[dec.key.id].fp32_compute and dec.move != "fp32_compute False"
+
+
+def test_search_budget_reaches_the_offline_agent(two_group_task, monkeypatch):
+    from sage.agent.bench_solver import AgentSolver
+    from sage.agent.factory import make_backend
+    from sage.bench.runner import BenchConfig
+    from sage.config import load_settings
+
+    monkeypatch.setenv("SAGE_SEARCH_BUDGET", "3")
+    assert make_backend(load_settings(), two_group_task).budget == 3
+    solver = AgentSolver.from_bench_config(BenchConfig(out="/tmp/unused"), memory_url="sqlite://")
+    assert solver.search_budget == 3
