@@ -25,6 +25,7 @@ from sage.agent.compiler.pieces import split_piecewise_reads
 from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
 from sage.kernels import Target, dsl_dtype, trace_graph
+from sage.npu.restricted import MAX_SOURCE_BYTES
 
 ScheduleFor = Callable[[GroupKey], Schedule]
 
@@ -96,13 +97,28 @@ def compile_cases(cases: list[CaseProgram], schedule_for: ScheduleFor | None, ta
                   title: str) -> CompiledTask:
     schedule_for = schedule_for or default_schedule
     schedules: dict[GroupKey, Schedule] = {}
-    variants = []
+    variants: list[Variant] = []
     for k, case in enumerate(cases):
-        variants.append(_variant(case, schedule_for, schedules, target))
-    return CompiledTask(kernel_file(variants, title), cases, schedules)
+        variants.append(_variant(case, schedule_for, schedules, target, _room(variants)))
+    source = kernel_file(variants, title)
+    if len(source.encode()) > MAX_SOURCE_BYTES:
+        raise Unsupported(f"the kernel file ({len(source.encode()) // 1024} KB) exceeds the sandbox's "
+                          f"{MAX_SOURCE_BYTES // 1024} KB")
+    return CompiledTask(source, cases, schedules)
 
 
-def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, target: Target) -> Variant:
+# Launches are generated before merging (which can share one kernel between several): past
+# twice the sandbox's limit unmerged, lowering stops rather than finishing a file it will refuse.
+_UNMERGED_SLACK = 2
+
+
+def _room(variants: list[Variant]) -> int:
+    """Bytes of unmerged launch source still worth generating after these variants."""
+    return _UNMERGED_SLACK * MAX_SOURCE_BYTES - sum(len(launch.source) for v in variants for launch in v.launches)
+
+
+def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, target: Target,
+             room: int) -> Variant:
     prog = case.built.program
     variant = Variant(signature=case.signature, args=case.args)
     for g, (group, key) in enumerate(zip(case.plan.groups, case.keys)):
@@ -110,6 +126,12 @@ def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, targ
         launch = lower_group(group, prog, f"g{g}", sched, target)
         if launch is not None:
             variant.launches.append(launch)
+            room -= len(launch.source)
+            if room < 0:
+                # Found out before lowering the rest: a traced loop of thousands of steps
+                # is thousands of launches, and the sandbox refuses the file unread.
+                raise Unsupported(f"the kernel file would exceed the sandbox's {MAX_SOURCE_BYTES // 1024} KB "
+                                  f"({len(case.plan.groups)} kernel launches for one case)")
     named = {b.name: b.id for b in prog.buffers.values()}
     used = {named[a] for launch in variant.launches for a in launch.args if a in named}
     returned: set[int] = set()

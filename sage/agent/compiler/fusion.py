@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sage.agent.compiler.build import Built, Unsupported
-from sage.agent.compiler.ir import Node, Program, Ref
+from sage.agent.compiler.ir import BufferUses, Node, Program, Ref
 from sage.agent.compiler.pointwise import IotaOperand, pointwise_of, is_reduce, prim_of
 from sage.agent.compiler.tilegroup import GMap, LeafRef, TileGroup, Virtual, compose, leaves_of, new_group
 from sage.kernels import Const, Expr, Op
@@ -44,6 +44,8 @@ class Plan:
 def virtual_buffers(prog: Program, consts: dict[int, float]) -> dict[int, Virtual]:
     """Buffers written exactly once, whole and densely, by an arange or a fill."""
     out: dict[int, Virtual] = {}
+    uses = prog.uses()
+    results = {r.buf for r in prog.outputs}
     for node in prog.nodes:
         if len(node.outs) != 1 or node.inplace:
             continue
@@ -51,34 +53,33 @@ def virtual_buffers(prog: Program, consts: dict[int, float]) -> dict[int, Virtua
         buf = prog.buffers[ref.buf]
         if buf.is_input or ref.layout.offset or not ref.layout.is_dense() or ref.layout.numel != buf.numel:
             continue
-        if len(prog.writers(ref.buf)) != 1:
+        if len(uses.writers(ref.buf)) != 1:
             continue
         pw = pointwise_of(node, consts)
         if pw is None:
             continue
-        results = {r.buf for r in prog.outputs}
         if ref.buf in results or any(pointwise_of(r, consts) is None and not is_reduce(r)
-                                     for r in prog.readers(ref.buf)):
+                                     for r in uses.readers(ref.buf)):
             continue        # a kernel that is not a tile program reads it from GM
         if isinstance(pw.expr, Const):
             out[ref.buf] = Virtual("const", pw.expr.value)
         elif pw.operands and isinstance(pw.operands[0], IotaOperand) and len(ref.shape) == 1 \
                 and _ops(pw.expr) <= 1:
             out[ref.buf] = Virtual("iota", pw.operands[0].start, pw.operands[0].step)
-        elif _ops(pw.expr) <= INLINE_OPS and _inlinable(prog, node, pw, out):
+        elif _ops(pw.expr) <= INLINE_OPS and _inlinable(uses, node, pw, out):
             out[ref.buf] = Virtual("expr", node=node, pw=pw)
     return out
 
 
-def _inlinable(prog: Program, node: Node, pw, virtual: dict[int, Virtual]) -> bool:
+def _inlinable(uses: BufferUses, node: Node, pw, virtual: dict[int, Virtual]) -> bool:
     """Every reader can follow its view of the node's output back to the node's operands,
     the operands are not themselves inlined (no chains) and nothing overwrites them later."""
     out = node.outs[0]
     operands = [node.ins[k] for k in pw.operands if not isinstance(k, IotaOperand)]
     if any(r is None or (r.buf in virtual and virtual[r.buf].kind == "expr")
-           or any(w.index > node.index for w in prog.writers(r.buf)) for r in operands):
+           or any(w.index > node.index for w in uses.writers(r.buf)) for r in operands):
         return False
-    for reader in prog.readers(out.buf):
+    for reader in uses.readers(out.buf):
         shape = reader.ins[0].shape if is_reduce(reader) else reader.outs[0].shape
         for ref in reader.ins:
             if ref is None or ref.buf != out.buf:
@@ -108,11 +109,12 @@ def _ops(expr: Expr) -> int:
 def plan_groups(built: Built) -> Plan:
     prog, consts = built.program, built.constants
     virtual = virtual_buffers(prog, consts)
+    uses = prog.uses()
     groups: list[Group] = []
     writer: dict[int, int] = {}            # buffer -> the last group writing it
     touch: dict[int, set[int]] = {}        # buffer -> groups reading or writing it
     for node in prog.nodes:
-        if len(node.outs) == 1 and node.outs[0].buf in virtual and len(prog.writers(node.outs[0].buf)) == 1:
+        if len(node.outs) == 1 and node.outs[0].buf in virtual and len(uses.writers(node.outs[0].buf)) == 1:
             continue
         pw = pointwise_of(node, consts)
         tileable = pw is not None or is_reduce(node)

@@ -145,3 +145,28 @@ class Program:
 
     def readers(self, buf: int) -> list[Node]:
         return [n for n in self.nodes if any(r is not None and r.buf == buf for r in n.ins)]
+
+    def uses(self) -> BufferUses:
+        """Readers and writers of every buffer at once, for passes that ask per node: a
+        traced loop (a recurrence over 4096 time steps) has tens of thousands of nodes, and
+        asking `readers` per node is quadratic. Valid until the program is rewritten."""
+        return BufferUses(self)
+
+
+class BufferUses:
+    """The nodes reading and writing each buffer, in program order."""
+
+    def __init__(self, prog: Program) -> None:
+        self._readers: dict[int, list[Node]] = {}
+        self._writers: dict[int, list[Node]] = {}
+        for n in prog.nodes:
+            for b in dict.fromkeys(r.buf for r in n.ins if r is not None):
+                self._readers.setdefault(b, []).append(n)
+            for b in dict.fromkeys(o.buf for o in n.outs):
+                self._writers.setdefault(b, []).append(n)
+
+    def readers(self, buf: int) -> list[Node]:
+        return self._readers.get(buf, [])
+
+    def writers(self, buf: int) -> list[Node]:
+        return self._writers.get(buf, [])

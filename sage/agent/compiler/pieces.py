@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 
 from sage.agent.compiler.fusion import Group, Plan
-from sage.agent.compiler.ir import Layout, Node, Program
+from sage.agent.compiler.ir import BufferUses, Layout, Node, Program
 from sage.agent.compiler.tilegroup import GMap, LeafRef, TileGroup, has_reduce, leaves_of
 from sage.kernels import Expr, Op, Reduce
 
@@ -61,13 +61,16 @@ def split_piecewise_reads(plan: Plan, prog: Program) -> None:
 
 def _one_split(plan: Plan, prog: Program) -> bool:
     results = {r.buf for r in prog.outputs}
-    temps = sorted({b for g in plan.groups if g.kind == "tile" for b in _reads(g)
+    reads = [_reads(g) for g in plan.groups]      # asked once: a traced loop has thousands of groups
+    temps = sorted({b for g, got in zip(plan.groups, reads) if g.kind == "tile" for b in got
                     if b >= 0 and not prog.buffers[b].is_input and b not in results and b not in plan.virtual})
+    uses = prog.uses()
+    where = {n.index: g for g in plan.groups for n in g.nodes}
     for buf in temps:
-        readers = [g for g in plan.groups if buf in _reads(g)]
+        readers = [g for g, got in zip(plan.groups, reads) if buf in got]
         if any(g.kind != "tile" or g.tile is None or not g.stores for g in readers):
             continue
-        writers = _writers(plan, prog, buf, min(g.index for g in readers))
+        writers = _writers(uses, where, prog, buf, min(g.index for g in readers))
         if writers is None:
             continue
         split = [_pieces(g, buf, prog.buffers[buf].numel, writers) for g in readers]
@@ -91,10 +94,10 @@ def _reads(g: Group) -> set[int]:
     return out | {lf.buf for _, _, e in g.stores for lf in leaves_of(e) if lf.buf is not None}
 
 
-def _writers(plan: Plan, prog: Program, buf: int, reader: int) -> list[Writer] | None:
-    where = {n.index: g for g in plan.groups for n in g.nodes}
+def _writers(uses: BufferUses, where: dict[int, Group], prog: Program, buf: int,
+             reader: int) -> list[Writer] | None:
     out = []
-    for node in prog.writers(buf):
+    for node in uses.writers(buf):
         g = where.get(node.index)
         if g is None or g.kind != "tile" or g.tile is None or g.index >= reader or len(node.outs) != 1:
             return None
@@ -105,7 +108,7 @@ def _writers(plan: Plan, prog: Program, buf: int, reader: int) -> list[Writer] |
         leaves = [lf for lf in leaves_of(expr) if lf.buf is not None]
         if prog.buffers[buf].dtype not in FLOATS and any(lf.dtype != prog.buffers[buf].dtype for lf in leaves):
             return None          # an integer temporary's rounding must happen: keep it
-        if any(w.index > node.index for lf in leaves for w in prog.writers(lf.buf)):
+        if any(w.index > node.index for lf in leaves for w in uses.writers(lf.buf)):
             return None          # what the writer read is overwritten before the reader runs
         out.append(Writer(node, view, expr, g))
     # one writer of the whole temporary is not a piecewise value: recomputing it where it is

@@ -203,6 +203,10 @@ class TileGroup:
         return substitute(pw.expr, subs)
 
     def accepts(self, node: Node, pw: Pointwise | None, virtual: dict[int, Virtual]) -> Expr | None:
+        expr = self._accepts(node, pw, virtual)
+        return None if expr is None or tree_size(expr) > MAX_TREE else expr
+
+    def _accepts(self, node: Node, pw: Pointwise | None, virtual: dict[int, Virtual]) -> Expr | None:
         if pw is None:
             dims, _ = reduce_dims(node)
             if tuple(node.ins[0].shape) != self.full or (self.rdims and frozenset(dims) != self.rdims):
@@ -240,6 +244,33 @@ class TileGroup:
         for leaf in leaves_of(expr):
             if leaf.buf is not None:
                 self.reads.setdefault(leaf.buf, set()).add(leaf.gmap)
+
+
+# A group's expressions share the values they read (a recurrence's step t reads step t-1
+# twice), but hashing, walking and lowering them see trees: past this many nodes a value is
+# written to GM and read back by a new group instead of growing the tree further (a traced
+# 4096-step recurrence otherwise doubles its tree every step and never compiles).
+MAX_TREE = 512
+
+
+def tree_size(expr, limit: int = MAX_TREE) -> int:
+    """Nodes of `expr` seen as a tree (shared sub-expressions counted at every use), counted
+    over its DAG once; stops counting past `limit`."""
+    sizes: dict[int, int] = {}
+
+    def size(e) -> int:
+        got = sizes.get(id(e))
+        if got is None:
+            kids = e.args if isinstance(e, Op) else (e.arg,) if isinstance(e, Reduce) else ()
+            got = 1
+            for k in kids:
+                got += size(k)
+                if got > limit:
+                    break
+            sizes[id(e)] = got
+        return got
+
+    return size(expr)
 
 
 def new_group(node: Node, pw: Pointwise | None) -> TileGroup:

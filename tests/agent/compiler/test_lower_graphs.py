@@ -163,3 +163,43 @@ def test_a_sum_over_the_outer_axis_finishes_many_tiles_per_block(compile_graph):
     expected[:, :7] = 1.0 + 2.0 - 4.0
     assert out.dtype == np.float16
     np.testing.assert_array_equal(out, expected)
+
+
+# A recurrence whose step reads the previous state three times: as trees its expressions
+# triple every step, so the fused group must stop growing and store the state instead.
+RECURRENCE = ("__import__('functools').reduce(lambda m, t: torch.maximum(m - 0.5, x[t]) "
+              "+ 0.1 * torch.exp(m - torch.maximum(m - 0.5, x[t])), range(1, {steps}), x[0])")
+
+
+def test_a_recurrence_compiles_in_bounded_groups_and_matches_torch(compile_graph):
+    import torch
+
+    from sage.agent.compiler.tilegroup import MAX_TREE, tree_size
+
+    compiled, run = compile_graph("x", RECURRENCE.format(steps=24), "torch.randn(24, 8)")
+    tiles = [g for _, g in compiled.groups if g.tile is not None]
+    assert len(tiles) > 1          # 3^23 tree nodes cannot be one group
+    assert all(tree_size(e) <= MAX_TREE for g in tiles for e in g.tile.exprs.values())
+    x = np.random.default_rng(0).standard_normal((24, 8)).astype(F32)
+    (m,) = run(x)
+    want = eval(RECURRENCE.format(steps=24), {"torch": torch, "x": torch.from_numpy(x)})
+    np.testing.assert_allclose(m, want.numpy(), rtol=1e-5)
+
+
+def test_a_kernel_file_the_sandbox_would_refuse_is_unsupported(compile_graph):
+    from sage.agent.compiler.build import Unsupported
+
+    with pytest.raises(Unsupported, match="exceed the sandbox's 256 KB"):
+        compile_graph("x", RECURRENCE.format(steps=2000), "torch.randn(2000, 8)")
+
+
+def test_tree_size_counts_shared_nodes_at_every_use_and_stops_at_the_limit():
+    from sage.agent.compiler.tilegroup import tree_size
+    from sage.kernels import Inp, Op
+
+    e = Inp(0)
+    for _ in range(60):               # 2^61 - 1 nodes as a tree, 61 as a DAG
+        e = Op("add", (e, e))
+    assert tree_size(Op("add", (Inp(0), Inp(1)))) == 3
+    assert tree_size(Op("exp", (Op("add", (Inp(0), Inp(0))),))) == 4
+    assert 100 < tree_size(e, limit=100) <= 201
