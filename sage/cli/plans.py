@@ -1,7 +1,7 @@
 """Which tasks the offline synthesizer has a plan for, as `sage ops list` shows it.
 
-Deciding traces a task's reference on every case (about half a second a task, a minute for
-the whole suite), so the answers are kept in the cache folder (~/.sage/cache, or
+Deciding traces and compiles a task on every case (0.1 to 15 s a task; 80 s for the whole
+suite with 2 workers, measured with `time sage ops list` on an empty SAGE_CACHE_DIR), so the answers are kept in the cache folder (~/.sage/cache, or
 SAGE_CACHE_DIR), keyed by the task file and its case file's content and by the code of the
 synthesizer and the op layer: a changed task or a changed synthesizer is asked again. The
 uncached ones are decided in worker processes, so a task whose reference hangs or crashes
