@@ -166,15 +166,19 @@ def histogram_launch(group: Group, prog: Program, name: str, sched: Schedule, ta
 
 # -- scatter ---------------------------------------------------------------------------------------
 def scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
-    """torch.scatter(x, dim, idx, src): a copy of x with out[.., idx[.., k, ..], ..] = src[.., k, ..]."""
+    """torch.scatter(x, dim, idx, src): a copy of x with out[.., idx[.., k, ..], ..] = src[.., k, ..];
+    scatter(x, dim, idx, value) writes the one value at every index."""
     from sage.kernels.library.scatter_elems import (
         ScatterElemsSpec, row_tile, scatter_elems_args, scatter_elems_source)
 
     node = group.nodes[0]
-    if node.op != "scatter" or node.call.overload != "src" or node.kwargs.get("reduce") is not None:
-        raise Unsupported(f"{node.describe()}: only scatter with a src tensor and no reduce is written")
-    x, src, out = node.ins[0], node.ins[2], node.outs[0]
+    if node.op != "scatter" or node.call.overload not in ("src", "value") or node.kwargs.get("reduce") is not None:
+        raise Unsupported(f"{node.describe()}: only scatter with a src tensor or a value, and no reduce, is written")
+    by_value = node.call.overload == "value"
+    x, out = node.ins[0], node.outs[0]
     idx = _index(node, node.ins[1])
+    value = float(node.scalars[-1]) if by_value else None
+    src = idx if by_value else node.ins[2]       # by value: only idx's shape and layout are asked below
     if x is None or src is None:
         raise Unsupported(f"{node.describe()}: a constant operand")
     if out.layout.numel == 0:
@@ -191,7 +195,7 @@ def scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, targ
                             inner=math.prod(out.shape[dim + 1:]), count=idx.shape[dim] if rank else 1,
                             dtype=out.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
                             src=_name(prog, src), out=_name(prog, out), x_offset=x.layout.offset,
-                            index_offset=idx.layout.offset, src_offset=src.layout.offset)
+                            index_offset=idx.layout.offset, src_offset=src.layout.offset, value=value)
     if idx.layout.numel == 0:
         return _initial_copy(node, prog, name, target)
     args = scatter_elems_args(spec)

@@ -1,5 +1,5 @@
 """Element scatters: out = x with out[o, idx[o, k, i], i] = src[o, k, i] (torch.scatter with a
-src tensor), a vector-core kernel in one of two modes. The vector unit has no scatter, so
+src tensor, or with one value for every element), a vector-core kernel in one of two modes. The vector unit has no scatter, so
 the scalar unit places every element.
 
 out and x are viewed as [O, D, I] (dense), idx and src as [O, K, I] (dense).
@@ -39,6 +39,7 @@ class ScatterElemsSpec:
     x_offset: int = 0
     index_offset: int = 0
     src_offset: int = 0
+    value: float | None = None  # scatter.value: this number everywhere, and no src tensor
 
 
 def _ceil32(n: int) -> int:
@@ -50,12 +51,17 @@ def row_tile(spec: ScatterElemsSpec) -> int:
     if spec.inner != 1:
         return 0
     es, ies = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
-    per_row = _ceil32(spec.rows * es) + _ceil32(spec.count * ies) + _ceil32(spec.count * es)
+    per_row = _ceil32(spec.rows * es) + _ceil32(spec.count * ies) + (_ceil32(spec.count * es) if spec.value is None else 0)
     return min(spec.outer, UB_BUDGET // per_row)
 
 
 def scatter_elems_args(spec: ScatterElemsSpec) -> list[str]:
-    return [spec.x, spec.index, spec.src, spec.out]
+    return [spec.x, spec.index, spec.out] if spec.value is not None else [spec.x, spec.index, spec.src, spec.out]
+
+
+def _literal(spec: ScatterElemsSpec) -> str:
+    assert spec.value is not None
+    return repr(float(spec.value)) if spec.dtype in ("float32", "float16", "bfloat16") else repr(int(spec.value))
 
 
 def scatter_elems_source(spec: ScatterElemsSpec, target: Target, block_dim: int | None = None) -> str:
@@ -71,7 +77,11 @@ def scatter_elems_source(spec: ScatterElemsSpec, target: Target, block_dim: int 
     if rows_mode:
         tile = min(row_tile(spec), per)
         p, pi, ps = _ceil32(d * es), _ceil32(k * ies), _ceil32(k * es)
-        sizes = (tile * p, tile * pi, tile * ps)
+        sizes = (tile * p, tile * pi, tile * ps if spec.value is None else 32)
+        load_src = "" if spec.value is not None else f'''
+            DataCopyPad(sv, self.g_s[{spec.src_offset} + r * {k}], DataCopyExtParams(t, {k * es}, 0, 0, 0),
+                        DataCopyPadExtParams(False, 0, 0, 0))'''
+        put = _literal(spec) if spec.value is not None else f"sv.GetValue(q * {ps // es} + j)"
         body = f'''
         for r in range(self.u0, self.u1, {tile}):
             t = min({tile}, self.u1 - r)
@@ -79,29 +89,29 @@ def scatter_elems_source(spec: ScatterElemsSpec, target: Target, block_dim: int 
             DataCopyPad(xt, self.g_x[{spec.x_offset} + r * {d}], DataCopyExtParams(t, {d * es}, 0, 0, 0),
                         DataCopyPadExtParams(False, 0, 0, 0))
             DataCopyPad(ix, self.g_i[{spec.index_offset} + r * {k}], DataCopyExtParams(t, {k * ies}, 0, 0, 0),
-                        DataCopyPadExtParams(False, 0, 0, 0))
-            DataCopyPad(sv, self.g_s[{spec.src_offset} + r * {k}], DataCopyExtParams(t, {k * es}, 0, 0, 0),
-                        DataCopyPadExtParams(False, 0, 0, 0))
+                        DataCopyPadExtParams(False, 0, 0, 0)){load_src}
             PipeBarrier(PIPE_ALL)
             for q in range(t):
                 for j in range({k}):
                     v = ix.GetValue(q * {pi // ies} + j)
                     if v < 0:
                         v = v + {d}
-                    xt.SetValue(q * {p // es} + v, sv.GetValue(q * {ps // es} + j))
+                    xt.SetValue(q * {p // es} + v, {put})
             PipeBarrier(PIPE_ALL)
             DataCopyPad(self.g_o[r * {d}], xt, DataCopyExtParams(t, {d * es}, 0, 0, 0))'''
     else:
         chunk = min(SCALAR_CHUNK, per)
-        sizes = (32, _ceil32(chunk * ies), _ceil32(chunk * es))
+        sizes = (32, _ceil32(chunk * ies), _ceil32(chunk * es) if spec.value is None else 32)
+        load_src = "" if spec.value is not None else f'''
+            DataCopyPad(sv, self.g_s[{spec.src_offset} + e], DataCopyExtParams(1, c * {es}, 0, 0, 0),
+                        DataCopyPadExtParams(False, 0, 0, 0))'''
+        put = _literal(spec) if spec.value is not None else "sv.GetValue(j)"
         body = f'''
         for e in range(self.u0, self.u1, {chunk}):
             c = min({chunk}, self.u1 - e)
             PipeBarrier(PIPE_ALL)
             DataCopyPad(ix, self.g_i[{spec.index_offset} + e], DataCopyExtParams(1, c * {ies}, 0, 0, 0),
-                        DataCopyPadExtParams(False, 0, 0, 0))
-            DataCopyPad(sv, self.g_s[{spec.src_offset} + e], DataCopyExtParams(1, c * {es}, 0, 0, 0),
-                        DataCopyPadExtParams(False, 0, 0, 0))
+                        DataCopyPadExtParams(False, 0, 0, 0)){load_src}
             PipeBarrier(PIPE_ALL)
             for j in range(c):
                 u = e + j
@@ -110,19 +120,21 @@ def scatter_elems_source(spec: ScatterElemsSpec, target: Target, block_dim: int 
                     v = v + {d}
                 o = u // {k * inner}
                 i = u % {inner}
-                self.g_o.SetValue((o * {d} + v) * {inner} + i, sv.GetValue(j))'''
+                self.g_o.SetValue((o * {d} + v) * {inner} + i, {put})'''
+    params = "x, idx, out" if spec.value is not None else "x, idx, src, out"
+    src_global = "" if spec.value is not None else '''        self.g_s = GlobalTensor()
+        self.g_s.SetGlobalBuffer(src)
+'''
     return f'''{HEADER}
 class Kernel_{n}:
-    def Init(self, x, idx, src, out):
+    def Init(self, {params}):
         self.u0 = GetBlockIdx() * {per}
         self.u1 = min({units}, self.u0 + {per})
         self.g_x = GlobalTensor()
         self.g_x.SetGlobalBuffer(x)
         self.g_i = GlobalTensor()
         self.g_i.SetGlobalBuffer(idx)
-        self.g_s = GlobalTensor()
-        self.g_s.SetGlobalBuffer(src)
-        self.g_o = GlobalTensor()
+{src_global}        self.g_o = GlobalTensor()
         self.g_o.SetGlobalBuffer(out)
         self.pipe = TPipe()
         self.bx = TBuf(TPosition.VECCALC)
@@ -139,12 +151,12 @@ class Kernel_{n}:
 
 
 @kernel
-def {n}_kernel(x, idx, src, out):
+def {n}_kernel({params}):
     op = Kernel_{n}()
-    op.Init(x, idx, src, out)
+    op.Init({params})
     op.Process()
 
 
-def {n}_launch(x, idx, src, out):
-    {n}_kernel[{blocks}](x, idx, src, out)
+def {n}_launch({params}):
+    {n}_kernel[{blocks}]({params})
 '''

@@ -80,6 +80,22 @@ def test_scatter_along_either_axis(compile_graph):
     assert first.tolist() == [[0, 6, 0, 8], [5, 0, 7, 0]]
 
 
+def test_scatter_of_one_value_along_either_axis_and_into_a_bool_mask(compile_graph):
+    compiled, run = compile_graph(
+        "x, i, j, m", "(x.scatter(1, i, -2.5), x.scatter(0, j, 7.0), "
+                      "torch.zeros(3, 5, dtype=torch.bool).scatter(1, m, True))",
+        "torch.randn(2, 4), torch.tensor([[3, 0], [1, 2]]), torch.tensor([[1, 0, 1, 0]]), "
+        "torch.tensor([[0, 4], [2, 2], [1, 3]])")
+    assert "g_s" not in compiled.source          # the value is a literal: no source tensor is read
+    x = np.arange(8, dtype=F32).reshape(2, 4)
+    last, first, mask = run(x, np.array([[3, 0], [1, -1]], np.int64), np.array([[1, 0, 1, 0]], np.int64),
+                            np.array([[0, 4], [2, 2], [1, 3]], np.int64))
+    assert last.tolist() == [[-2.5, 1, 2, -2.5], [4, -2.5, 6, -2.5]]
+    assert first.tolist() == [[0, 7, 2, 7], [7, 5, 7, 7]]
+    assert mask.dtype == np.bool_ and mask.tolist() == [[True, False, False, False, True],
+                                                        [False, False, True, False, False],
+                                                        [False, True, False, True, False]]
+
 def test_bincount_and_histc(compile_graph):
     compiled, run = compile_graph("v, x", "(torch.bincount(v, minlength=5), torch.histc(x, 4, -1.0, 1.0))",
                                   "torch.randint(0, 5, (9,)), torch.randn(10)")
