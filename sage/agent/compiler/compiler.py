@@ -22,7 +22,7 @@ from sage.agent.compiler.ir import Layout, Program, Ref
 from sage.agent.compiler.lowerings import lower_group
 from sage.agent.compiler.merge import merge_launches
 from sage.agent.compiler.pieces import split_piecewise_reads
-from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products
+from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products, wrapping_int64
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
 from sage.kernels import Target, dsl_dtype, trace_graph
 from sage.npu.restricted import MAX_SOURCE_BYTES
@@ -84,6 +84,7 @@ def trace_cases(task: Any) -> list[CaseProgram]:
         built = build_program(graph, len(case))
         absorb_upcasts(built.program)
         exact_integer_products(built.program)
+        wrapping_int64(built.program)
         check_dtypes(built.program)
         plan = plan_groups(built)
         split_piecewise_reads(plan, built.program)

@@ -11,6 +11,13 @@ and an integer bias (how a reference spells npu_quant_matmul's exact int32 accum
 is the int8 product on the cube with an int32 accumulator, then the int32 bias: float64
 holds these integers exactly, and so does int32 while |K * 128 * 128| < 2^31, so the
 values are the same. The float64 buffers become int32 and the upcasts are dropped.
+
+`wrapping_int64`: int64 temporaries whose every use ends in a cast to a 32-bit or narrower
+integer (`bincount(x).cumsum(0).to(torch.int32)`) are computed in int32. Addition,
+subtraction and multiplication commute with reduction mod 2^32, so the int32 results wrap
+to the same low 32 bits the final cast keeps; a count of elements is that count mod 2^32.
+The 910B's vector unit has no int64 arithmetic (it is refused by the instruction table);
+this is how such a chain runs on it at all.
 """
 
 from __future__ import annotations
@@ -100,3 +107,46 @@ def _retype(prog: Program, buf: int, dtype: str) -> None:
         node.ins = [re(r) for r in node.ins]
         node.outs = [re(r) for r in node.outs]
     prog.outputs = [re(r) for r in prog.outputs]
+
+
+NARROW_INTS = ("int32", "int16", "int8", "uint8")
+# ops whose low 32 result bits depend only on the low 32 bits of their integer operands
+WRAPPING_OPS = {"add", "sub", "mul", "neg", "cumsum", "sum"}
+COUNTS = {"bincount"}                 # int64 counts of a tensor's elements: < 2^31 of them
+
+
+def wrapping_int64(prog: Program) -> None:
+    results = {r.buf for r in prog.outputs}
+    narrow = {b.id for b in prog.buffers.values()
+              if b.dtype == "int64" and not b.is_input and b.id not in results and b.id not in prog.params.values()}
+    uses = prog.uses()
+    changed = True
+    while changed:                    # the largest set whose writers and readers all keep it closed
+        changed = False
+        for b in sorted(narrow):
+            if not (all(_wraps_in(n, narrow) for n in uses.writers(b))
+                    and all(_reads_wrapped(n, narrow) for n in uses.readers(b))):
+                narrow.discard(b)
+                changed = True
+    for b in narrow:
+        _retype(prog, b, "int32")
+
+
+def _int_operands_fit(node: Node, narrow: set[int]) -> bool:
+    return all(r.buf in narrow or r.dtype in NARROW_INTS for r in node.ins if r is not None) and \
+        all(abs(v) < 2**31 for v in node.scalars if isinstance(v, int) and not isinstance(v, bool))
+
+
+def _wraps_in(node: Node, narrow: set[int]) -> bool:
+    """A writer whose int64 output mod 2^32 is what it computes from operands mod 2^32."""
+    if node.op in COUNTS:
+        return all(r is None or r.dtype in (*NARROW_INTS, "int64") for r in node.ins) and len(node.ins) == 1
+    return (node.op in WRAPPING_OPS or node.op in COPIES) and _int_operands_fit(node, narrow)
+
+
+def _reads_wrapped(node: Node, narrow: set[int]) -> bool:
+    """A reader that keeps only the low 32 bits: a wrapping op into the set, or a cast down."""
+    outs = [o for o in node.outs]
+    if node.op in COPIES:
+        return all(o.buf in narrow or o.dtype in NARROW_INTS for o in outs)
+    return node.op in WRAPPING_OPS and all(o.buf in narrow for o in outs)
