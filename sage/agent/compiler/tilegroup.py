@@ -204,7 +204,34 @@ class TileGroup:
 
     def accepts(self, node: Node, pw: Pointwise | None, virtual: dict[int, Virtual]) -> Expr | None:
         expr = self._accepts(node, pw, virtual)
-        return None if expr is None or tree_size(expr) > MAX_TREE else expr
+        if expr is None or tree_size(expr) > MAX_TREE:
+            return None
+        rdims = self.rdims or (frozenset(reduce_dims(node)[0]) if pw is None else frozenset())
+        if not self._reduced_axes_stay_one_run(rdims, [lf.gmap for lf in leaves_of(expr)]):
+            return None
+        if self.nodes and (_int_arithmetic(node) and self._touches_floats() or
+                           _touches_floats(node) and any(_int_arithmetic(n) for n in self.nodes)):
+            # a tile program computes in one dtype: with a float in it, float32, whose
+            # integers are exact only below 2^24 (int32 products and sums are not)
+            return None
+        return expr
+
+    def _touches_floats(self) -> bool:
+        return any(_touches_floats(n) for n in self.nodes)
+
+    def _reduced_axes_stay_one_run(self, rdims: frozenset[int], new: list[GMap]) -> bool:
+        """The tile kernel reduces over one run of memory: a read that walks the reduced axes
+        in another pattern (group norm's per-channel weight, read inside a per-group
+        reduction) splits the run, so it starts a new group instead of breaking this one."""
+        red = [i for i in sorted(rdims) if self.full[i] > 1]
+        if len(red) < 2:
+            return True
+        maps = [*new, *(m for ms in self.reads.values() for m in ms)]
+        lead = next((m for m in maps if all(m.strides[i] for i in red)), None)
+        if lead is None:
+            return True
+        red.sort(key=lambda i: -lead.strides[i])
+        return all(m.strides[a] == m.strides[b] * self.full[b] for m in maps for a, b in zip(red, red[1:]))
 
     def _accepts(self, node: Node, pw: Pointwise | None, virtual: dict[int, Virtual]) -> Expr | None:
         if pw is None:
@@ -271,6 +298,19 @@ def tree_size(expr, limit: int = MAX_TREE) -> int:
         return got
 
     return size(expr)
+
+
+_FLOATS = ("float32", "float16", "bfloat16")
+_INTS = ("int64", "int32", "int16", "int8", "uint8")
+_INT_ARITHMETIC = {"add", "sub", "mul", "neg", "cumsum", "sum", "remainder", "floor_divide"}
+
+
+def _int_arithmetic(node: Node) -> bool:
+    return node.op in _INT_ARITHMETIC and all(o.dtype in _INTS for o in node.outs)
+
+
+def _touches_floats(node: Node) -> bool:
+    return any(r is not None and r.dtype in _FLOATS for r in [*node.ins, *node.outs])
 
 
 def new_group(node: Node, pw: Pointwise | None) -> TileGroup:

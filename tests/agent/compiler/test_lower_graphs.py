@@ -203,3 +203,57 @@ def test_tree_size_counts_shared_nodes_at_every_use_and_stops_at_the_limit():
     assert tree_size(Op("add", (Inp(0), Inp(1)))) == 3
     assert tree_size(Op("exp", (Op("add", (Inp(0), Inp(0))),))) == 4
     assert 100 < tree_size(e, limit=100) <= 201
+
+
+def test_a_read_that_splits_the_reduced_run_starts_a_new_group(compile_graph):
+    # Group norm's shape: a mean over axes 2 and 3 (one run in memory), then a weight that
+    # varies along axis 2 only. In the reduction's group the weight's reads would split the
+    # run in two, which the tile kernel cannot reduce over; it goes to a second group.
+    import torch
+
+    compiled, run = compile_graph("x, w", "(x - x.mean(dim=(2, 3), keepdim=True)) * w",
+                                  "torch.randn(2, 3, 4, 5), torch.randn(1, 3, 4, 1)")
+    assert [g.kind for _, g in compiled.groups] == ["tile", "tile"]
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((2, 3, 4, 5)).astype(F32), rng.standard_normal((1, 3, 4, 1)).astype(F32)
+    (out,) = run(x, w)
+    want = (torch.from_numpy(x) - torch.from_numpy(x).mean(dim=(2, 3), keepdim=True)) * torch.from_numpy(w)
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_int64_chains_cast_down_to_int32_are_computed_wrapping_in_int32(compile_graph):
+    # The vector unit has no int64 arithmetic; the low 32 bits of sums and products depend
+    # only on the low 32 bits of their operands, so the chain runs in int32 and wraps.
+    # (c * 2).float() must see the int64 product: that chain is not narrowed (c has its own
+    # shape so that the float chain is not fused with the integer one)
+    compiled, run = compile_graph(
+        "v, a, b, c", "(torch.bincount(v.long(), minlength=5).cumsum(0).to(torch.int32), "
+                      "(a.long() * b.long() + 7).to(torch.int32), (c.long() * 2).float())",
+        "torch.randint(0, 5, (9,), dtype=torch.int32), torch.randint(0, 9, (4,), dtype=torch.int32), "
+        "torch.randint(0, 9, (4,), dtype=torch.int32), torch.randint(0, 9, (3,), dtype=torch.int32)")
+    muls = [n for n in compiled.cases[0].built.program.nodes if n.op == "mul"]
+    assert [n.outs[0].dtype for n in muls] == ["int32", "int64"]
+    assert {n.op: n.outs[0].dtype for n in compiled.cases[0].built.program.nodes}["cumsum"] == "int32"
+    v = np.array([0, 4, 4, 1, 4, 0, 2, 2, 4], np.int32)
+    a = np.array([70000, -3, 65536, 5], np.int32)
+    b = np.array([70000, 4, 65536, 6], np.int32)
+    counts, products, doubled = run(v, a, b, np.array([70000, -3, 5], np.int32))
+    assert counts.dtype == np.int32 and counts.tolist() == [2, 3, 5, 5, 9]
+    # 70000^2 + 7 = 4,900,000,007 -> low 32 bits 605,032,711; 2^32 + 7 -> 7
+    assert products.tolist() == [605032711, -5, 7, 37]
+    assert doubled.tolist() == [140000.0, -6.0, 10.0]
+
+
+def test_integer_arithmetic_is_not_computed_in_a_float_tile(compile_graph):
+    # One tile program computes in one dtype; next to a float output that is float32, where
+    # 70000 * 70000 is not exact. The integer product gets its own (int32) program.
+    compiled, run = compile_graph("a, b", "(a * b + 1, a.float() * 0.5)",
+                                  "torch.randint(0, 9, (4,), dtype=torch.int32), "
+                                  "torch.randint(0, 9, (4,), dtype=torch.int32)")
+    assert [g.kind for _, g in compiled.groups] == ["tile", "tile"]
+    a = np.array([70000, -3, 46341, 5], np.int32)
+    b = np.array([70001, 4, 46341, 6], np.int32)
+    product, half = run(a, b)
+    with np.errstate(over="ignore"):
+        assert product.tolist() == (a * b + np.int32(1)).tolist()      # int32 wraps, as torch's does
+    assert half.tolist() == [35000.0, -1.5, 23170.5, 2.5]
