@@ -17,6 +17,7 @@ import argparse
 import json
 import platform
 import shlex
+import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -29,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from sage.bench.ablation import (COMPARE_FILE, MEMORY_MODES, ablation_level_metrics, ablation_metrics,  # noqa: E402
                                  load_mode_rows, run_compare, run_memory_url)
 from benchmarks.compiler_coverage import COMPILER_BEGIN, COMPILER_END, classify  # noqa: E402
+from benchmarks.suite_summary import pct as _pct, readme_summary, write_block, x as _x  # noqa: E402
 from sage.bench.metrics import SuiteMetrics  # noqa: E402
 from sage.bench.runner import BenchConfig, ResultRow, final_rows  # noqa: E402
 
@@ -52,6 +54,8 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--results", type=Path, default=ROOT / "docs" / "results.md")
     parser.add_argument("--results-only", action="store_true", help="only rewrite --results from --out")
+    parser.add_argument("--readme", type=Path, default=ROOT / "README.md",
+                        help="whose offline-suite block (between its markers) gets the summary")
     parser.add_argument("--expert-run", type=Path, default=ROOT / "runs" / "expert_kernels",
                         help="a run of the expert library kernels as candidates (benchmarks/suite_eval.py --out); "
                              "its metrics go into --results when the folder exists")
@@ -69,13 +73,24 @@ def main() -> None:
         run = run_compare(config, args.modes.split(","), partial(offline_solver, iterations=args.iterations),
                           on_row=on_row)
         record = json.loads((args.out / COMPARE_FILE).read_text())
-        record.update(command=command, iterations=args.iterations, workers=args.workers,
+        record.update(command=command, iterations=args.iterations, workers=args.workers, commit=_commit(),
                       finished_at=datetime.now(timezone.utc).isoformat(timespec="minutes"))
         (args.out / COMPARE_FILE).write_text(json.dumps(record, indent=2) + "\n")
         print(f"all modes in {run.wall_s:.0f} s; report {run.report}")
     kept = compiler_block(args.results.read_text(encoding="utf-8")) if args.results.exists() else ""
     args.results.write_text(results_markdown(args.out, args.expert_run) + kept, encoding="utf-8")
     print(f"wrote {args.results}")
+    if args.readme.exists() and write_block(args.readme, readme_summary(args.out, classify)):
+        print(f"wrote the summary into {args.readme}")
+
+
+def _commit() -> str:
+    """The checkout's commit, with a mark when files differ from it (what was measured)."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 # The compiler coverage section is written by benchmarks/compiler_coverage.py --results;
@@ -99,6 +114,7 @@ def results_markdown(out: Path, expert_run: Path | None = None) -> str:
         "`sage bench npukernelbench --compare`); the figures below are copied from its output by the "
         "script, as measured.", "",
         f"- command: `{record.get('command', '?')}`",
+        f"- commit: {record.get('commit', 'not recorded')}",
         f"- finished: {record.get('finished_at', '?')} UTC on {platform.machine()} "
         "(2 cores shared with other work)",
         f"- suite: npukernelbench, all levels; preset {record.get('preset')}; "
@@ -263,14 +279,6 @@ def expert_section(run: Path | None) -> list[str]:
             "end-to-end speedup shows what the vendor's fixed costs and efficiencies leave to a plain port.", "",
             *_table(("level",), [(("all",), compute_metrics(r.evaluation for r in finals)),
                                  *[((lv,), m) for lv, m in metrics_by_level(r.evaluation for r in finals).items()]])]
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
-def _x(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}x"
 
 
 if __name__ == "__main__":
