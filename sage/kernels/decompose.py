@@ -21,6 +21,8 @@ from collections.abc import Sequence
 
 import torch
 
+from sage.kernels.long_rows import split_long_row
+
 F32 = torch.float32
 
 
@@ -536,7 +538,7 @@ def _split_reduce(fn, x, dims, keepdim, **kw):
                 out = fn(part, [0], keepdim=False)
                 out = out.to(x.dtype) if half else out
                 return out.reshape([1] * rank) if keepdim else out
-        return NotImplemented
+        return split_long_row(fn, x, dims, keepdim, **kw)
     half = x.dtype in (torch.float16, torch.bfloat16) and fn is torch.sum
     out = x.float() if half else x         # partial sums stay in float32, as torch accumulates
     for run in runs:

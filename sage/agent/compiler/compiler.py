@@ -19,12 +19,12 @@ from sage.agent.compiler.build import Built, Unsupported, build_program, check_d
 from sage.agent.compiler.emit import Launch, Variant, kernel_file
 from sage.agent.compiler.fusion import Group, Plan, plan_groups
 from sage.agent.compiler.ir import Layout, Program, Ref
-from sage.agent.compiler.lowerings import lower_group
+from sage.agent.compiler.lowerings import TileDoesNotFit, lower_group
 from sage.agent.compiler.merge import merge_launches
 from sage.agent.compiler.pieces import split_piecewise_reads
 from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products, wrapping_int64
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
-from sage.kernels import Target, dsl_dtype, trace_graph
+from sage.kernels import Target, dsl_dtype, long_rows, target_for, trace_graph
 from sage.npu.restricted import MAX_SOURCE_BYTES
 
 ScheduleFor = Callable[[GroupKey], Schedule]
@@ -81,17 +81,54 @@ def trace_cases(task: Any) -> list[CaseProgram]:
                 model, [a.clone() if isinstance(a, torch.Tensor) else a for a in again[i]], decompose=True)):
             raise Unsupported("the reference's operations depend on tensor values it reads on the host "
                               "(.tolist()/.item() driving Python control flow); no static kernel program matches it")
-        built = build_program(graph, len(case))
-        absorb_upcasts(built.program)
-        exact_integer_products(built.program)
-        wrapping_int64(built.program)
-        check_dtypes(built.program)
-        plan = plan_groups(built)
-        split_piecewise_reads(plan, built.program)
+        built, plan = _planned(graph, len(case))
+        if not _rows_fit(plan, built.program):
+            built, plan = _with_long_rows_split(model, args, len(case)) or (built, plan)
         names = [f"a{i}" for i in range(len(case))] + sorted(built.program.params)
         keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]
         out.append(CaseProgram(signature, names, built, plan, keys, list(case)))
     return out
+
+
+def _planned(graph: Any, n_args: int) -> tuple[Built, Plan]:
+    built = build_program(graph, n_args)
+    absorb_upcasts(built.program)
+    exact_integer_products(built.program)
+    wrapping_int64(built.program)
+    check_dtypes(built.program)
+    plan = plan_groups(built)
+    split_piecewise_reads(plan, built.program)
+    return built, plan
+
+
+# Chunk lengths tried, longest first, when a fused program's reduced rows do not fit UB.
+LONG_ROW_LIMITS = (4096, 2048, 1024, 512)
+
+
+def _rows_fit(plan: Plan, prog: Program) -> bool:
+    """Every tile group that keeps whole rows in UB (a reduction over columns) has a tile."""
+    for g in plan.groups:
+        if g.kind != "tile" or g.tile is None or not g.tile.rdims or g.tile.row_mode:
+            continue
+        try:
+            lower_group(g, prog, "probe", Schedule(), target_for())
+        except TileDoesNotFit:
+            return False
+        except Unsupported:
+            continue                 # said when the case is compiled
+    return True
+
+
+def _with_long_rows_split(model: Any, args: list, n_args: int) -> tuple[Built, Plan] | None:
+    """The case traced again with its long reductions in chunks (sage.kernels.long_rows),
+    at the longest chunk whose programs fit; None when none does."""
+    for limit in LONG_ROW_LIMITS:
+        with long_rows(limit):
+            graph = trace_graph(model, [a.clone() if isinstance(a, torch.Tensor) else a for a in args], decompose=True)
+        built, plan = _planned(graph, n_args)
+        if _rows_fit(plan, built.program):
+            return built, plan
+    return None
 
 
 def compile_cases(cases: list[CaseProgram], schedule_for: ScheduleFor | None, target: Target,

@@ -32,13 +32,17 @@ def lower_group(group: Group, prog: Program, name: str, sched: Schedule, target:
     return lower(group, prog, name, sched, target)
 
 
+class TileDoesNotFit(Unsupported):
+    """No tile of the group's program fits in UB (rows that are kept whole are too long)."""
+
+
 def tile_launch(spec: TileSpec, knobs: Knobs, target: Target, label: str) -> Launch | None:
     if math.prod(spec.dims) == 0:
         return None
     try:
         source = tile_source(spec, knobs, target=target)
     except TileTooBig as exc:
-        raise Unsupported(f"{label}: {exc}") from None
+        raise TileDoesNotFit(f"{label}: {exc}") from None
     outs = "; ".join(render(o.expr) for o in spec.outputs)
     args = tile_args(spec)
     program = program_of(spec, tile_geometry(spec, knobs, target=target).tiles)

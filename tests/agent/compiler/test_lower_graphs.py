@@ -257,3 +257,17 @@ def test_integer_arithmetic_is_not_computed_in_a_float_tile(compile_graph):
     with np.errstate(over="ignore"):
         assert product.tolist() == (a * b + np.int32(1)).tolist()      # int32 wraps, as torch's does
     assert half.tolist() == [35000.0, -1.5, 23170.5, 2.5]
+
+
+def test_rows_longer_than_ub_are_reduced_in_chunks(compile_graph):
+    # 65,536 float32 columns (256 KB a row) cannot stay in UB between the mean and the
+    # subtraction: the case is traced again with the mean over chunks, and its values
+    # go through GM between the steps.
+    import torch
+
+    compiled, run = compile_graph("x", "(x - x.mean(dim=-1, keepdim=True)) * 2.0", "torch.randn(2, 65536)")
+    assert len([g for _, g in compiled.groups if g.kind == "tile"]) >= 2
+    x = np.random.default_rng(2).standard_normal((2, 65536)).astype(F32) + 3.0
+    (out,) = run(x)
+    want = (torch.from_numpy(x) - torch.from_numpy(x).mean(dim=-1, keepdim=True)) * 2.0
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-4, atol=1e-4)

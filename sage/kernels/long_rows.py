@@ -1,0 +1,59 @@
+"""Reductions over rows too long for UB, recorded in two steps.
+
+A tile kernel that reduces over a row keeps the whole row in UB between the reduction
+and the work that uses its result (a norm reads x again after its mean). When a fused
+program's rows do not fit (a 16,384-column norm with eight values live per row), the
+compiler traces the case again inside `long_rows(limit)`: every sum, max and min over a
+trailing run of more than `limit` elements is then recorded as partial results over
+chunks of at most `limit` elements and a reduction of those. Each step then fits, at the
+price of the full-size values going through GM between steps, as a multi-pass kernel on
+the chip would read them again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from contextvars import ContextVar
+
+import torch
+
+_LIMIT: ContextVar[int | None] = ContextVar("long_rows_limit", default=None)
+MIN_CHUNK = 64                 # a chunk shorter than this is not worth a step of its own
+
+
+@contextlib.contextmanager
+def long_rows(limit: int) -> Iterator[None]:
+    token = _LIMIT.set(limit)
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
+
+
+def chunk_of(n: int, limit: int) -> int | None:
+    """The largest divisor of `n` that is at most `limit` (and at least MIN_CHUNK)."""
+    for c in range(min(n, limit), MIN_CHUNK - 1, -1):
+        if n % c == 0:
+            return c
+    return None
+
+
+def split_long_row(fn, x: torch.Tensor, dims: list[int], keepdim: bool, **kw):  # noqa: ANN001 - torch.sum/amax/amin
+    """fn over `dims` (one trailing run of a contiguous x) as chunks then their reduction,
+    when inside long_rows() and the run is longer than its limit; else NotImplemented."""
+    limit = _LIMIT.get()
+    rank = x.dim()
+    run = sorted(dims)
+    if limit is None or not run or run != list(range(rank - len(run), rank)) or not x.is_contiguous():
+        return NotImplemented
+    n = math.prod(x.shape[d] for d in run)
+    c = chunk_of(n, limit) if n > limit else None
+    if c is None:
+        return NotImplemented
+    half = x.dtype in (torch.float16, torch.bfloat16) and fn is torch.sum
+    rows = (x.float() if half else x).reshape(*x.shape[:rank - len(run)], n // c, c)
+    out = fn(fn(rows, [-1], keepdim=False, **kw), [-1], keepdim=False)
+    out = out.to(x.dtype) if half else out
+    return out.reshape(*x.shape[:rank - len(run)], *[1] * len(run)) if keepdim else out
