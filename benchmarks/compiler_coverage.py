@@ -37,6 +37,7 @@ REASON_CLASSES = [
     ("dtype without a 910B kernel type", ("no 910B kernel type holds",)),
     ("captured tensor constant", ("tensor constant captured",)),
     ("does not fit UB", ("does not fit in UB", "do not fit in UB")),
+    ("kernel file over the sandbox's size limit", ("exceed the sandbox's", "exceeds the sandbox's")),
     ("lowering not written", ("lowering is not written", "no lowering", "not written yet", "is written")),
     ("layout the lowering cannot take", ("do not merge", "do not broadcast", "reinterprets", "view of a larger",
                                          "strided view")),
