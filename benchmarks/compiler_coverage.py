@@ -103,6 +103,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--preset", default="ascend910b2")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--suite-source", default=None,
+                        help="where the --suite files come from (a repository and commit), for the report")
     parser.add_argument("--results", type=Path, default=None,
                         help="also write the report as the compiler section of this doc (docs/results.md)")
     args = parser.parse_args()
@@ -122,7 +124,8 @@ def main() -> None:
         done = {json.loads(line)["task"] for line in rows_path.read_text().splitlines()} if rows_path.exists() else set()
         todo = [(str(t.path), args.cases, args.preset) for t in tasks if t.key not in done]
         meta = {"command": " ".join(["python", "benchmarks/compiler_coverage.py", *sys.argv[1:]]),
-                "cases": args.cases, "suite": str(args.suite or "npukernelbench"), "skipped": len(skipped)}
+                "cases": args.cases, "suite": str(args.suite or "npukernelbench"), "skipped": len(skipped),
+                "source": args.suite_source, "commit": checkout_commit()}
         (args.out / "meta.json").write_text(json.dumps(meta, indent=2))
         began = time.perf_counter()
         # forkserver: a forked child of a process with torch's threads can deadlock
@@ -145,14 +148,15 @@ def main() -> None:
     (args.out / "report.md").write_text(text)
     print(text)
     if args.results is not None:
-        write_section(args.results, text)
+        write_section(args.results, text, json.loads((args.out / "meta.json").read_text()))
         print(f"wrote the compiler section of {args.results}")
 
 
-def write_section(doc: Path, text: str) -> None:
+def write_section(doc: Path, text: str, meta: dict) -> None:
     """Replace (or append) the marked compiler section of `doc`; the rest is kept as it is."""
+    title = "" if meta.get("suite") == "npukernelbench" else f", on {meta.get('source') or meta.get('suite')}"
 
-    block = (f"{COMPILER_BEGIN}\n## The offline compiler, first answer per task\n\n"
+    block = (f"{COMPILER_BEGIN}\n## The offline compiler, first answer per task{title}\n\n"
              "Written by `benchmarks/compiler_coverage.py --results docs/results.md` from its report "
              "(the first kernel the offline agent answers: the compiler with the default schedule search "
              "budget, no memory, no refinement turns; every kernel judged by the evaluation).\n\n"
@@ -165,7 +169,9 @@ def write_section(doc: Path, text: str) -> None:
 
 def report(rows: list[dict], meta: dict) -> str:
     lines = [f"Command: `{meta['command']}`; cases: {'all' if meta['cases'] is None else meta['cases']}; "
-             f"suite: {meta['suite']}; rows written {meta.get('finished', '-')} (the per-mode tables above "
+             f"suite: {meta['suite']}" + (f" ({meta['source']})" if meta.get("source") else "")
+             + f"; commit {meta.get('commit', 'not recorded')}; {meta.get('skipped', 0)} task files skipped by the "
+             f"loader; rows written {meta.get('finished', '-')} (the per-mode tables above "
              "come from their own run, dated in their header).", "",
              "| level | tasks | correct | faster than reference (of correct) | median speedup (correct) | "
              "median roofline (correct) | simulator runs (mean) |", "|---|---|---|---|---|---|---|"]
@@ -193,6 +199,17 @@ def report(rows: list[dict], meta: dict) -> str:
         roof = f"{r['roofline']:.2f}" if r.get("roofline") is not None else "-"
         lines.append(f"| {r['task']} | {r['status']} | {_x(r.get('speedup'))} | {roof} | {why} |")
     return "\n".join(lines) + "\n"
+
+
+def checkout_commit() -> str:
+    """The checkout's commit, marked when tracked files differ from it (what was measured)."""
+    import subprocess
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def _pct(a: int, b: int) -> str:

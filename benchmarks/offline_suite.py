@@ -17,7 +17,6 @@ import argparse
 import json
 import platform
 import shlex
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -29,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from sage.bench.ablation import (COMPARE_FILE, MEMORY_MODES, ablation_level_metrics, ablation_metrics,  # noqa: E402
                                  load_mode_rows, run_compare, run_memory_url)
-from benchmarks.compiler_coverage import COMPILER_BEGIN, COMPILER_END, classify  # noqa: E402
+from benchmarks.compiler_coverage import COMPILER_BEGIN, COMPILER_END, checkout_commit, classify  # noqa: E402
 from benchmarks.suite_summary import pct as _pct, readme_summary, write_block, x as _x  # noqa: E402
 from sage.bench.metrics import SuiteMetrics  # noqa: E402
 from sage.bench.runner import BenchConfig, ResultRow, final_rows  # noqa: E402
@@ -64,7 +63,7 @@ def main() -> None:
     if not args.results_only:
         config = BenchConfig(target="npukernelbench", cases=args.cases, workers=args.workers, out=args.out,
                              resume=args.resume, epochs=args.epochs, seed=args.seed)
-        began = time.perf_counter()
+        began, commit = time.perf_counter(), checkout_commit()     # what is measured: the tree at the start
 
         def on_row(mode: str, row: ResultRow) -> None:
             print(f"[{time.perf_counter() - began:7.1f} s] {mode} epoch {row.epoch + 1} {row.task}: {row.status}",
@@ -73,7 +72,7 @@ def main() -> None:
         run = run_compare(config, args.modes.split(","), partial(offline_solver, iterations=args.iterations),
                           on_row=on_row)
         record = json.loads((args.out / COMPARE_FILE).read_text())
-        record.update(command=command, iterations=args.iterations, workers=args.workers, commit=_commit(),
+        record.update(command=command, iterations=args.iterations, workers=args.workers, commit=commit,
                       finished_at=datetime.now(timezone.utc).isoformat(timespec="minutes"))
         (args.out / COMPARE_FILE).write_text(json.dumps(record, indent=2) + "\n")
         print(f"all modes in {run.wall_s:.0f} s; report {run.report}")
@@ -82,15 +81,6 @@ def main() -> None:
     print(f"wrote {args.results}")
     if args.readme.exists() and write_block(args.readme, readme_summary(args.out, classify)):
         print(f"wrote the summary into {args.readme}")
-
-
-def _commit() -> str:
-    """The checkout's commit, with a mark when files differ from it (what was measured)."""
-    def git(*a: str) -> str:
-        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 # The compiler coverage section is written by benchmarks/compiler_coverage.py --results;
