@@ -79,7 +79,7 @@ def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
     # The offline synthesizer reads facts, not prose: it does not need the reference described.
     refs = [] if offline else reference_facts(task, config.preset, config.cases)
     conversation = Conversation(system_message(config.preset, require_card=not offline),
-                                task_message(task_brief(task), rules, experiences, refs),
+                                task_message(task_brief(task), rules, experiences, refs, config.cases),
                                 max_prompt_tokens=config.max_prompt_tokens)
     messages = conversation.first()
     shown = {item.id for item in rules + experiences}

@@ -141,7 +141,7 @@ class ShownItem(BaseModel):
 
 
 def task_message(brief: TaskBrief, rules: list[ShownItem], experiences: list[ShownItem],
-                 references: list[ReferenceFacts] | None = None) -> Message:
+                 references: list[ReferenceFacts] | None = None, evaluated: int | list[int] | None = None) -> Message:
     parts = []
     if rules:
         parts.append("# Resident rules (proven on several operators)\n\n" + "\n".join(_item_line(r) for r in rules))
@@ -167,6 +167,7 @@ def task_message(brief: TaskBrief, rules: list[ShownItem], experiences: list[Sho
     parts.append("Write the kernel file.")
     facts = {
         "task": brief.name,
+        "cases": evaluated,
         "rules": [r.model_dump() for r in rules],
         "experiences": [e.model_dump() for e in experiences],
     }

@@ -356,16 +356,24 @@ def select_cases(task: Task, cases: int | Sequence[int] | None) -> tuple[torch.n
             raise ReferenceUnavailable(task.path, reason) from exc
         raise TaskLoadError(task.path, f"building Model raised {type(exc).__name__}: {exc}") from exc
     groups = task.cases()
-    if cases is None:
-        indices = list(range(len(groups)))
-    elif isinstance(cases, int):
-        indices = list(range(min(max(cases, 1), len(groups))))
-    else:
-        indices = list(cases)
-        bad = [i for i in indices if not 0 <= i < len(groups)]
-        if bad:
-            raise TaskLoadError(task.path, f"case {bad[0]} does not exist (the task has {len(groups)} cases)")
+    try:
+        indices = case_indices(len(groups), cases)
+    except IndexError as exc:
+        raise TaskLoadError(task.path, str(exc)) from None
     return model, [(i, groups[i]) for i in indices]
+
+
+def case_indices(count: int, cases: int | Sequence[int] | None) -> list[int]:
+    """The indices `cases` selects among `count` cases: None all, an int K the first K (at
+    least one), else the indices given; IndexError names one that does not exist."""
+    if cases is None:
+        return list(range(count))
+    if isinstance(cases, int):
+        return list(range(min(max(cases, 1), count)))
+    bad = [i for i in cases if not 0 <= i < count]
+    if bad:
+        raise IndexError(f"case {bad[0]} does not exist (the task has {count} cases)")
+    return list(cases)
 
 
 def _fill_profile(result: CaseResult, profile: Profile | None, ref: Any) -> None:

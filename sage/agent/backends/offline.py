@@ -35,17 +35,19 @@ class OfflineBackend:
         if "feedback" in facts and self._agent is not None:
             source, adopted, plan = self._agent.refine(facts["feedback"])
         else:
-            source, adopted, plan = self._start(facts.get("rules", []), facts.get("experiences", []))
+            source, adopted, plan = self._start(facts.get("rules", []), facts.get("experiences", []),
+                                                facts.get("cases"))
         return Completion(text=render_answer(source, adopted, plan))
 
-    def _start(self, rules: list[dict], experiences: list[dict]) -> tuple[str, list[str], str]:
+    def _start(self, rules: list[dict], experiences: list[dict],
+               cases: int | list[int] | None = None) -> tuple[str, list[str], str]:
         from sage.agent.compiler.build import Unsupported
         from sage.agent.compiler.search import DEFAULT_BUDGET
         from sage.agent.offline.agent import CompilerAgent
         from sage.kernels import target_for
 
         self._agent = CompilerAgent(self.task, target_for(self.preset), self.preset, seed=self.seed,
-                                    budget=DEFAULT_BUDGET if self.budget is None else self.budget)
+                                    budget=DEFAULT_BUDGET if self.budget is None else self.budget, evaluated=cases)
         try:
             return self._agent.first(rules, experiences)
         except Unsupported as exc:

@@ -24,6 +24,7 @@ from sage.agent.compiler.merge import merge_launches
 from sage.agent.compiler.pieces import split_piecewise_reads
 from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products, wrapping_int64
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
+from sage.bench.evaluate import case_indices
 from sage.kernels import Target, dsl_dtype, long_rows, target_for, trace_graph
 from sage.npu.restricted import MAX_SOURCE_BYTES
 
@@ -58,8 +59,10 @@ class CompiledTask:
         return f"{len(self.cases)} case variant(s), up to {n} launch(es) each ({', '.join(kinds)})"
 
 
-def trace_cases(task: Any) -> list[CaseProgram]:
-    """Trace and partition every case; Unsupported names the first op that cannot lower.
+def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[CaseProgram]:
+    """Trace and partition the cases the kernel will be judged on (`evaluated`: None all, K
+    the first K, or indices) that a 910B kernel can take at all; Unsupported names the first
+    op that cannot lower.
 
     Every case is traced twice on independently drawn inputs: a reference whose trace
     changes with the values (Python control flow on `.tolist()` / `.item()`, which reads
@@ -68,7 +71,14 @@ def trace_cases(task: Any) -> list[CaseProgram]:
     out: list[CaseProgram] = []
     seen: set[tuple] = set()
     again = task.cases()
-    for i, case in enumerate(task.cases()):
+    groups = task.cases()
+    unsupported: list[str] = []
+    for i in case_indices(len(groups), evaluated):
+        case = groups[i]
+        why = task.case_support(case)
+        if why is not None:          # an fp64 or complex case is reported per case, never run
+            unsupported.append(why)
+            continue
         signature = _signature(case)
         if signature in seen:
             continue
@@ -87,6 +97,8 @@ def trace_cases(task: Any) -> list[CaseProgram]:
         names = [f"a{i}" for i in range(len(case))] + sorted(built.program.params)
         keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]
         out.append(CaseProgram(signature, names, built, plan, keys, list(case)))
+    if not out and unsupported:
+        raise Unsupported(f"no case a 910B kernel can take: {unsupported[0]}")
     return out
 
 

@@ -45,6 +45,7 @@ class CompilerAgent:
     preset: str
     seed: int = 0
     budget: int = DEFAULT_BUDGET
+    evaluated: int | list[int] | None = None     # the cases the kernel is judged on (None: all)
     cases: list[CaseProgram] = field(default_factory=list)
     state: SearchState | None = None
     knobs_of: dict[str, dict[str, Any]] = field(default_factory=dict)   # adopted id -> its knobs
@@ -54,7 +55,7 @@ class CompilerAgent:
 
     # -- the first answer ----------------------------------------------------------------------
     def first(self, rules: list[dict], experiences: list[dict]) -> tuple[str, list[str], str]:
-        self.cases = trace_cases(self.task)
+        self.cases = trace_cases(self.task, self.evaluated)
         self.state = SearchState(self.cases, self.target, budget=self.budget)
         starts = self._starts(rules, experiences)
         rank(self.state, starts)
