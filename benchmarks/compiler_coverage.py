@@ -202,14 +202,15 @@ def report(rows: list[dict], meta: dict) -> str:
 
 
 def checkout_commit() -> str:
-    """The checkout's commit, marked when tracked files differ from it (what was measured)."""
+    """The checkout's commit, marked when its code differs from it (what was measured)."""
     import subprocess
 
     def git(*a: str) -> str:
         return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    # only the code that is measured counts: docs a run itself rewrites do not
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no", "--", "sage", "benchmarks") else "")
 
 
 def _pct(a: int, b: int) -> str:
