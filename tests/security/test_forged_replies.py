@@ -284,20 +284,22 @@ REPLAY_L2 = textwrap.dedent("""
     records = [(5, NORMAL, GM_COPY, ub_gm, 32, 1, 32, 0, i * 64, i * 64 + 32, None, "DataCopy", 1)
                for i in reversed(range(n))]
     trace = RunTrace([(n * 64, False)], [LaunchTrace("k", 1, [BlockTrace(records)])])
-    start = time.monotonic()
+    start = time.process_time()
     replay(trace, load_preset("ascend910b2"))
-    print(time.monotonic() - start)
+    print(time.process_time() - start)
 """)
 
 
 def test_replay_time_is_linear_in_the_records():
     """Disjoint GM writes issued last first (each a new L2 interval at the front) must replay in
-    time linear in their number: 4x the records may take about 4x the time, not 16x (before the
-    L2 model bounded its intervals: 50,000 in 1.0 s, 100,000 in 3.2 s, 200,000 in 28.7 s)."""
+    time linear in their number: 8x the records may take about 8x the time, not 64x (before the
+    L2 model bounded its intervals: 50,000 in 1.0 s, 100,000 in 3.2 s, 200,000 in 28.7 s). CPU
+    time, not wall time: other work on the machine must not decide it (a wall-clock ratio of
+    6.6 failed a CI run made beside two benchmark runs)."""
     def seconds(n: int) -> float:
         out = subprocess.run([sys.executable, "-c", REPLAY_L2, str(n)], capture_output=True, text=True,
                              timeout=120, check=True)
         return float(out.stdout)
 
-    small, large = seconds(25_000), seconds(100_000)
-    assert large / small < 6.5, f"25,000 records in {small:.2f} s, 100,000 in {large:.2f} s"
+    small, large = seconds(25_000), seconds(200_000)
+    assert large / small < 20, f"25,000 records in {small:.2f} s, 200,000 in {large:.2f} s of CPU"
