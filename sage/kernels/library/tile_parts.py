@@ -430,13 +430,16 @@ class Emit:
             return Val("scalar", f"({b})"), [], []
         ct = dsl_dtype(self.spec.compute)
         buf = f"self.ib{i}.Get({ct})"
+        # named apart from the Lowerer's scalar temporaries (v0, v1, ...): a scalar sub-expression
+        # of the same program must not overwrite the ramp
         if kind == "full":
             # the column ramp (times its coefficient) plus each row's start
-            lines = [f"v{i} = self.tb_iota{i}.Get({ct})", "for r in range(nr):",
-                     f"    Adds(v{i}[r * s], {buf}, {b} + r * {sr}, nc)"]
+            lines = [f"iota{i} = self.tb_iota{i}.Get({ct})", "for r in range(nr):",
+                     f"    Adds(iota{i}[r * s], {buf}, {b} + r * {sr}, nc)"]
         else:
-            lines = [f"v{i} = self.tb_iota{i}.Get({ct})", f"Adds(v{i}, {buf}, {b}, {'nc' if kind == 'row' else 'nr'})"]
-        return Val(kind, f"v{i}"), lines, []
+            lines = [f"iota{i} = self.tb_iota{i}.Get({ct})",
+                     f"Adds(iota{i}, {buf}, {b}, {'nc' if kind == 'row' else 'nr'})"]
+        return Val(kind, f"iota{i}"), lines, []
 
     def iota_buffers(self) -> list[str]:
         spec, lay = self.spec, self.lay

@@ -105,3 +105,14 @@ def test_bincount_and_histc(compile_graph):
     assert counts.dtype == np.int64 and counts.tolist() == [2, 1, 2, 0, 4]
     # bins [-1, -0.5) [-0.5, 0) [0, 0.5) [0.5, 1]; 1.5 and -1.1 fall outside; 1.0 joins the last bin
     assert hist.dtype == np.float32 and hist.tolist() == [2, 1, 3, 2]
+
+
+def test_an_index_put_of_a_ramp_inverts_a_permutation(compile_graph):
+    # moe_init_routing's expanded_row_idx: the ramp's variable in the tile program once
+    # shared its name with a scalar temporary of the same program, which overwrote it.
+    _, run = compile_graph("p", "torch.zeros(8, dtype=torch.int32).index_put((p.long(),), "
+                                "torch.arange(8, dtype=torch.int32))",
+                           "torch.randperm(8).to(torch.int32)")
+    p = np.array([3, 0, 7, 1, 6, 2, 5, 4], np.int32)
+    (out,) = run(p)
+    assert out.tolist() == np.argsort(p).tolist()          # out[p[j]] = j
