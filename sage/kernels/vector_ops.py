@@ -119,6 +119,8 @@ def _hardsigmoid(d: Operand, x: Operand) -> Recipe:
 
 
 # softplus(x) = max(x, 0) + log(1 + exp(-|x|)), stable for large |x|: the log term in T0.
+# The scalar forms (a rank-0 operand, on the scalar unit) follow the same formulas.
+_SOFTPLUS_SCALAR = "max({x}, 0.0) + math.log1p(math.exp(-abs({x})))"
 _SOFTPLUS_TAIL = (ins("Abs", T0, X, N), ins("Muls", T0, T0, -1.0, N), ins("Exp", T0, T0, N),
                   ins("Adds", T0, T0, 1.0, N), ins("Ln", T0, T0, N))
 
@@ -210,17 +212,20 @@ _OPS = [
     # tanh(x) = 2 / (1 + exp(-2x)) - 1: saturates cleanly at both ends (no inf/inf).
     _unary("tanh", _sigmoid(D, X, 2.0) + (ins("Muls", D, D, 2.0, N), ins("Adds", D, D, -1.0, N)), "math.tanh({x})"),
     _unary("silu", _sigmoid(T0, X, 1.0) + (ins("Mul", D, X, T0, N),), "({x}) / (1.0 + math.exp(-({x})))"),
-    _unary("hardswish", _hardsigmoid(T0, X) + (ins("Mul", D, X, T0, N),)),
-    _unary("hardsigmoid", _hardsigmoid(D, X)),
+    _unary("hardswish", _hardsigmoid(T0, X) + (ins("Mul", D, X, T0, N),),
+           "({x}) * min(max(({x}) * (1.0 / 6.0) + 0.5, 0.0), 1.0)"),
+    _unary("hardsigmoid", _hardsigmoid(D, X), "min(max(({x}) * (1.0 / 6.0) + 0.5, 0.0), 1.0)"),
     # x * sigmoid(2*sqrt(2/pi)*(x + 0.044715 x^3)) = x / (1 + exp(-k*(x + 0.044715 x^3)))
     _unary("gelu_tanh", (ins("Mul", T0, X, X, N), ins("Muls", T0, T0, 0.044715, N), ins("Adds", T0, T0, 1.0, N),
                          ins("Mul", T0, T0, X, N), ins("Muls", T0, T0, -_GELU_TANH_K, N), ins("Exp", T0, T0, N),
                          ins("Adds", T0, T0, 1.0, N), ins("Div", D, X, T0, N))),
     _unary("gelu", _gelu_erf()),
-    _unary("softplus", _SOFTPLUS_TAIL + (ins("Maxs", D, X, 0.0, N), ins("Add", D, D, T0, N))),
+    _unary("softplus", _SOFTPLUS_TAIL + (ins("Maxs", D, X, 0.0, N), ins("Add", D, D, T0, N)),
+           _SOFTPLUS_SCALAR),
     # mish(x) = x * tanh(softplus(x))
     _unary("mish", _SOFTPLUS_TAIL + (ins("Maxs", D, X, 0.0, N), ins("Add", T0, D, T0, N)) + _sigmoid(T0, T0, 2.0)
-           + (ins("Muls", T0, T0, 2.0, N), ins("Adds", T0, T0, -1.0, N), ins("Mul", D, X, T0, N))),
+           + (ins("Muls", T0, T0, 2.0, N), ins("Adds", T0, T0, -1.0, N), ins("Mul", D, X, T0, N)),
+           f"({{x}}) * math.tanh({_SOFTPLUS_SCALAR})"),
     _unary("elu", (ins("Mins", T0, X, 0.0, N), ins("Exp", T0, T0, N), ins("Adds", T0, T0, -1.0, N),
                    ins("Muls", T0, T0, Param("alpha", 1.0), N), ins("Maxs", D, X, 0.0, N), ins("Add", D, D, T0, N))),
     _unary("leaky_relu", (ins("Mins", T0, X, 0.0, N), ins("Muls", T0, T0, Param("slope", 0.01), N),

@@ -271,3 +271,21 @@ def test_rows_longer_than_ub_are_reduced_in_chunks(compile_graph):
     (out,) = run(x)
     want = (torch.from_numpy(x) - torch.from_numpy(x).mean(dim=-1, keepdim=True)) * 2.0
     np.testing.assert_allclose(out, want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_activations_of_a_rank_zero_tensor_run_on_the_scalar_unit(compile_graph):
+    # The public NPUKernelBench files start with rank-0 cases; mish, hardsigmoid, hardswish
+    # and softplus had no scalar form and failed to compile.
+    import torch
+    import torch.nn.functional as F
+
+    fn = "torch.nn.functional."
+    _, run = compile_graph("x", f"({fn}mish(x), {fn}hardsigmoid(x), {fn}hardswish(x), {fn}softplus(x))",
+                           "torch.tensor(0.7)")
+    for value in (0.7, -2.5, 4.0):
+        x = np.array(value, F32)
+        got = run(x)
+        t = torch.tensor(value)
+        want = [F.mish(t), F.hardsigmoid(t), F.hardswish(t), F.softplus(t)]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
