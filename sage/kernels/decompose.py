@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
-from sage.kernels.long_rows import split_long_row
+from sage.kernels.long_rows import chunk_of, reduce_in_chunks, split_long_row
 
 F32 = torch.float32
 
@@ -531,13 +531,9 @@ def _split_reduce(fn, x, dims, keepdim, **kw):
     runs = _runs(x, dims)
     if len(runs) <= 1:
         if len(dims) == rank and rank and x.numel() > 16384 and x.is_contiguous():
-            cols = next((c for c in range(4096, 255, -1) if x.numel() % c == 0), None)
+            cols = chunk_of(x.numel(), 4096, minimum=256)
             if cols is not None:
-                half = x.dtype in (torch.float16, torch.bfloat16) and fn is torch.sum
-                part = fn((x.float() if half else x).reshape(-1, cols), [1], keepdim=False, **kw)
-                out = fn(part, [0], keepdim=False)
-                out = out.to(x.dtype) if half else out
-                return out.reshape([1] * rank) if keepdim else out
+                return reduce_in_chunks(fn, x, rank, cols, keepdim, **kw)
         return split_long_row(fn, x, dims, keepdim, **kw)
     half = x.dtype in (torch.float16, torch.bfloat16) and fn is torch.sum
     out = x.float() if half else x         # partial sums stay in float32, as torch accumulates

@@ -32,9 +32,9 @@ def long_rows(limit: int) -> Iterator[None]:
         _LIMIT.reset(token)
 
 
-def chunk_of(n: int, limit: int) -> int | None:
-    """The largest divisor of `n` that is at most `limit` (and at least MIN_CHUNK)."""
-    for c in range(min(n, limit), MIN_CHUNK - 1, -1):
+def chunk_of(n: int, limit: int, minimum: int = MIN_CHUNK) -> int | None:
+    """The largest divisor of `n` that is at most `limit` (and at least `minimum`)."""
+    for c in range(min(n, limit), minimum - 1, -1):
         if n % c == 0:
             return c
     return None
@@ -52,8 +52,16 @@ def split_long_row(fn, x: torch.Tensor, dims: list[int], keepdim: bool, **kw):  
     c = chunk_of(n, limit) if n > limit else None
     if c is None:
         return NotImplemented
+    return reduce_in_chunks(fn, x, len(run), c, keepdim, **kw)
+
+
+def reduce_in_chunks(fn, x: torch.Tensor, ndims: int, c: int, keepdim: bool, **kw):  # noqa: ANN001
+    """fn over the last `ndims` axes of a contiguous x as fn over chunks of `c` elements, then
+    over the chunks' results; a half-precision sum accumulates in float32, as torch does."""
+    lead = x.shape[:x.dim() - ndims]
+    n = math.prod(x.shape[x.dim() - ndims:])
     half = x.dtype in (torch.float16, torch.bfloat16) and fn is torch.sum
-    rows = (x.float() if half else x).reshape(*x.shape[:rank - len(run)], n // c, c)
+    rows = (x.float() if half else x).reshape(*lead, n // c, c)
     out = fn(fn(rows, [-1], keepdim=False, **kw), [-1], keepdim=False)
     out = out.to(x.dtype) if half else out
-    return out.reshape(*x.shape[:rank - len(run)], *[1] * len(run)) if keepdim else out
+    return out.reshape(*lead, *[1] * ndims) if keepdim else out

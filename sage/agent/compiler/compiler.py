@@ -151,8 +151,9 @@ def compile_cases(cases: list[CaseProgram], schedule_for: ScheduleFor | None, ta
     for k, case in enumerate(cases):
         variants.append(_variant(case, schedule_for, schedules, target, _room(variants)))
     source = kernel_file(variants, title)
-    if len(source.encode()) > MAX_SOURCE_BYTES:
-        raise Unsupported(f"the kernel file ({len(source.encode()) // 1024} KB) exceeds the sandbox's "
+    size = len(source.encode())
+    if size > MAX_SOURCE_BYTES:
+        raise Unsupported(f"the kernel file ({size // 1024} KB) exceeds the sandbox's "
                           f"{MAX_SOURCE_BYTES // 1024} KB")
     return CompiledTask(source, cases, schedules)
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sage.agent.compiler.build import Unsupported
 from sage.kernels import HEADER, dsl_dtype, suffixed
 
 if TYPE_CHECKING:
@@ -98,8 +99,6 @@ def _describe(signature: tuple) -> str:
 def library_launch(what: str, name: str, label: str, source: Callable[[], str], args: list[str]) -> Launch:
     """A library generator's kernel and its host call `{name}_launch(*args)`; a ValueError of
     the generator (a size or dtype it cannot take) is Unsupported naming `what` (the op)."""
-    from sage.agent.compiler.build import Unsupported
-
     try:
         text = source()
     except ValueError as exc:

@@ -146,7 +146,6 @@ def _wraps_in(node: Node, narrow: set[int]) -> bool:
 
 def _reads_wrapped(node: Node, narrow: set[int]) -> bool:
     """A reader that keeps only the low 32 bits: a wrapping op into the set, or a cast down."""
-    outs = [o for o in node.outs]
     if node.op in COPIES:
-        return all(o.buf in narrow or o.dtype in NARROW_INTS for o in outs)
-    return node.op in WRAPPING_OPS and all(o.buf in narrow for o in outs)
+        return all(o.buf in narrow or o.dtype in NARROW_INTS for o in node.outs)
+    return node.op in WRAPPING_OPS and all(o.buf in narrow for o in node.outs)

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 
 from sage.agent.compiler.ir import Layout, Node, Ref, contiguous_strides
-from sage.agent.compiler.pointwise import IotaOperand, Pointwise, prim_of, reduce_dims
+from sage.agent.compiler.pointwise import FLOATS, IotaOperand, Pointwise, prim_of, reduce_dims
 from sage.kernels import Const, Expr, Inp, Op, Reduce
 
 
@@ -89,6 +89,8 @@ class TileGroup:
     exprs: dict[int, Expr] = field(default_factory=dict)                # node index -> its output's expression
     reads: dict[int, set[GMap]] = field(default_factory=dict)           # buffer -> maps it is loaded through
     row_mode: bool = False       # the reduced axes are not innermost in memory: reduce over tile rows
+    floats: bool = False         # a node reads or writes a float
+    int_arithmetic: bool = False  # a node computes integers (exact only in an int32 program)
 
     # -- levels ---------------------------------------------------------------------------------
     def level_of(self, shape: tuple[int, ...]) -> str | None:
@@ -209,15 +211,11 @@ class TileGroup:
         rdims = self.rdims or (frozenset(reduce_dims(node)[0]) if pw is None else frozenset())
         if not self._reduced_axes_stay_one_run(rdims, [lf.gmap for lf in leaves_of(expr)]):
             return None
-        if self.nodes and (_int_arithmetic(node) and self._touches_floats() or
-                           _touches_floats(node) and any(_int_arithmetic(n) for n in self.nodes)):
+        if _int_arithmetic(node) and self.floats or _touches_floats(node) and self.int_arithmetic:
             # a tile program computes in one dtype: with a float in it, float32, whose
             # integers are exact only below 2^24 (int32 products and sums are not)
             return None
         return expr
-
-    def _touches_floats(self) -> bool:
-        return any(_touches_floats(n) for n in self.nodes)
 
     def _reduced_axes_stay_one_run(self, rdims: frozenset[int], new: list[GMap]) -> bool:
         """The tile kernel reduces over one run of memory: a read that walks the reduced axes
@@ -266,6 +264,8 @@ class TileGroup:
         gm = self.gmap(out.layout, out.shape)
         assert gm is not None
         self.nodes.append(node)
+        self.floats = self.floats or _touches_floats(node)
+        self.int_arithmetic = self.int_arithmetic or _int_arithmetic(node)
         self.exprs[node.index] = expr
         self.writes.setdefault(out.buf, []).append((gm, expr, node))
         for leaf in leaves_of(expr):
@@ -300,7 +300,6 @@ def tree_size(expr, limit: int = MAX_TREE) -> int:
     return size(expr)
 
 
-_FLOATS = ("float32", "float16", "bfloat16")
 _INTS = ("int64", "int32", "int16", "int8", "uint8")
 _INT_ARITHMETIC = {"add", "sub", "mul", "neg", "cumsum", "sum", "remainder", "floor_divide"}
 
@@ -310,7 +309,7 @@ def _int_arithmetic(node: Node) -> bool:
 
 
 def _touches_floats(node: Node) -> bool:
-    return any(r is not None and r.dtype in _FLOATS for r in [*node.ins, *node.outs])
+    return any(r is not None and r.dtype in FLOATS for r in [*node.ins, *node.outs])
 
 
 def new_group(node: Node, pw: Pointwise | None) -> TileGroup:
