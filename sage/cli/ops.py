@@ -20,7 +20,7 @@ def list_ops(
     level: list[int] = typer.Option(None, "--level", "-l", help="only this level (repeatable)"),
     plans: bool = typer.Option(True, "--plans/--no-plans",
                                help="decide which tasks the offline synthesizer has a plan for (cached; the "
-                                    "first time compiles every task: 80 s for the suite on 2 cores)"),
+                                    "first time compiles every task: 65 s for the suite on 2 cores)"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON list"),
 ) -> None:
     from sage.bench.tasks import level_of, load_tasks, plain_op_files, suite_files

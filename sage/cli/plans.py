@@ -1,6 +1,6 @@
 """Which tasks the offline synthesizer has a plan for, as `sage ops list` shows it.
 
-Deciding traces and compiles a task on every case (0.1 to 15 s a task; 80 s for the whole
+Deciding traces and compiles a task on every case (0.1 to 15 s a task; 65 s for the whole
 suite with 2 workers, measured with `time sage ops list` on an empty SAGE_CACHE_DIR), so the answers are kept in the cache folder (~/.sage/cache, or
 SAGE_CACHE_DIR), keyed by the task file and its case file's content and by the code of the
 synthesizer and the op layer: a changed task or a changed synthesizer is asked again. The
