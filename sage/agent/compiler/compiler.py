@@ -10,7 +10,7 @@ text, judged by the same sandbox and evaluation as any answer.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -64,13 +64,16 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
     the first K, or indices) that a 910B kernel can take at all; Unsupported names the first
     op that cannot lower.
 
-    Every case is traced twice on independently drawn inputs: a reference whose trace
-    changes with the values (Python control flow on `.tolist()` / `.item()`, which reads
-    device data on the host) cannot become one static program."""
+    Every case is traced twice, on its inputs and on inputs drawn under another seed: a
+    reference whose trace changes with the values (Python control flow on `.tolist()` /
+    `.item()`, which reads device data on the host) cannot become one static program. The
+    second draw must come from another seed: `cases()` regenerates the same inputs for the
+    same seed, and the evaluation uses that seed too, so a program specialised on the values
+    would pass it and be wrong on any other input."""
     model = task.make_model()
     out: list[CaseProgram] = []
     seen: set[tuple] = set()
-    again = task.cases()
+    again = _redrawn(task).cases()
     groups = task.cases()
     unsupported: list[str] = []
     for i in case_indices(len(groups), evaluated):
@@ -100,6 +103,17 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
     if not out and unsupported:
         raise Unsupported(f"no case a 910B kernel can take: {unsupported[0]}")
     return out
+
+
+def _redrawn(task: Any) -> Any:
+    """The task with its case inputs drawn under another seed (same shapes and dtypes)."""
+    return replace(task, seed=task.seed + REDRAW_SEED_OFFSET)
+
+
+# Any fixed offset gives an independent draw; a large odd one keeps clear of the small seeds
+# users pass on the command line (--seed 1, 2, ...), so the redraw is never the same inputs
+# as another run's evaluation.
+REDRAW_SEED_OFFSET = 1_000_003
 
 
 def _planned(graph: Any, n_args: int) -> tuple[Built, Plan]:

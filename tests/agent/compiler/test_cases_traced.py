@@ -55,3 +55,39 @@ def test_the_offline_agent_compiles_what_the_episode_evaluates(task):
     result = synthesize(task, backend, None, AgentConfig(iterations=0, memory_mode="none", cases=[2]))
     assert result.status == "correct"
     assert result.turns[0].source.count("# ==== case variant") == 1       # the kernel file holds case 2 only
+
+
+VALUE_DEPENDENT = '''
+import torch
+DESCRIPTION = "the first `cut` elements doubled, the rest zero; cut read on the host"
+TAGS = ["test"]
+class Model(torch.nn.Module):
+    def forward(self, x, cut):
+        y = torch.zeros_like(x)
+        end = int(cut.item())
+        y[:end] = x[:end] * 2
+        return y
+def get_input_groups():
+    return [[torch.randn(64), torch.randint(1, 64, (1,))]]
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_trace_that_changes_with_the_input_values_is_refused_even_at_a_fixed_seed(tmp_path):
+    """cases() gives the same inputs for the same seed, so the second trace must be drawn
+    under another: else the program would bake this seed's `cut` and pass its evaluation."""
+    from dataclasses import replace
+
+    from sage.agent.compiler.build import Unsupported
+    from sage.agent.compiler.compiler import REDRAW_SEED_OFFSET, trace_cases
+    from sage.bench.tasks import load_task
+
+    path = tmp_path / "cut.py"
+    path.write_text(VALUE_DEPENDENT)
+    task = load_task(path)
+    cut = task.cases()[0][1].item()
+    assert task.cases()[0][1].item() == cut                              # one seed, one draw
+    assert replace(task, seed=REDRAW_SEED_OFFSET).cases()[0][1].item() != cut
+    with pytest.raises(Unsupported, match="depend on tensor values it reads on the host"):
+        trace_cases(task)
