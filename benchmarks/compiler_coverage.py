@@ -33,7 +33,7 @@ COMPILER_BEGIN, COMPILER_END = "<!-- compiler-coverage -->", "<!-- /compiler-cov
 # Failure classes: the first pattern found in the reason names the class.
 REASON_CLASSES = [
     ("data-dependent output shape", ("output shape depends on the input values",)),
-    ("host reads tensor data", ("reads tensor data on the host",)),
+    ("host reads tensor data", ("reads tensor data on the host", "tensor values it reads on the host")),
     ("dtype without a 910B kernel type", ("no 910B kernel type holds",)),
     ("captured tensor constant", ("tensor constant captured",)),
     ("does not fit UB", ("does not fit in UB", "do not fit in UB")),

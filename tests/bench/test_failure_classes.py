@@ -1,0 +1,23 @@
+"""The compiler-coverage report files every refusal the compiler words under one class."""
+
+import pytest
+
+from benchmarks.compiler_coverage import classify
+
+
+@pytest.mark.parametrize("reason, expected", [
+    ("cannot compile: aten._local_scalar_dense.default: the reference reads tensor data on the host "
+     "(.item()/.tolist()); a kernel's host code cannot read device data", "host reads tensor data"),
+    ("cannot compile: the reference's operations depend on tensor values it reads on the host "
+     "(.tolist()/.item() driving Python control flow); no static kernel program matches it", "host reads tensor data"),
+    ("cannot compile: aten.nonzero.default: its output shape depends on the input values; a kernel allocates "
+     "its outputs before it reads any data", "data-dependent output shape"),
+])
+def test_a_refusal_is_filed_under_its_class(reason, expected):
+    assert classify({"status": "no_kernel", "reason": reason}) == expected
+
+
+def test_a_wrong_result_and_a_compiler_crash_are_their_own_classes():
+    assert classify({"status": "incorrect", "reason": "outside tolerance"}) == "wrong result"
+    assert classify({"status": "compiler_error", "error": "IndexError: list index out of range"}) == \
+        "compiler error (a bug)"
