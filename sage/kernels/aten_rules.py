@@ -118,10 +118,42 @@ def clamp(lo_arg: int | None, hi_arg: int | None, lo_default: float | None = Non
     return rule
 
 
+# Integral exponents up to this magnitude are products (squarings), a few ulp off at most.
+_POW_BY_PRODUCTS = 64
+
+
 def pow_scalar(c: ChainCtx) -> Expr | None:
+    """pow.Tensor_Scalar. The vector recipe's general form is exp(e * ln x), NaN for x < 0,
+    which is right only for a fractional e: an integral one has a real power of a negative
+    base (std ** -3, x ** 5). Those are products, or for a large e the power of |x| with the
+    sign put back for an odd e."""
     if c.call.overload != "Tensor_Scalar":
         return None
-    return op("pow_scalar", c.x[0], exponent=float(c.scalars[0]))
+    x, e = c.x[0], float(c.scalars[0])
+    if not e.is_integer() or e == 0:
+        return op("pow_scalar", x, exponent=e)
+    n = int(abs(e))
+    if n <= _POW_BY_PRODUCTS:
+        power = _power_by_squaring(x, n)
+        return op("reciprocal", power) if e < 0 else power
+    magnitude = op("pow_scalar", op("abs", x), exponent=e)
+    if n % 2 == 0:
+        return magnitude
+    return op("mul", magnitude, op("sub", 1.0, op("mul", op("lt", x, 0.0), 2.0)))   # -1 where x < 0
+
+
+def _power_by_squaring(x: Expr, n: int) -> Expr:
+    """x ** n (n >= 1) in about 2 log2(n) products; the chain lowering computes a shared
+    square once."""
+    result: Expr | None = None
+    square = x
+    while True:
+        if n & 1:
+            result = square if result is None else op("mul", result, square)
+        n >>= 1
+        if not n:
+            return result
+        square = op("mul", square, square)
 
 
 def sigmoid_backward(c: ChainCtx) -> Expr | None:

@@ -178,7 +178,17 @@ def stack(tensors, dim=0):
     return cat([t.unsqueeze(dim) for t in tensors], dim)
 
 
+# A border slab is worth writing as its own piece when it is one run of memory or its runs
+# are at least one 32-byte block: a one-column slab of a 2-D padding is thousands of 4-byte
+# strided writes, slower than filling the whole output under the copy (conv's padding).
+_SLAB_RUN_BYTES = 32
+
+
 def constant_pad_nd(x, pad, value=0):
+    """The output in disjoint pieces where the border slabs are long runs: per padded axis,
+    the slabs inside the axes already done are filled, then the source is copied into what
+    is left; no piece is written twice, so the compiler runs them as one launch. Otherwise
+    the whole output is filled and the source copied over it (two launches)."""
     shape = list(x.shape)
     src = x
     for i in range(len(pad) // 2):
@@ -189,13 +199,29 @@ def constant_pad_nd(x, pad, value=0):
             src = src.narrow(d, -lo, src.shape[d] + lo)
         if hi < 0:
             src = src.narrow(d, 0, src.shape[d] + hi)
+    widths = [(x.dim() - 1 - i, max(pad[2 * i], 0), max(pad[2 * i + 1], 0)) for i in range(len(pad) // 2)]
+    if all(_long_runs(shape, d, w, x.element_size()) for d, lo, hi in widths for w in (lo, hi) if w):
+        out = torch.empty(shape, dtype=x.dtype)
+        inner = out
+        for d, lo, hi in widths:
+            if lo:
+                inner.narrow(d, 0, lo).fill_(value)
+            if hi:
+                inner.narrow(d, inner.shape[d] - hi, hi).fill_(value)
+            inner = inner.narrow(d, lo, src.shape[d])
+        inner.copy_(src)
+        return out
     out = torch.full(shape, value, dtype=x.dtype)
     view = out
-    for i in range(len(pad) // 2):
-        d = x.dim() - 1 - i
-        view = view.narrow(d, max(pad[2 * i], 0), src.shape[d])
+    for d, lo, _ in widths:
+        view = view.narrow(d, lo, src.shape[d])
     view.copy_(src)
     return out
+
+
+def _long_runs(shape: list[int], d: int, width: int, itemsize: int) -> bool:
+    """A slab `width` wide on axis d of a dense `shape` is one run or runs of >= 32 bytes."""
+    return math.prod(shape[:d]) == 1 or width * math.prod(shape[d + 1:]) * itemsize >= _SLAB_RUN_BYTES
 
 
 def _pad_index(size: int, lo: int, hi: int, mode: str) -> torch.Tensor:

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from sage.kernels.registry import base_name, is_free, op_def
 
@@ -163,7 +163,7 @@ class _Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         name = func.overloadpacket.__name__
         if self.decompose:
-            out = self._decomposed(name, args, kwargs)
+            out = self._decomposed(func, name, args, kwargs)
             if out is not NotImplemented:
                 return out
         # Tensor operands in AtenCall.inputs order: positional (lists flattened), then kwargs.
@@ -204,7 +204,7 @@ class _Recorder(TorchDispatchMode):
         return out
 
 
-    def _decomposed(self, name: str, args, kwargs):
+    def _decomposed(self, func, name: str, args, kwargs):
         """The op's registry decomposition, run under this recorder (its ops are recorded
         instead of the op), or NotImplemented when it has none for these arguments."""
         entry = op_def(name)
@@ -215,7 +215,28 @@ class _Recorder(TorchDispatchMode):
         if fn is None:
             return NotImplemented
         with self:
-            return fn(*args, **kwargs)
+            out = fn(*args, **kwargs)
+        if out is NotImplemented or inplace or func._schema.is_mutable:
+            return out                   # an in-place result has its operand's dtype by definition
+        return self._as_the_op_returns(func, name, args, kwargs, out)
+
+    def _as_the_op_returns(self, func, name: str, args, kwargs, out):
+        """The decomposition's results in the dtypes the op itself returns for these
+        arguments. Its dtype rule is the op's own (mish_backward's CPU kernel returns its
+        input's dtype, not the promoted one; meta kernels disagree with CPU on some), so the
+        op is run once, unrecorded (the mode is off inside dispatch), and a result that
+        differs is cast, the cast recorded. A shape or count that differs is a registry bug."""
+        truth, _ = tree_flatten(func(*args, **kwargs))
+        flat, spec = tree_flatten(out)
+        got = [t for t in flat if isinstance(t, torch.Tensor)]
+        want = [t for t in truth if isinstance(t, torch.Tensor)]
+        if [tuple(t.shape) for t in got] != [tuple(t.shape) for t in want]:
+            raise RuntimeError(f"the registry's decomposition of aten.{name} returns shapes "
+                               f"{[tuple(t.shape) for t in got]}, the op {[tuple(t.shape) for t in want]}")
+        dtypes = iter([t.dtype for t in want])
+        with self:
+            flat = [t.to(next(dtypes)) if isinstance(t, torch.Tensor) else t for t in flat]
+        return tree_unflatten(flat, spec)
 
 
 def _origins(model: torch.nn.Module, args: list) -> dict[int, str]:

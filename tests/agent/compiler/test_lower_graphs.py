@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 F32 = np.float32
 
@@ -289,3 +290,19 @@ def test_activations_of_a_rank_zero_tensor_run_on_the_scalar_unit(compile_graph)
         want = [F.mish(t), F.hardsigmoid(t), F.hardswish(t), F.softplus(t)]
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+
+@pytest.mark.parametrize("pad, launches", [
+    # slabs of 2 rows x 8 floats (64 B runs) and one leading plane: disjoint pieces, one launch
+    ((0, 0, 2, -1, 1, 0), 1),
+    # a 2-float column on the last axis is 8-byte strided writes: the fill under the copy
+    ((2, 1, -1, 3, 1, 0), 2),
+])
+def test_a_constant_pad_with_long_border_runs_is_one_launch(compile_graph, pad, launches):
+    compiled, run = compile_graph("x", f"torch.nn.functional.pad(x, {pad}, value=1.5)", "torch.randn(2, 5, 8)")
+    assert sum(line.startswith("# ---- v0 launch") for line in compiled.source.splitlines()) == launches
+    x = np.arange(80, dtype=F32).reshape(2, 5, 8)
+    (out,) = run(x)
+    t = torch.nn.functional.pad(torch.from_numpy(x), pad, value=1.5)
+    np.testing.assert_array_equal(out, t.numpy())
