@@ -24,7 +24,8 @@ from sage.agent.compiler.merge import merge_launches
 from sage.agent.compiler.pieces import split_piecewise_reads
 from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products, wrapping_int64
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
-from sage.bench.evaluate import case_indices
+from sage.bench.case_support import describe_case
+from sage.bench.evaluate import ReferenceFailure, case_indices, reference_outputs
 from sage.kernels import Target, dsl_dtype, long_rows, target_for, trace_graph
 from sage.npu.restricted import MAX_SOURCE_BYTES
 
@@ -73,6 +74,7 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
     again = task.cases()
     groups = task.cases()
     unsupported: list[str] = []
+    raised: list[str] = []           # cases whose plain reference raises
     for i in case_indices(len(groups), evaluated):
         case = groups[i]
         why = task.case_support(case)
@@ -84,11 +86,14 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
             continue
         seen.add(signature)
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
-        graph = trace_graph(model, args, decompose=True)
+        graph = _traced(model, case)
+        if graph is None:            # the reference raises on it: the evaluation does not judge it either
+            raised.append(f"case {i} ({describe_case(case)}): {reference_failure(model, case)}")
+            continue
         if not graph.outputs:
             raise Unsupported("the forward returns no tensor")
-        if i < len(again) and _fingerprint(graph) != _fingerprint(trace_graph(
-                model, [a.clone() if isinstance(a, torch.Tensor) else a for a in again[i]], decompose=True)):
+        twin = _traced(model, again[i]) if i < len(again) else None
+        if twin is not None and _fingerprint(graph) != _fingerprint(twin):
             raise Unsupported("the reference's operations depend on tensor values it reads on the host "
                               "(.tolist()/.item() driving Python control flow); no static kernel program matches it")
         built, plan = _planned(graph, len(case))
@@ -99,7 +104,33 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
         out.append(CaseProgram(signature, names, built, plan, keys, list(case)))
     if not out and unsupported:
         raise Unsupported(f"no case a 910B kernel can take: {unsupported[0]}")
+    if not out and raised:
+        raise Unsupported(f"the reference raises on every case it is judged on: {raised[0]}")
     return out
+
+
+def _traced(model: torch.nn.Module, case: list) -> Any:
+    """The case's decomposed trace, or None when the plain reference raises on these inputs
+    too (e.g. index values out of range of the tensor they index): a failure of the task's
+    own code is a case the evaluation skips (`reference_error`), not a compiler bug. A trace
+    failure the plain reference does not share is one, and propagates."""
+    try:
+        return trace_graph(model, [a.clone() if isinstance(a, torch.Tensor) else a for a in case], decompose=True)
+    except Unsupported:
+        raise
+    except Exception:
+        if reference_failure(model, case) is None:
+            raise
+        return None
+
+
+def reference_failure(model: torch.nn.Module, case: list) -> str | None:
+    """What the plain reference raises on `case` (as the evaluation reports it), or None."""
+    try:
+        reference_outputs(model, case)
+    except ReferenceFailure as exc:
+        return str(exc)
+    return None
 
 
 def _planned(graph: Any, n_args: int) -> tuple[Built, Plan]:
