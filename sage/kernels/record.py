@@ -218,6 +218,22 @@ class _Recorder(TorchDispatchMode):
             return fn(*args, **kwargs)
 
 
+def flat_args(args: list) -> list:
+    """The forward's arguments with each list (or tuple) of tensors spliced in, one position
+    per tensor (torch.cat's argument): the positions of the traced graph's inputs."""
+    flat: list = []
+    for a in args:
+        if is_tensor_list(a):
+            flat.extend(a)
+        else:
+            flat.append(a)
+    return flat
+
+
+def is_tensor_list(a: Any) -> bool:
+    return isinstance(a, (list, tuple)) and bool(a) and all(isinstance(x, torch.Tensor) for x in a)
+
+
 def _origins(model: torch.nn.Module, args: list) -> dict[int, str]:
     origins = {id(a): f"arg:{i}" for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
     for name, p in list(model.named_parameters()) + list(model.named_buffers()):
@@ -246,8 +262,9 @@ def trace_graph(model: torch.nn.Module, args: list, *, decompose: bool = False) 
     """The forward as a dataflow graph over numbered tensor values; with `decompose`, ops
     the registry decomposes are recorded as their decompositions."""
     graph = Graph()
-    recorder = _Recorder(_origins(model, args), graph, decompose)
-    for position, a in enumerate(args):
+    flat = flat_args(args)
+    recorder = _Recorder(_origins(model, flat), graph, decompose)
+    for position, a in enumerate(flat):
         if isinstance(a, torch.Tensor):
             graph.inputs[recorder.fresh(a)] = position
         else:

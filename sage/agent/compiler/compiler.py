@@ -27,6 +27,7 @@ from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, g
 from sage.bench.case_support import describe_case
 from sage.bench.evaluate import ReferenceFailure, case_indices, reference_outputs
 from sage.kernels import Target, dsl_dtype, long_rows, target_for, trace_graph
+from sage.kernels.record import flat_args, is_tensor_list
 from sage.npu.restricted import MAX_SOURCE_BYTES
 
 ScheduleFor = Callable[[GroupKey], Schedule]
@@ -42,6 +43,7 @@ class CaseProgram:
     plan: Plan
     keys: list[GroupKey]          # one per group
     case: list = field(default_factory=list)   # the traced forward arguments (timing runs reuse them)
+    packing: tuple[int | None, ...] = ()       # per argument, its list's length (None: not a list of tensors)
 
 
 @dataclass
@@ -81,10 +83,12 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
         if why is not None:          # an fp64 or complex case is reported per case, never run
             unsupported.append(why)
             continue
-        signature = _signature(case)
-        if signature in seen:
+        flat = flat_args(case)            # a list of tensors (torch.cat's) is one input per tensor
+        packing = tuple(len(a) if is_tensor_list(a) else None for a in case)
+        signature = _signature(flat)
+        if (packing, signature) in seen:
             continue
-        seen.add(signature)
+        seen.add((packing, signature))
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
         graph = _traced(model, case)
         if graph is None:            # the reference raises on it: the evaluation does not judge it either
@@ -96,12 +100,12 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
         if twin is not None and _fingerprint(graph) != _fingerprint(twin):
             raise Unsupported("the reference's operations depend on tensor values it reads on the host "
                               "(.tolist()/.item() driving Python control flow); no static kernel program matches it")
-        built, plan = _planned(graph, len(case))
+        built, plan = _planned(graph, len(flat))
         if not _rows_fit(plan, built.program):
-            built, plan = _with_long_rows_split(model, args, len(case)) or (built, plan)
-        names = [f"a{i}" for i in range(len(case))] + sorted(built.program.params)
+            built, plan = _with_long_rows_split(model, args, len(flat)) or (built, plan)
+        names = [f"a{i}" for i in range(len(flat))] + sorted(built.program.params)
         keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]
-        out.append(CaseProgram(signature, names, built, plan, keys, list(case)))
+        out.append(CaseProgram(signature, names, built, plan, keys, list(case), packing))
     if not out and unsupported:
         raise Unsupported(f"no case a 910B kernel can take: {unsupported[0]}")
     if not out and raised:
@@ -202,7 +206,7 @@ def _room(variants: list[Variant]) -> int:
 def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, target: Target,
              room: int) -> Variant:
     prog = case.built.program
-    variant = Variant(signature=case.signature, args=case.args)
+    variant = Variant(signature=case.signature, args=case.args, packing=case.packing)
     for g, (group, key) in enumerate(zip(case.plan.groups, case.keys)):
         sched = schedules.setdefault(key, schedule_for(key))
         launch = lower_group(group, prog, f"g{g}", sched, target)
