@@ -100,6 +100,10 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
         if twin is not None and _fingerprint(graph) != _fingerprint(twin):
             raise Unsupported("the reference's operations depend on tensor values it reads on the host "
                               "(.tolist()/.item() driving Python control flow); no static kernel program matches it")
+        if graph.captured and _captured(graph) != _captured(_traced(model, _perturbed(case)) or graph):
+            raise Unsupported("the reference computes a tensor on the host outside torch (numpy, or Python on "
+                              "tensor values) from its inputs: the trace holds it as a captured constant, which a "
+                              "kernel cannot compute")
         built, plan = _planned(graph, len(flat))
         if not _rows_fit(plan, built.program):
             built, plan = _with_long_rows_split(model, args, len(flat)) or (built, plan)
@@ -257,6 +261,19 @@ def _copy_out(prog: Program, ref: Ref, name: str, target: Target, schedule_for: 
 def _fingerprint(graph) -> list:
     return [(n.call.name, n.call.overload, repr(n.call.scalars), [tuple(t.shape) for t in n.call.inputs])
             for n in graph.nodes]
+
+
+def _perturbed(case: list) -> list:
+    """The case with other values in its floating-point tensors (the cases of a task are seeded:
+    drawn again, they are the same values). Integer tensors are kept: they may be indices."""
+    gen = torch.Generator().manual_seed(20261202)
+    return [torch.randn(a.shape, generator=gen).to(a.dtype) if isinstance(a, torch.Tensor) and a.is_floating_point()
+            else a for a in case]
+
+
+def _captured(graph) -> list:
+    """The contents of the tensors the forward captured, in the order it met them."""
+    return [graph.captured[v] for v in sorted(graph.captured)]
 
 
 def _signature(case: list) -> tuple:
