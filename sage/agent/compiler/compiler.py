@@ -24,8 +24,9 @@ from sage.agent.compiler.merge import merge_launches
 from sage.agent.compiler.pieces import split_piecewise_reads
 from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products, wrapping_int64
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
+from sage.agent.compiler.tracing import check_static, reference_failure, traced
 from sage.bench.case_support import describe_case
-from sage.bench.evaluate import ReferenceFailure, case_indices, reference_outputs
+from sage.bench.evaluate import case_indices
 from sage.kernels import Target, dsl_dtype, long_rows, target_for, trace_graph
 from sage.kernels.record import flat_args, is_tensor_list
 from sage.npu.restricted import MAX_SOURCE_BYTES
@@ -90,20 +91,13 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
             continue
         seen.add((packing, signature))
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
-        graph = _traced(model, case)
+        graph = traced(model, case)
         if graph is None:            # the reference raises on it: the evaluation does not judge it either
             raised.append(f"case {i} ({describe_case(case)}): {reference_failure(model, case)}")
             continue
         if not graph.outputs:
             raise Unsupported("the forward returns no tensor")
-        twin = _traced(model, again[i]) if i < len(again) else None
-        if twin is not None and _fingerprint(graph) != _fingerprint(twin):
-            raise Unsupported("the reference's operations depend on tensor values it reads on the host "
-                              "(.tolist()/.item() driving Python control flow); no static kernel program matches it")
-        if graph.captured and _captured(graph) != _captured(_traced(model, _perturbed(case)) or graph):
-            raise Unsupported("the reference computes a tensor on the host outside torch (numpy, or Python on "
-                              "tensor values) from its inputs: the trace holds it as a captured constant, which a "
-                              "kernel cannot compute")
+        check_static(model, graph, case, again[i] if i < len(again) else None)
         built, plan = _planned(graph, len(flat))
         if not _rows_fit(plan, built.program):
             built, plan = _with_long_rows_split(model, args, len(flat)) or (built, plan)
@@ -115,30 +109,6 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
     if not out and raised:
         raise Unsupported(f"the reference raises on every case it is judged on: {raised[0]}")
     return out
-
-
-def _traced(model: torch.nn.Module, case: list) -> Any:
-    """The case's decomposed trace, or None when the plain reference raises on these inputs
-    too (e.g. index values out of range of the tensor they index): a failure of the task's
-    own code is a case the evaluation skips (`reference_error`), not a compiler bug. A trace
-    failure the plain reference does not share is one, and propagates."""
-    try:
-        return trace_graph(model, [a.clone() if isinstance(a, torch.Tensor) else a for a in case], decompose=True)
-    except Unsupported:
-        raise
-    except Exception:
-        if reference_failure(model, case) is None:
-            raise
-        return None
-
-
-def reference_failure(model: torch.nn.Module, case: list) -> str | None:
-    """What the plain reference raises on `case` (as the evaluation reports it), or None."""
-    try:
-        reference_outputs(model, case)
-    except ReferenceFailure as exc:
-        return str(exc)
-    return None
 
 
 def _planned(graph: Any, n_args: int) -> tuple[Built, Plan]:
@@ -256,24 +226,6 @@ def _copy_out(prog: Program, ref: Ref, name: str, target: Target, schedule_for: 
     if ref.layout.numel == 0:
         return []
     return [copy_launch(prog, ref, name, f"copy_{name}", target)]
-
-
-def _fingerprint(graph) -> list:
-    return [(n.call.name, n.call.overload, repr(n.call.scalars), [tuple(t.shape) for t in n.call.inputs])
-            for n in graph.nodes]
-
-
-def _perturbed(case: list) -> list:
-    """The case with other values in its floating-point tensors (the cases of a task are seeded:
-    drawn again, they are the same values). Integer tensors are kept: they may be indices."""
-    gen = torch.Generator().manual_seed(20261202)
-    return [torch.randn(a.shape, generator=gen).to(a.dtype) if isinstance(a, torch.Tensor) and a.is_floating_point()
-            else a for a in case]
-
-
-def _captured(graph) -> list:
-    """The contents of the tensors the forward captured, in the order it met them."""
-    return [graph.captured[v] for v in sorted(graph.captured)]
 
 
 def _signature(case: list) -> tuple:
