@@ -13,6 +13,7 @@ the offline compiler also needs which call's output feeds which call's input
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +92,14 @@ class Graph:
     # An in-place op wrote through a view (x[idx] = v on a slice): the write lands in the
     # view's base, which this value-numbered graph cannot follow.
     writes_through_view: bool = False
+    # Tensors the forward captured (no call we saw produced them, not an input or a parameter):
+    # a digest of each one's contents, and the contents of those of at most CAPTURED_BYTES.
+    captured: dict[int, str] = field(default_factory=dict)
+    captured_data: dict[int, torch.Tensor] = field(default_factory=dict)
+
+
+# The largest captured constant whose contents a graph keeps (the compiler can bake it in).
+CAPTURED_BYTES = 4096
 
 
 def dtype_name(dt: torch.dtype) -> str:
@@ -157,7 +166,16 @@ class _Recorder(TorchDispatchMode):
 
     def value_id(self, t: torch.Tensor) -> int:
         # A tensor no call we saw produced (a constant captured by the module): a fresh leaf.
-        return self.ids[id(t)] if id(t) in self.ids else self.fresh(t)
+        if id(t) in self.ids:
+            return self.ids[id(t)]
+        vid = self.fresh(t)
+        if self.graph is not None:
+            data = t.detach().reshape(-1).clone()
+            raw = data.view(torch.uint8) if data.element_size() > 0 and data.numel() else data
+            self.graph.captured[vid] = hashlib.sha1(raw.numpy().tobytes()).hexdigest()
+            if data.numel() * data.element_size() <= CAPTURED_BYTES:
+                self.graph.captured_data[vid] = data.reshape(t.shape)
+        return vid
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -239,6 +257,22 @@ class _Recorder(TorchDispatchMode):
         return tree_unflatten(flat, spec)
 
 
+def flat_args(args: list) -> list:
+    """The forward's arguments with each list (or tuple) of tensors spliced in, one position
+    per tensor (torch.cat's argument): the positions of the traced graph's inputs."""
+    flat: list = []
+    for a in args:
+        if is_tensor_list(a):
+            flat.extend(a)
+        else:
+            flat.append(a)
+    return flat
+
+
+def is_tensor_list(a: Any) -> bool:
+    return isinstance(a, (list, tuple)) and bool(a) and all(isinstance(x, torch.Tensor) for x in a)
+
+
 def _origins(model: torch.nn.Module, args: list) -> dict[int, str]:
     origins = {id(a): f"arg:{i}" for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
     for name, p in list(model.named_parameters()) + list(model.named_buffers()):
@@ -267,8 +301,9 @@ def trace_graph(model: torch.nn.Module, args: list, *, decompose: bool = False) 
     """The forward as a dataflow graph over numbered tensor values; with `decompose`, ops
     the registry decomposes are recorded as their decompositions."""
     graph = Graph()
-    recorder = _Recorder(_origins(model, args), graph, decompose)
-    for position, a in enumerate(args):
+    flat = flat_args(args)
+    recorder = _Recorder(_origins(model, flat), graph, decompose)
+    for position, a in enumerate(flat):
         if isinstance(a, torch.Tensor):
             graph.inputs[recorder.fresh(a)] = position
         else:

@@ -80,7 +80,8 @@ def forward(x, y):                       # host side: same arguments as Model.fo
 SECTIONS = [
     ("Host side (`forward`)",
      "`forward` gets GM handles (`GmHandle`: `shape`, `dtype`, `numel()`, `size(d)`, `dim()`, "
-     "`view(*shape)`/`reshape`/`flatten()`) and plain Python values; model parameters come as keyword "
+     "`view(*shape)`/`reshape`/`flatten()`) and plain Python values (a list of tensors, like `torch.cat`'s "
+     "argument, arrives as a list of GM handles); model parameters come as keyword "
      "arguments named like `named_parameters()` with dots as underscores. Reading data on the host "
      "(indexing, `item()`, arithmetic) is a LaunchError. It allocates outputs, launches kernels with "
      "`kern[block_dim](args)` (each launch pays the launch overhead) and returns a handle or a tuple of "

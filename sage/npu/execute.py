@@ -75,6 +75,10 @@ def _to_handle(session: Session, value, where: str):
             raise LaunchError(f"{where}: {err}") from None
         data = np.array(value, copy=True, order="C")
         return handles.wrap(host.GmHandle(session.allocate(data, is_input=True), tuple(value.shape)))
+    if isinstance(value, (list, tuple)) and any(isinstance(v, np.ndarray) for v in value):
+        # a list of tensors (torch.cat's argument) holds device tensors, as under torch_npu:
+        # the host code gets handles, never the data
+        return type(value)(_to_handle(session, v, f"{where}[{i}]") for i, v in enumerate(value))
     if not isinstance(value, _PLAIN_ARGS):
         raise LaunchError(f"{where}: a {type(value).__name__} cannot be passed to a kernel file")
     return value

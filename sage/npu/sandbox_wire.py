@@ -55,6 +55,9 @@ def encode_job(header: dict, args: list, kwargs: dict) -> tuple[bytes, list[np.n
             entry = {"array": {"dtype": dtype_name(arr.dtype), "shape": list(arr.shape), "offset": offset}}
             offset += arr.nbytes
             return entry
+        if isinstance(value, (list, tuple)) and any(isinstance(v, np.ndarray) for v in value):
+            # a list of tensors (torch.cat's argument): each element its own slice of the data
+            return {"items": [describe(v) for v in value], "tuple": isinstance(value, tuple)}
         return {"value": value}
 
     body = dict(header)
@@ -89,6 +92,9 @@ def read_job(fd: int) -> tuple[dict, list, dict]:
     base = 16 + hlen
 
     def value(entry: dict) -> Any:
+        if "items" in entry:
+            items = [value(e) for e in entry["items"]]
+            return tuple(items) if entry["tuple"] else items
         if "array" not in entry:
             return entry["value"]
         a = entry["array"]

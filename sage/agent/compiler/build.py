@@ -10,14 +10,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from sage.agent.compiler.ir import Layout, Node, Program, Ref, contiguous_strides
-from sage.kernels import AtenCall, Graph, base_name, op_def
+from sage.kernels import AtenCall, Graph, TensorMeta, base_name, op_def
 
 # Free ops that create a storage with a known value (the recorder marks them views).
 _CONSTANT_MAKERS = {"scalar_tensor", "lift_fresh_copy", "lift_fresh"}
 _ALLOCATIONS = {"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"}
 _HOST_READS = {"_local_scalar_dense", "item", "is_nonzero", "tolist"}
 UNSUPPORTED_DTYPES = {"float64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "uint64"}
+
+
+# A node writing the values of a small tensor the forward captured (its call's scalars[0]).
+CONSTANT_OP = "captured_constant"
+CAPTURED = "reads a tensor constant captured by the model; the kernel can only read its inputs and parameters"
 
 
 class Unsupported(Exception):
@@ -56,11 +63,16 @@ def build_program(graph: Graph, n_args: int) -> Built:
     def ref(vid: int, what: str) -> Ref:
         st = graph.storage[vid]
         if st not in storage_buf:
-            if vid not in graph.producer:
-                raise Unsupported(f"{what} reads a tensor constant captured by the model; "
-                                  "the kernel can only read its inputs and parameters")
+            captured = vid not in graph.producer
+            if captured and vid not in graph.captured_data:
+                raise Unsupported(f"{what} {CAPTURED}")
             buf = prog.new_buffer(graph.dtypes[vid], graph.storage_numel[vid])
             storage_buf[st] = buf.id
+            if captured:             # a small constant: a kernel writes its values first
+                meta = TensorMeta(shape=graph.shapes[vid], dtype=graph.dtypes[vid], contiguous=True)
+                layout = Layout(graph.shapes[vid], graph.strides[vid], graph.offsets[vid])
+                prog.nodes.append(_data_node(prog, meta, Ref(buf.id, layout, graph.dtypes[vid]),
+                                             graph.captured_data[vid], what))
         buf = prog.buffers[storage_buf[st]]
         if buf.dtype != graph.dtypes[vid]:
             raise Unsupported(f"{what} reinterprets a {buf.dtype} buffer as {graph.dtypes[vid]}")
@@ -83,7 +95,8 @@ def build_program(graph: Graph, n_args: int) -> Built:
             raise Unsupported(f"{what}: its output shape depends on the input values; a kernel allocates "
                               "its outputs before it reads any data")
         if name in _CONSTANT_MAKERS:
-            prog.nodes.append(_constant_node(prog, gnode, ref(gnode.outs[0], what), consts, what))
+            data = graph.captured_data.get(gnode.args[0]) if gnode.args else None
+            prog.nodes.append(_constant_node(prog, gnode, ref(gnode.outs[0], what), consts, what, data))
             continue
         # A "view" op that made a new storage copied (aten.to returns self or a copy): a node.
         fresh = any(graph.storage[v] not in storage_buf for v in gnode.outs) and name not in _ALLOCATIONS
@@ -128,10 +141,14 @@ def check_dtypes(prog: Program) -> None:
                 raise Unsupported(f"{node.describe()} computes in {r.dtype}, which no 910B kernel type holds")
 
 
-def _constant_node(prog: Program, gnode, out: Ref, consts: dict[int, float], what: str) -> Node:
+def _constant_node(prog: Program, gnode, out: Ref, consts: dict[int, float], what: str,
+                   data: torch.Tensor | None) -> Node:
     """A literal the forward wraps in a tensor (scalar_tensor, lift_fresh of a Python
-    number): a fill node writing its value."""
+    number): a fill node writing its value; a small captured tensor (`data`, see
+    sage.kernels.record.CAPTURED_BYTES): a node writing its values."""
     meta = gnode.call.outputs[0]
+    if (meta.value is None or meta.numel != 1) and data is not None:
+        return _data_node(prog, meta, out, data, what)
     if meta.value is None or meta.numel != 1:
         raise Unsupported(f"{what} wraps a tensor constant captured by the model; the kernel can only read "
                           "its inputs and parameters")
@@ -139,6 +156,18 @@ def _constant_node(prog: Program, gnode, out: Ref, consts: dict[int, float], wha
     call = AtenCall(name="full", overload="default", inputs=[], outputs=[meta], scalars=[list(meta.shape), meta.value],
                     arg_kinds=["scalar", "scalar"])
     return Node(index=len(prog.nodes), op="full", call=call, ins=[], outs=[out])
+
+
+def _data_node(prog: Program, meta: TensorMeta, out: Ref, data: torch.Tensor, what: str) -> Node:
+    """A node writing a captured tensor's values (`data`, in its shape) into `out`'s buffer,
+    which it must fill exactly in row-major order (literals are written in storage order)."""
+    buf = prog.buffers[out.buf]
+    if out.layout.offset != 0 or not out.layout.is_dense() or out.layout.numel != buf.numel \
+            or tuple(out.layout.strides) != contiguous_strides(out.shape) or tuple(data.shape) != tuple(out.shape):
+        raise Unsupported(f"{what} {CAPTURED}")
+    call = AtenCall(name=CONSTANT_OP, overload="default", inputs=[], outputs=[meta],
+                    scalars=[data.reshape(-1).tolist()], arg_kinds=["scalar"])
+    return Node(index=len(prog.nodes), op=CONSTANT_OP, call=call, ins=[], outs=[out])
 
 
 def _prune(prog: Program) -> None:

@@ -24,8 +24,11 @@ from sage.agent.compiler.merge import merge_launches
 from sage.agent.compiler.pieces import split_piecewise_reads
 from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products, wrapping_int64
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
+from sage.agent.compiler.tracing import check_static, reference_failure, traced
+from sage.bench.case_support import describe_case
 from sage.bench.evaluate import case_indices
 from sage.kernels import Target, dsl_dtype, long_rows, target_for, trace_graph
+from sage.kernels.record import flat_args, is_tensor_list
 from sage.npu.restricted import MAX_SOURCE_BYTES
 
 ScheduleFor = Callable[[GroupKey], Schedule]
@@ -41,6 +44,7 @@ class CaseProgram:
     plan: Plan
     keys: list[GroupKey]          # one per group
     case: list = field(default_factory=list)   # the traced forward arguments (timing runs reuse them)
+    packing: tuple[int | None, ...] = ()       # per argument, its list's length (None: not a list of tensors)
 
 
 @dataclass
@@ -76,32 +80,37 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
     again = _redrawn(task).cases()
     groups = task.cases()
     unsupported: list[str] = []
+    raised: list[str] = []           # cases whose plain reference raises
     for i in case_indices(len(groups), evaluated):
         case = groups[i]
         why = task.case_support(case)
         if why is not None:          # an fp64 or complex case is reported per case, never run
             unsupported.append(why)
             continue
-        signature = _signature(case)
-        if signature in seen:
+        flat = flat_args(case)            # a list of tensors (torch.cat's) is one input per tensor
+        packing = tuple(len(a) if is_tensor_list(a) else None for a in case)
+        signature = _signature(flat)
+        if (packing, signature) in seen:
             continue
-        seen.add(signature)
+        seen.add((packing, signature))
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
-        graph = trace_graph(model, args, decompose=True)
+        graph = traced(model, case)
+        if graph is None:            # the reference raises on it: the evaluation does not judge it either
+            raised.append(f"case {i} ({describe_case(case)}): {reference_failure(model, case)}")
+            continue
         if not graph.outputs:
             raise Unsupported("the forward returns no tensor")
-        if i < len(again) and _fingerprint(graph) != _fingerprint(trace_graph(
-                model, [a.clone() if isinstance(a, torch.Tensor) else a for a in again[i]], decompose=True)):
-            raise Unsupported("the reference's operations depend on tensor values it reads on the host "
-                              "(.tolist()/.item() driving Python control flow); no static kernel program matches it")
-        built, plan = _planned(graph, len(case))
+        check_static(model, graph, case, again[i] if i < len(again) else None)
+        built, plan = _planned(graph, len(flat))
         if not _rows_fit(plan, built.program):
-            built, plan = _with_long_rows_split(model, args, len(case)) or (built, plan)
-        names = [f"a{i}" for i in range(len(case))] + sorted(built.program.params)
+            built, plan = _with_long_rows_split(model, args, len(flat)) or (built, plan)
+        names = [f"a{i}" for i in range(len(flat))] + sorted(built.program.params)
         keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]
-        out.append(CaseProgram(signature, names, built, plan, keys, list(case)))
+        out.append(CaseProgram(signature, names, built, plan, keys, list(case), packing))
     if not out and unsupported:
         raise Unsupported(f"no case a 910B kernel can take: {unsupported[0]}")
+    if not out and raised:
+        raise Unsupported(f"the reference raises on every case it is judged on: {raised[0]}")
     return out
 
 
@@ -185,7 +194,7 @@ def _room(variants: list[Variant]) -> int:
 def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, target: Target,
              room: int) -> Variant:
     prog = case.built.program
-    variant = Variant(signature=case.signature, args=case.args)
+    variant = Variant(signature=case.signature, args=case.args, packing=case.packing)
     for g, (group, key) in enumerate(zip(case.plan.groups, case.keys)):
         sched = schedules.setdefault(key, schedule_for(key))
         launch = lower_group(group, prog, f"g{g}", sched, target)
@@ -231,11 +240,6 @@ def _copy_out(prog: Program, ref: Ref, name: str, target: Target, schedule_for: 
     if ref.layout.numel == 0:
         return []
     return [copy_launch(prog, ref, name, f"copy_{name}", target)]
-
-
-def _fingerprint(graph) -> list:
-    return [(n.call.name, n.call.overload, repr(n.call.scalars), [tuple(t.shape) for t in n.call.inputs])
-            for n in graph.nodes]
 
 
 def _signature(case: list) -> tuple:

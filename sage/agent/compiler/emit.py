@@ -37,6 +37,9 @@ class Variant:
     temps: list[tuple[str, int, str]] = field(default_factory=list)    # (name, elements, dtype)
     launches: list[Launch] = field(default_factory=list)
     returns: list[str] = field(default_factory=list)
+    # per forward argument, the number of tensors of a list argument (None: one value); the
+    # variant's own parameters are the flat ones (each list's tensors spliced in)
+    packing: tuple[int | None, ...] = ()
 
 
 def kernel_file(variants: list[Variant], title: str) -> str:
@@ -65,13 +68,34 @@ def _variant_forward(k: int, v: Variant) -> str:
 
 
 def _dispatcher(variants: list[Variant]) -> str:
-    args = variants[0].args
-    lines = [f"def forward({', '.join(args)}):"]
-    for k, v in enumerate(variants):
-        cond = " and ".join(_test(name, what, value) for name, what, value in v.signature) or "True"
-        lines += [f"    if {cond}:", f"        return forward_v{k}({', '.join(args)})"]
+    if not any(n is not None for v in variants for n in v.packing):
+        args = variants[0].args
+        lines = [f"def forward({', '.join(args)}):"]
+        for k, v in enumerate(variants):
+            cond = " and ".join(_test(name, what, value) for name, what, value in v.signature) or "True"
+            lines += [f"    if {cond}:", f"        return forward_v{k}({', '.join(args)})"]
+    else:
+        head = variants[0]
+        params = head.args[_flat_count(head.packing):]
+        lines = [f"def forward({', '.join([f'x{i}' for i in range(len(head.packing))] + params)}):"]
+        for k, v in enumerate(variants):
+            # the list lengths first: the element tests index the lists
+            expr = dict(zip(v.args, _flat_exprs(v.packing)))
+            tests = [f"len(x{i}) == {n}" for i, n in enumerate(v.packing) if n is not None]
+            tests += [_test(expr[name], what, value) for name, what, value in v.signature]
+            lines += [f"    if {' and '.join(tests) or 'True'}:",
+                      f"        return forward_v{k}({', '.join(_flat_exprs(v.packing) + params)})"]
     lines.append('    raise ValueError("no compiled case for these argument shapes, dtypes and values")')
     return "\n".join(lines) + "\n"
+
+
+def _flat_count(packing: tuple[int | None, ...]) -> int:
+    return sum(1 if n is None else n for n in packing)
+
+
+def _flat_exprs(packing: tuple[int | None, ...]) -> list[str]:
+    """The dispatcher's expression of each flat argument: `x1` or an element `x0[2]`."""
+    return [e for i, n in enumerate(packing) for e in ([f"x{i}"] if n is None else [f"x{i}[{j}]" for j in range(n)])]
 
 
 def _test(name: str, what: str, value: Any) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sage.agent.compiler.build import Built, Unsupported
+from sage.agent.compiler.build import CONSTANT_OP, Built, Unsupported
 from sage.agent.compiler.ir import BufferUses, Node, Program, Ref
 from sage.agent.compiler.pointwise import IotaOperand, pointwise_of, is_reduce, prim_of
 from sage.agent.compiler.tilegroup import GMap, LeafRef, TileGroup, Virtual, compose, leaves_of, new_group
@@ -157,6 +157,8 @@ def epilogue_group(node: Node) -> TileGroup:
 
 
 def _prim_kind(node: Node) -> str:
+    if node.op == CONSTANT_OP:
+        return CONSTANT_OP
     prim = prim_of(node)
     if prim is None or prim.kind in ("reduce", "fill", "iota"):
         raise Unsupported(f"{node.describe()}: no lowering (not pointwise, not a primitive, no decomposition)")

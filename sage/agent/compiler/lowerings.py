@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 
 from sage.agent.compiler import lower_index
-from sage.agent.compiler.build import Unsupported
+from sage.agent.compiler.build import CONSTANT_OP, Unsupported
 from sage.agent.compiler.emit import Launch, library_launch
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Program, Ref, contiguous_strides
@@ -216,9 +216,23 @@ def gather_rows_launch(group: Group, prog: Program, name: str, sched: Schedule, 
                           gather_rows_args(spec))
 
 
+def constant_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
+    """A small captured tensor's values written by a one-core kernel (library/constant.py)."""
+    from sage.kernels.library.constant import constant_source
+
+    node = group.nodes[0]
+    out = prog.buffers[node.outs[0].buf]
+    values = node.call.scalars[0]
+    if not values:
+        return None
+    return library_launch(node.describe(), name, f"constant {out.name}[{len(values)}]",
+                          lambda: constant_source(name, out.dtype, values), [out.name])
+
+
 # A one-node group's primitive kind (sage.kernels.registry Prim.kind) -> its lowering.
 PrimitiveLowering = Callable[[Group, Program, str, Schedule, Target], "Launch | None"]
 PRIMITIVE_LOWERINGS: dict[str, PrimitiveLowering] = {
+    CONSTANT_OP: constant_launch,
     "matmul": matmul_launch,
     "index_select": gather_rows_launch,
     "gather": lower_index.gather_launch,

@@ -24,6 +24,7 @@ from sage.agent.compiler.schedule import Schedule
 from sage.agent.compiler.search import DEFAULT_BUDGET, SearchState, knob_diff, measure, next_move, rank
 from sage.agent.offline import hints as H
 from sage.kernels import Target
+from sage.kernels.record import flat_args
 
 # Adoption probability by what is known of an item: resident rules proved themselves on
 # several operators; a positive utility is exploited, an untried one explored.
@@ -61,7 +62,8 @@ class CompilerAgent:
         rank(self.state, starts)
         from sage.bench.tasks import kernel_args, parameter_kwargs
 
-        args = [kernel_args(c.case) for c in self.cases]
+        # one group runs alone on the program's inputs: a list argument's tensors one by one
+        args = [kernel_args(flat_args(c.case)) for c in self.cases]
         measure(self.state, args, parameter_kwargs(self.task.make_model()), self.preset)
         return self._answer(Attempt(dict(self.state.chosen), None, []))
 

@@ -227,6 +227,12 @@ class _Writer:
             pre += ["SetFlag(HardEvent.V_S, 0)", "WaitFlag(HardEvent.V_S, 0)", *scalar_reads,
                     "SetFlag(HardEvent.S_V, 0)", "WaitFlag(HardEvent.S_V, 0)"]
         kinds = [leaf_kind(spec, leaf) for leaf in spec.leaves] + ["row"] * extra
+        if spec.row is None:
+            # One row per tile (NR = 1, TILE_ELEMS = S_PAD): a value along the columns is the
+            # whole tile. Lowered as a row it would be copied into a full tile before every store
+            # or mixed operand, one instruction per 256 B: 64 per 16 KB tile of a plain cast.
+            kinds = ["full" if k == "row" else k for k in kinds]
+            inputs = {i: Val("full", v.ref, v.temp) if v.kind == "row" else v for i, v in inputs.items()}
         low = Lowerer(kinds=kinds, inputs=inputs, dtype=spec.compute, repeat_form=True, reduce_rows=self.rows)
         results = low.lower_all(roots)
         post: list[str] = []

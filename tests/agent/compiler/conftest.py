@@ -16,12 +16,30 @@ class Model(torch.nn.Module):
     def forward(self, {args}):
         return {body}
 def get_input_groups():
-    return [[{inputs}]]
+    return [{groups}]
 def get_inputs():
     return get_input_groups()[0]
 def get_init_inputs():
     return []
 '''
+
+
+def write_task(path: Path, args: str, body: str, cases: list[str]) -> Path:
+    """A task file at `path` whose forward(args) returns `body`, with one input group per
+    entry of `cases` (each the Python text of the group's arguments)."""
+    path.write_text(TASK.format(args=args, body=body, groups=", ".join(f"[{c}]" for c in cases)))
+    return path
+
+
+@pytest.fixture
+def task_file(tmp_path: Path):
+    """task_file(args, body, cases) -> the loaded task (see write_task)."""
+    from sage.bench.tasks import load_task
+
+    def make(args: str, body: str, cases: list[str]):
+        return load_task(write_task(tmp_path / f"t{len(list(tmp_path.glob('t*.py')))}.py", args, body, cases))
+
+    return make
 
 
 @pytest.fixture
@@ -34,8 +52,7 @@ def compile_graph(tmp_path: Path):
 
     def make(args: str, body: str, inputs: str):
         path = tmp_path / f"g{len(list(tmp_path.glob('g*.py')))}.py"
-        path.write_text(TASK.format(args=args, body=body, inputs=inputs))
-        task = load_task(path)
+        task = load_task(write_task(path, args, body, [inputs]))
         compiled = compile_cases(trace_cases(task), None, target_for("ascend910b2"), "test")
 
         def run(*arrays: np.ndarray) -> list[np.ndarray]:

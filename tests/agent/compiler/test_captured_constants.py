@@ -1,0 +1,44 @@
+"""Tensors the forward captures (made outside torch's ops: torch.tensor of literals, numpy
+results): one computed on the host from the inputs' values (level1/5_cumsum computes its
+result with numpy) is refused as such, whatever the case's seeded inputs are."""
+
+import pytest
+
+
+def test_a_tensor_computed_with_numpy_from_the_inputs_is_refused_as_host_computation(task_file):
+    from sage.agent.compiler.build import Unsupported
+    from sage.agent.compiler.compiler import trace_cases
+
+    task = task_file("x", "torch.from_numpy(x.numpy().cumsum(0))", ["torch.randn(16)"])
+    with pytest.raises(Unsupported, match="computes a tensor on the host outside torch"):
+        trace_cases(task)
+
+
+def test_small_literal_constants_are_written_by_a_kernel_and_match_torch(task_file):
+    import numpy as np
+    import torch
+
+    from sage.agent.compiler.compiler import compile_cases, trace_cases
+    from sage.kernels import target_for
+    from sage.npu.sandbox import run_sandboxed
+
+    body = "(x * torch.tensor([1.0, -2.0, 0.5, 4.0])).index_select(1, torch.tensor([3, 0, 2]))"
+    task = task_file("x", body, ["torch.randn(5, 4)"])
+    compiled = compile_cases(trace_cases(task), None, target_for("ascend910b2"), "test")
+    assert sum(g.kind == "captured_constant" for _, g in compiled.groups) == 2
+    x = np.arange(20, dtype=np.float32).reshape(5, 4)
+    run = run_sandboxed(compiled.source, [x])
+    assert run.error is None, run.error
+    # column j of the result is x[:, idx[j]] * w[idx[j]]: idx 3 -> *4, 0 -> *1, 2 -> *0.5
+    expected = np.stack([x[:, 3] * 4, x[:, 0] * 1, x[:, 2] * 0.5], axis=1)
+    np.testing.assert_array_equal(run.outputs[0], expected)
+    assert torch.equal(torch.from_numpy(expected), task.make_model()(torch.from_numpy(x)))
+
+
+def test_a_constant_over_4_kb_is_refused_with_the_captured_constant_reason(task_file):
+    from sage.agent.compiler.build import Unsupported
+    from sage.agent.compiler.compiler import trace_cases
+
+    task = task_file("x", "x + torch.tensor([float(i) for i in range(2048)])", ["torch.randn(2048)"])
+    with pytest.raises(Unsupported, match="tensor constant captured by the model"):
+        trace_cases(task)
