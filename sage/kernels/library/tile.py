@@ -54,6 +54,7 @@ class TileGeometry(BaseModel):
     rows_per_item: int             # row tiles per unit of work (row mode), else 1
     plans: dict[int, str]
     out_plans: list[str]
+    shared: list[int] = []         # leaves read out of another leaf's span (no copy of their own)
     vector_lines: int              # instructions written for one tile's compute
 
 
@@ -70,7 +71,7 @@ def tile_geometry(spec: TileSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target
     return TileGeometry(nr=lay.nr, nc=lay.nc, pitch=lay.s, buffer_num=lay.bn,
                         tiles=loops * n_ct * (1 if spec.reduce_rows else n_rt),
                         rows_per_item=n_rt if spec.reduce_rows else 1, plans=dict(lay.plans),
-                        out_plans=list(lay.out_plans), vector_lines=w.vector_lines or source.count("\n") // 10)
+                        out_plans=list(lay.out_plans), shared=sorted(lay.share), vector_lines=w.vector_lines or source.count("\n") // 10)
 
 
 def tile_args(spec: TileSpec) -> list[str]:
@@ -214,12 +215,11 @@ class _Writer:
         inputs: dict[int, Val] = {}
         scalar_reads: list[str] = []
         used = set().union(*(inputs_of(r) for r in roots))
-        for i, leaf in enumerate(spec.leaves):
-            if i in used:
-                val, lines, reads = self.e.prepare(i, leaf)
-                pre += lines
-                scalar_reads += reads
-                inputs[i] = val
+        for i in self.e.prepare_order({i for i in used if i < len(spec.leaves)}):
+            val, lines, reads = self.e.prepare(i, spec.leaves[i])
+            pre += lines
+            scalar_reads += reads
+            inputs[i] = val
         for j in range(extra):
             inputs[len(spec.leaves) + j] = Val("row", f"acc{j}")
             pre.append(f"acc{j} = self.accb{j}.Get({dsl_dtype(spec.compute)})")
