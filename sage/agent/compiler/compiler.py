@@ -22,7 +22,7 @@ from sage.agent.compiler.ir import Layout, Program, Ref
 from sage.agent.compiler.lowerings import TileDoesNotFit, lower_group
 from sage.agent.compiler.merge import merge_launches
 from sage.agent.compiler.pieces import split_piecewise_reads
-from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products, wrapping_int64
+from sage.agent.compiler.rewrite import absorb_index_wraps, absorb_upcasts, exact_integer_products, wrapping_int64
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
 from sage.bench.evaluate import case_indices
 from sage.kernels import Target, dsl_dtype, long_rows, target_for, trace_graph
@@ -105,6 +105,7 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
 def _planned(graph: Any, n_args: int) -> tuple[Built, Plan]:
     built = build_program(graph, n_args)
     absorb_upcasts(built.program)
+    absorb_index_wraps(built.program)
     exact_integer_products(built.program)
     wrapping_int64(built.program)
     check_dtypes(built.program)
