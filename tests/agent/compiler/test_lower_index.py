@@ -139,3 +139,15 @@ def test_a_wrap_over_another_length_is_kept(compile_graph):
     i = np.array([-1, 0, -4], np.int64)
     (out,) = run(x, i)
     np.testing.assert_array_equal(out, x[[3, 0, 0]])
+
+
+def test_picking_many_entries_of_a_short_table_streams_it_into_ub_once(compile_graph):
+    # weight[i] for 300 indices into a 40-entry table: one Gather over the table in UB, not one
+    # GM copy per index (each would pay a copy's fixed cost for 4 bytes)
+    compiled, run = compile_graph("w, i", "torch.index_select(w, 0, i)", "torch.randn(40), torch.randint(0, 40, (300,))")
+    assert "Gather(" in compiled.source
+    w = np.arange(40, dtype=F32) * 0.5
+    i = (np.arange(300, dtype=np.int64) * 7) % 40
+    i[::5] -= 40                                    # negative indices wrap as in Python
+    (out,) = run(w, i)
+    np.testing.assert_array_equal(out, w[i % 40])
