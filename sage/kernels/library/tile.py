@@ -92,6 +92,19 @@ def tile_class(spec: TileSpec) -> str:
 
 
 _FOLD = {"sum": "Add", "max": "Max", "min": "Min"}
+# A float result rounded and stored as int32 (floor_divide, x.round().int()): the store's own
+# Cast rounds in that mode, instead of rounding in float (two casts, a magnitude guard and a
+# select) and then truncating in the cast.
+_CAST_MODES = {"floor": "CAST_FLOOR", "ceil": "CAST_CEIL", "round": "CAST_RINT", "trunc": "CAST_TRUNC"}
+
+
+def _rounded_store(e: Expr, compute: str, out_dtype: str) -> tuple[Expr, str] | None:
+    """(what to lower, the store's cast mode) for an output `rounding(x)` stored as int32."""
+    while isinstance(e, Op) and e.name == "identity":
+        e = e.args[0]
+    if compute != "float32" or out_dtype != "int32" or not isinstance(e, Op) or e.name not in _CAST_MODES:
+        return None
+    return e.args[0], _CAST_MODES[e.name]
 
 
 class _Writer:
@@ -226,11 +239,16 @@ class _Writer:
         if scalar_reads:
             pre += ["SetFlag(HardEvent.V_S, 0)", "WaitFlag(HardEvent.V_S, 0)", *scalar_reads,
                     "SetFlag(HardEvent.S_V, 0)", "WaitFlag(HardEvent.S_V, 0)"]
+        n_fold = len(self.reduces) if fold else 0
+        modes = {}
+        for k, j in enumerate(outs):
+            got = _rounded_store(roots[n_fold + k], spec.compute, spec.outputs[j].access.dtype)
+            if got is not None:
+                roots[n_fold + k], modes[j] = got
         kinds = [leaf_kind(spec, leaf) for leaf in spec.leaves] + ["row"] * extra
         low = Lowerer(kinds=kinds, inputs=inputs, dtype=spec.compute, repeat_form=True, reduce_rows=self.rows)
         results = low.lower_all(roots)
         post: list[str] = []
-        n_fold = len(self.reduces) if fold else 0
         folds: list[str] = []
         folded: set[str] = set()
         for j, (r, res) in enumerate(zip(self.reduces[:n_fold], results)):
@@ -244,7 +262,8 @@ class _Writer:
                 want = "row" if res.kind in ("row", "scalar") else "full"
             if res.kind != want:
                 res = low._materialize(res, want)
-            post += self.e.store(j, spec.outputs[j].access, res.ref, "col" if want == "col" else "full")
+            post += self.e.store(j, spec.outputs[j].access, res.ref, "col" if want == "col" else "full",
+                                 modes.get(j))
         post += folds
         post += self.e.free_leaves([i for i in inputs if i < len(spec.leaves) and isinstance(spec.leaves[i], Access)])
         self.masked = self.masked or low.uses_mask

@@ -503,7 +503,8 @@ class Emit:
         return body
 
     # -- results --------------------------------------------------------------------------------
-    def store(self, j: int, acc: Access, ref: str, level: str) -> list[str]:
+    def store(self, j: int, acc: Access, ref: str, level: str, mode: str | None = None) -> list[str]:
+        """Output j from `ref`, converted to its dtype (`mode`: the rounding of a float -> int32 cast)."""
         spec, lay = self.spec, self.lay
         ct, od = spec.compute, acc.dtype
         dt, es = dsl_dtype(od), DTYPE_SIZE[od]
@@ -513,7 +514,9 @@ class Emit:
         lines = [f"y{j} = self.qo{j}.AllocTensor({dt})"]
         if target != f"y{j}":
             lines.append(f"z{j} = self.yb{j}.Get({dt})")
-        if od != ct:
+        if mode is not None:
+            lines.append(f"Cast({target}, {ref}, RoundMode.{mode}, {count})")
+        elif od != ct:
             lines += cast_lines(target, ref, ct, od, count, _scratch)
         else:
             lines.append(f"Adds({target}, {ref}, 0, {count})")

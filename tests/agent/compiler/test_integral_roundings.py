@@ -28,3 +28,17 @@ def test_a_rounded_quantiser_runs_one_rounding(compile_graph):
     x = (np.arange(512, dtype=np.float32).reshape(8, 64) - 256.0) / 7.0
     (out,) = run(x)
     np.testing.assert_array_equal(out, np.clip(np.round(x * 4.0), -100, 100).astype(np.int32))
+
+
+def test_an_int32_floor_division_rounds_in_its_store_cast(compile_graph):
+    # a // b of int32 computes floor(a / b) in float32: the int32 store's Cast rounds toward
+    # -inf itself (CAST_FLOOR), no float floor (guard, casts, select) before a truncating cast
+    compiled, run = compile_graph("a, b", "torch.floor_divide(a, b)",
+                                  "torch.randint(-50, 50, (4, 96), dtype=torch.int32), "
+                                  "torch.randint(1, 9, (4, 96), dtype=torch.int32)")
+    assert "RoundMode.CAST_FLOOR" in compiled.source and "CompareScalar(" not in compiled.source
+    rng = np.random.default_rng(2)
+    a = rng.integers(-5000, 5000, (4, 96)).astype(np.int32)
+    b = (rng.integers(1, 40, (4, 96)) * rng.choice([-1, 1], (4, 96))).astype(np.int32)
+    (out,) = run(a, b)
+    np.testing.assert_array_equal(out, np.floor_divide(a, b))
