@@ -93,7 +93,10 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
                               "(.tolist()/.item() driving Python control flow); no static kernel program matches it")
         built, plan = _planned(graph, len(case))
         if not _rows_fit(plan, built.program):
-            built, plan = _with_long_rows_split(model, args, len(case)) or (built, plan)
+            # a cast recomputed where a reduction reads it through a merging reshape costs that
+            # tile the cast's input and result buffers: written once to GM, whole rows may fit
+            built, plan = _fitting(_planned(graph, len(case), merged_reads=False)) or \
+                _with_long_rows_split(model, args, len(case)) or (built, plan)
         names = [f"a{i}" for i in range(len(case))] + sorted(built.program.params)
         keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]
         out.append(CaseProgram(signature, names, built, plan, keys, list(case)))
@@ -102,16 +105,20 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
     return out
 
 
-def _planned(graph: Any, n_args: int) -> tuple[Built, Plan]:
+def _planned(graph: Any, n_args: int, merged_reads: bool = True) -> tuple[Built, Plan]:
     built = build_program(graph, n_args)
     absorb_upcasts(built.program)
     absorb_index_wraps(built.program)
     exact_integer_products(built.program)
     wrapping_int64(built.program)
     check_dtypes(built.program)
-    plan = plan_groups(built)
+    plan = plan_groups(built, merged_reads)
     split_piecewise_reads(plan, built.program)
     return built, plan
+
+
+def _fitting(planned: tuple[Built, Plan]) -> tuple[Built, Plan] | None:
+    return planned if _rows_fit(planned[1], planned[0].program) else None
 
 
 # Chunk lengths tried, longest first, when a fused program's reduced rows do not fit UB.

@@ -188,7 +188,7 @@ class _Writer:
             body += [f"self.g_{arg} = GlobalTensor()", f"self.g_{arg}.SetGlobalBuffer({arg})"]
         body += self.e.init_buffers() + self.e.iota_buffers()
         csz = self.lay.es_c
-        for k, count in (("full", "TILE_ELEMS"), ("row", "S_PAD"), ("col", "NR_PAD"), ("brcb", "NR_PAD * EPB")):
+        for k, count in (("full", "TILE_ELEMS"), ("row", "S_PAD"), ("col", "NR_PAD"), ("brcb", "BRCB_PAD * EPB")):
             for j in range(self.made.get(k, 0)):
                 t = f"t{k[0]}{j}"
                 body += [f"self.tb_{t} = TBuf(TPosition.VECCALC)",

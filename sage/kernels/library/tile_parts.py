@@ -51,6 +51,14 @@ def square_side(tile_len: int, align: int, cols: int) -> int | None:
     return min(fits, key=lambda nc: abs(math.log(nc / side)), default=None)
 
 
+def brcb_pad(nr: int) -> int:
+    """32 B blocks of a Brcb temporary (one block per tile row): Brcb writes whole repeats of
+    8 blocks, and readers take one block per row; one repeat of slack. (Sized like the
+    comparison buffers before, 64-row multiples plus CMP_PAD blocks, it took 6 KB for a
+    one-row tile: what a 10240-column group norm row lacked to fit UB.)"""
+    return _ceil(nr, 8) + 8
+
+
 def _pitch(n: int, es: int) -> int:
     """Elements of a UB row of n elements of es bytes, padded to the 32 B block."""
     return _ceil(n * es, 32) // es
@@ -171,7 +179,7 @@ class TileLayout:
                                           "col_strided": nr * 32 // es}[plan]
         total += made.get("full", 0) * tile * csz + made.get("row", 0) * (s + CMP_PAD) * csz
         total += made.get("col", 0) * (_ceil(nr, 64) + CMP_PAD) * csz
-        total += made.get("brcb", 0) * (_ceil(nr, 64) + CMP_PAD) * 32
+        total += made.get("brcb", 0) * brcb_pad(nr) * 32
         if spec.reduce_rows:
             total += (s + CMP_PAD) * csz * 4     # accumulators
         total += (tile // 8 + 64) if masked else 0
@@ -204,7 +212,7 @@ class TileLayout:
                 f"C = {spec.cols}", f"DR = {spec.rows}", f"NC = {self.nc}", f"NR = {self.nr}", f"S = {self.s}",
                 f"N_CT = {n_ct}", f"N_RT = {-(-spec.rows // self.nr)}", f"T = {loops * n_ct * n_rt}",
                 f"CMP_PAD = {CMP_PAD}", f"TILE_ELEMS = {self.nr * self.s + CMP_PAD}", f"S_PAD = {self.s + CMP_PAD}",
-                f"NR_PAD = {_ceil(self.nr, 64) + CMP_PAD}", f"RAMP = {max(self.s, self.nr, self.nc) + 64}"]
+                f"NR_PAD = {_ceil(self.nr, 64) + CMP_PAD}", f"BRCB_PAD = {brcb_pad(self.nr)}", f"RAMP = {max(self.s, self.nr, self.nc) + 64}"]
 
 
 def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:

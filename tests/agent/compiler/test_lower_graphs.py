@@ -289,3 +289,14 @@ def test_activations_of_a_rank_zero_tensor_run_on_the_scalar_unit(compile_graph)
         want = [F.mish(t), F.hardsigmoid(t), F.hardswish(t), F.softplus(t)]
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_cast_read_through_a_merging_reshape_is_recomputed_not_stored(compile_graph):
+    # x.float() viewed as [N, C * H * W] by a row reduction (group norm's reshape merges the
+    # channel and spatial axes): the reduction casts as it loads, one launch, no fp32 copy of x
+    compiled, run = compile_graph("x", "x.float().reshape(4, 2 * 8 * 8).sum(1)",
+                                  "torch.randn(4, 2, 8, 8).half()")
+    assert len(compiled.cases[0].plan.groups) == 1
+    x = (np.arange(512).reshape(4, 2, 8, 8) % 13 - 6).astype(np.float16)
+    (out,) = run(x)
+    np.testing.assert_allclose(out, x.astype(np.float32).reshape(4, 128).sum(1), rtol=1e-6)
