@@ -281,6 +281,16 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     return torch.index_select(weight, 0, indices.reshape(-1)).reshape(*indices.shape, weight.shape[1])
 
 
+def _linear_index(idx, sizes):
+    """The row behind index tensors over axes of `sizes` (negative indices wrapped per axis);
+    the first axis's index starts it, with no product of zeros to trace and launch."""
+    linear = None
+    for t, n in zip(idx, sizes):
+        wrapped = torch.where(t < 0, t + n, t)
+        linear = wrapped if linear is None else linear * n + wrapped
+    return linear
+
+
 def index(x, indices):
     """Advanced indexing by integer tensors on consecutive leading-or-any axes: one linear
     index over the indexed axes, then a gather of the rows behind them."""
@@ -290,9 +300,7 @@ def index(x, indices):
     idx = [indices[d].to(torch.int64) for d in dims]
     idx = torch.broadcast_tensors(*idx)
     sizes = [x.shape[d] for d in dims]
-    linear = torch.zeros_like(idx[0])
-    for t, n in zip(idx, sizes):
-        linear = linear * n + torch.where(t < 0, t + n, t)
+    linear = _linear_index(idx, sizes)
     lead, tail = list(x.shape[:dims[0]]), list(x.shape[dims[-1] + 1:])
     flat = x.reshape(*lead, math.prod(sizes), *tail)
     picked = torch.index_select(flat, len(lead), linear.reshape(-1))
@@ -313,9 +321,7 @@ def index_put_(x, indices, values, accumulate=False):
         return NotImplemented
     idx = torch.broadcast_tensors(*[indices[d].to(torch.int64) for d in dims])
     sizes = [x.shape[d] for d in dims]
-    linear = torch.zeros_like(idx[0])
-    for t, n in zip(idx, sizes):
-        linear = linear * n + torch.where(t < 0, t + n, t)
+    linear = _linear_index(idx, sizes)
     tail = list(x.shape[len(dims):])
     rows = linear.reshape(-1)
     flat = x.view(math.prod(sizes), *tail)

@@ -84,6 +84,7 @@ class Lowerer:
         """Several results of one program, sub-expressions shared (each computed once)."""
         if self.repeat_form:
             roots = [_strip_identity(r) for r in roots]
+        roots = [_drop_integral_roundings(r) for r in roots]
         uses: dict[Expr, int] = {}
         for root in roots:
             self._count_uses(root, uses)
@@ -405,6 +406,36 @@ def _strip_identity(e: Expr) -> Expr:
     if isinstance(e, Reduce):
         return Reduce(e.kind, _strip_identity(e.arg))
     return e
+
+
+ROUNDINGS = ("round", "trunc", "floor", "ceil")
+# ops that keep integer values integers (in float arithmetic too: a float past 2^24 is an integer)
+INTEGRAL_PRESERVING = ("clamp", "neg", "abs", "relu", "maximum", "minimum", "add", "sub", "mul")
+
+
+def _drop_integral_roundings(e: Expr) -> Expr:
+    """A rounding of a value that is already an integer removed: `x.round().to(torch.int8)`
+    traces as trunc(round(x)), and the trunc would cost as many vector instructions again
+    (a cast each way, a magnitude guard and a select) for the same values."""
+    if isinstance(e, Op):
+        args = tuple(_drop_integral_roundings(a) for a in e.args)
+        if e.name in ROUNDINGS and _integral(args[0]):
+            return args[0]
+        return Op(e.name, args, e.params)
+    if isinstance(e, Reduce):
+        return Reduce(e.kind, _drop_integral_roundings(e.arg))
+    return e
+
+
+def _integral(e: Expr) -> bool:
+    if isinstance(e, Const):
+        return math.isfinite(e.value) and float(e.value).is_integer()
+    if not isinstance(e, Op):
+        return False
+    if e.name in ROUNDINGS:
+        return True
+    return e.name in INTEGRAL_PRESERVING and all(_integral(a) for a in e.args) and \
+        all(float(v).is_integer() for _, v in e.params)
 
 
 def literal(v: float | int) -> str:

@@ -22,7 +22,7 @@ from sage.agent.compiler.ir import Layout, Program, Ref
 from sage.agent.compiler.lowerings import TileDoesNotFit, lower_group
 from sage.agent.compiler.merge import merge_launches
 from sage.agent.compiler.pieces import split_piecewise_reads
-from sage.agent.compiler.rewrite import absorb_upcasts, exact_integer_products, wrapping_int64
+from sage.agent.compiler.rewrite import absorb_index_wraps, absorb_upcasts, exact_integer_products, wrapping_int64
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
 from sage.agent.compiler.tracing import check_static, reference_failure, traced
 from sage.bench.case_support import describe_case
@@ -103,7 +103,10 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
         check_static(model, graph, case, again[i] if i < len(again) else None)
         built, plan = _planned(graph, len(flat))
         if not _rows_fit(plan, built.program):
-            built, plan = _with_long_rows_split(model, args, len(flat)) or (built, plan)
+            # a cast recomputed where a reduction reads it through a merging reshape costs that
+            # tile the cast's input and result buffers: written once to GM, whole rows may fit
+            built, plan = _fitting(_planned(graph, len(flat), merged_reads=False)) or \
+                _with_long_rows_split(model, args, len(flat)) or (built, plan)
         names = [f"a{i}" for i in range(len(flat))] + sorted(built.program.params)
         keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]
         out.append(CaseProgram(signature, names, built, plan, keys, list(case), packing))
@@ -125,15 +128,20 @@ def _redrawn(task: Any) -> Any:
 REDRAW_SEED_OFFSET = 1_000_003
 
 
-def _planned(graph: Any, n_args: int) -> tuple[Built, Plan]:
+def _planned(graph: Any, n_args: int, merged_reads: bool = True) -> tuple[Built, Plan]:
     built = build_program(graph, n_args)
     absorb_upcasts(built.program)
+    absorb_index_wraps(built.program)
     exact_integer_products(built.program)
     wrapping_int64(built.program)
     check_dtypes(built.program)
-    plan = plan_groups(built)
+    plan = plan_groups(built, merged_reads)
     split_piecewise_reads(plan, built.program)
     return built, plan
+
+
+def _fitting(planned: tuple[Built, Plan]) -> tuple[Built, Plan] | None:
+    return planned if _rows_fit(planned[1], planned[0].program) else None
 
 
 # Chunk lengths tried, longest first, when a fused program's reduced rows do not fit UB.

@@ -43,7 +43,7 @@ def estimate_tile(spec: TileSpec, knobs: Knobs, target: Target, hw: HardwareSpec
     mte2 = mte3 = 0.0
     moved = 0.0
     for i, leaf in enumerate(spec.leaves):
-        if not isinstance(leaf, Access):
+        if not isinstance(leaf, Access) or i in geo.shared:
             continue
         plan = geo.plans.get(i, "rows")
         es = dtype_size(leaf.dtype)

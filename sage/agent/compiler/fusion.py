@@ -41,8 +41,10 @@ class Plan:
     virtual: dict[int, Virtual]
 
 
-def virtual_buffers(prog: Program, consts: dict[int, float]) -> dict[int, Virtual]:
-    """Buffers written exactly once, whole and densely, by an arange or a fill."""
+def virtual_buffers(prog: Program, consts: dict[int, float], merged_reads: bool = True) -> dict[int, Virtual]:
+    """Buffers written exactly once, whole and densely, by an arange or a fill, or by a cheap
+    pointwise node its readers recompute (`merged_reads`: also readers that see it through a
+    reshape merging its axes, see `compose`)."""
     out: dict[int, Virtual] = {}
     uses = prog.uses()
     results = {r.buf for r in prog.outputs}
@@ -66,12 +68,12 @@ def virtual_buffers(prog: Program, consts: dict[int, float]) -> dict[int, Virtua
         elif pw.operands and isinstance(pw.operands[0], IotaOperand) and len(ref.shape) == 1 \
                 and _ops(pw.expr) <= 1:
             out[ref.buf] = Virtual("iota", pw.operands[0].start, pw.operands[0].step)
-        elif _ops(pw.expr) <= INLINE_OPS and _inlinable(uses, node, pw, out):
+        elif _ops(pw.expr) <= INLINE_OPS and _inlinable(uses, node, pw, out, merged_reads):
             out[ref.buf] = Virtual("expr", node=node, pw=pw)
     return out
 
 
-def _inlinable(uses: BufferUses, node: Node, pw, virtual: dict[int, Virtual]) -> bool:
+def _inlinable(uses: BufferUses, node: Node, pw, virtual: dict[int, Virtual], merged_reads: bool) -> bool:
     """Every reader can follow its view of the node's output back to the node's operands,
     the operands are not themselves inlined (no chains) and nothing overwrites them later."""
     out = node.outs[0]
@@ -90,7 +92,7 @@ def _inlinable(uses: BufferUses, node: Node, pw, virtual: dict[int, Virtual]) ->
             except ValueError:
                 return False
             gm = GMap(lay.strides, lay.offset)
-            if any(compose(gm, tuple(shape), out.shape, s) is None for s in srcs):
+            if any(compose(gm, tuple(shape), out.shape, s, merged_reads) is None for s in srcs):
                 return False
     return True
 
@@ -106,9 +108,9 @@ def _ops(expr: Expr) -> int:
     return 0
 
 
-def plan_groups(built: Built) -> Plan:
+def plan_groups(built: Built, merged_reads: bool = True) -> Plan:
     prog, consts = built.program, built.constants
-    virtual = virtual_buffers(prog, consts)
+    virtual = virtual_buffers(prog, consts, merged_reads)
     uses = prog.uses()
     groups: list[Group] = []
     writer: dict[int, int] = {}            # buffer -> the last group writing it

@@ -52,14 +52,22 @@ def _half_source(prog: Program, ref: Ref | None, wide: str = "float32", narrow: 
     """`ref` (of dtype `wide`) read back through the upcast from a `narrow` dtype that wrote it, or None."""
     if ref is None or ref.dtype != wide:
         return None
-    writers = prog.writers(ref.buf)
-    if len(writers) != 1:
+    cast = _sole_writer(prog, ref)
+    src = cast.ins[-1] if cast is not None and cast.ins else None
+    if cast is None or cast.op not in COPIES or src is None or src.dtype not in narrow:
         return None
-    cast: Node = writers[0]
-    out = cast.outs[0]
-    src = cast.ins[-1] if cast.ins else None
-    if cast.op not in COPIES or cast.inplace or src is None or src.dtype not in narrow:
-        return None
+    return _read_through(prog, ref, cast, src)
+
+
+def _sole_writer(prog: Program, ref: Ref | None) -> Node | None:
+    """The one node that writes `ref`'s buffer, not in place; None if there is not exactly one."""
+    writers = prog.writers(ref.buf) if ref is not None else []
+    return writers[0] if len(writers) == 1 and not writers[0].inplace else None
+
+
+def _read_through(prog: Program, ref: Ref, node: Node, src: Ref) -> Ref | None:
+    """A read `ref` of what elementwise `node` wrote whole, as the same read of its operand `src`."""
+    out = node.outs[0]
     if out.layout.offset or not out.layout.is_dense() or out.layout.numel != prog.buffers[out.buf].numel:
         return None
     gm = compose(GMap(ref.layout.strides, ref.layout.offset), tuple(ref.shape), tuple(out.shape),
@@ -67,6 +75,46 @@ def _half_source(prog: Program, ref: Ref | None, wide: str = "float32", narrow: 
     if gm is None:
         return None
     return Ref(src.buf, Layout(tuple(ref.shape), gm.strides, gm.offset), src.dtype)
+
+
+# Index-taking primitives (operand 1 the index, operand 0 the tensor indexed along `dim`) whose
+# library kernels wrap a negative index themselves, + the axis length, as torch indexing does.
+SELF_WRAPPING = ("index_select", "gather", "index_copy", "index_add", "scatter")
+
+
+def absorb_index_wraps(prog: Program) -> None:
+    """`index_select(x, d, where(t < 0, t + n, t))` with n = x.shape[d] (how advanced indexing
+    decomposes) reads t directly: the kernel wraps as the `where` does, so the separate launch
+    computing the wrapped copy is dropped."""
+    changed = False
+    for node in prog.nodes:
+        x = node.ins[0] if node.op in SELF_WRAPPING and len(node.ins) > 1 else None
+        if x is None or node.ins[1] is None:
+            continue
+        dim = next((v for v in node.scalars if isinstance(v, int) and not isinstance(v, bool)), 0)
+        src = _unwrapped(prog, node.ins[1], x.shape[dim % len(x.shape)] if x.shape else 1)
+        if src is not None:
+            node.ins[1] = src
+            changed = True
+    if changed:
+        _prune(prog)
+
+
+def _unwrapped(prog: Program, ref: Ref, n: int) -> Ref | None:
+    """`ref` read through the `where(t < 0, t + n, t)` that wrote it, as a read of t; else None."""
+    wrap = _sole_writer(prog, ref)
+    if wrap is None or wrap.op != "where" or len(wrap.ins) != 3 or None in wrap.ins:
+        return None
+    cond, plus, t = wrap.ins
+    lt, add = _sole_writer(prog, cond), _sole_writer(prog, plus)
+    if lt is None or lt.op != "lt" or lt.ins[:1] != [t] or list(lt.scalars) != [0]:
+        return None
+    if add is None or add.op != "add" or add.ins[:1] != [t] or list(add.scalars) != [n] \
+            or add.kwargs.get("alpha", 1) != 1:
+        return None
+    if prog.writers(t.buf) and _sole_writer(prog, t) is None:
+        return None                      # t is written more than once: which value the where read is unclear
+    return _read_through(prog, ref, wrap, t)
 
 
 EXACT_INTS = ("int8", "int16", "int32", "uint8")

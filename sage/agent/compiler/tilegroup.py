@@ -51,10 +51,12 @@ class Virtual:
     pw: Pointwise | None = None
 
 
-def compose(gm: GMap, full: tuple[int, ...], shape: tuple[int, ...], lay: Layout) -> GMap | None:
+def compose(gm: GMap, full: tuple[int, ...], shape: tuple[int, ...], lay: Layout, merge: bool = True) -> GMap | None:
     """A read of a dense buffer of `shape` through `gm` (over the group's axes `full`),
     followed back through `lay` (a layout over `shape`): the composite map, or None when
-    the read does not stay on the buffer's axes (a reshape that mixes them)."""
+    the read does not stay on the buffer's axes (a reshape that mixes them). With `merge`,
+    axes that `lay` keeps contiguous count as one (see `_merged`)."""
+    shape, lay_strides = _merged(shape, lay.strides) if merge else (tuple(shape), tuple(lay.strides))
     cs = contiguous_strides(shape)
     axes = [d for d in range(len(shape)) if shape[d] > 1]
     idx = [0] * len(shape)
@@ -76,8 +78,26 @@ def compose(gm: GMap, full: tuple[int, ...], shape: tuple[int, ...], lay: Layout
         reach[d] += k * (full[a] - 1)
         if reach[d] >= shape[d]:
             return None
-        strides.append(k * lay.strides[d])
-    return GMap(tuple(strides), lay.offset + sum(i * s for i, s in zip(idx, lay.strides)))
+        strides.append(k * lay_strides[d])
+    return GMap(tuple(strides), lay.offset + sum(i * s for i, s in zip(idx, lay_strides)))
+
+
+def _merged(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """`shape` with each run of axes that `strides` also lays out contiguously merged into one
+    (unit axes dropped): a read through a reshape that merges axes (group norm's [N, C, H, W]
+    read as [N * G, C / G * H * W]) then follows one axis of the buffer instead of none."""
+    out_shape: list[int] = []
+    out_strides: list[int] = []
+    for n, st in zip(shape, strides):
+        if n == 1:
+            continue
+        if out_shape and out_strides[-1] == st * n:
+            out_shape[-1] *= n
+            out_strides[-1] = st
+        else:
+            out_shape.append(n)
+            out_strides.append(st)
+    return tuple(out_shape) or (1,), tuple(out_strides) or (0,)
 
 
 @dataclass

@@ -54,6 +54,7 @@ class TileGeometry(BaseModel):
     rows_per_item: int             # row tiles per unit of work (row mode), else 1
     plans: dict[int, str]
     out_plans: list[str]
+    shared: list[int] = []         # leaves read out of another leaf's span (no copy of their own)
     vector_lines: int              # instructions written for one tile's compute
 
 
@@ -70,7 +71,7 @@ def tile_geometry(spec: TileSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target
     return TileGeometry(nr=lay.nr, nc=lay.nc, pitch=lay.s, buffer_num=lay.bn,
                         tiles=loops * n_ct * (1 if spec.reduce_rows else n_rt),
                         rows_per_item=n_rt if spec.reduce_rows else 1, plans=dict(lay.plans),
-                        out_plans=list(lay.out_plans), vector_lines=w.vector_lines or source.count("\n") // 10)
+                        out_plans=list(lay.out_plans), shared=sorted(lay.share), vector_lines=w.vector_lines or source.count("\n") // 10)
 
 
 def tile_args(spec: TileSpec) -> list[str]:
@@ -91,6 +92,19 @@ def tile_class(spec: TileSpec) -> str:
 
 
 _FOLD = {"sum": "Add", "max": "Max", "min": "Min"}
+# A float result rounded and stored as int32 (floor_divide, x.round().int()): the store's own
+# Cast rounds in that mode, instead of rounding in float (two casts, a magnitude guard and a
+# select) and then truncating in the cast.
+_CAST_MODES = {"floor": "CAST_FLOOR", "ceil": "CAST_CEIL", "round": "CAST_RINT", "trunc": "CAST_TRUNC"}
+
+
+def _rounded_store(e: Expr, compute: str, out_dtype: str) -> tuple[Expr, str] | None:
+    """(what to lower, the store's cast mode) for an output `rounding(x)` stored as int32."""
+    while isinstance(e, Op) and e.name == "identity":
+        e = e.args[0]
+    if compute != "float32" or out_dtype != "int32" or not isinstance(e, Op) or e.name not in _CAST_MODES:
+        return None
+    return e.args[0], _CAST_MODES[e.name]
 
 
 class _Writer:
@@ -174,7 +188,7 @@ class _Writer:
             body += [f"self.g_{arg} = GlobalTensor()", f"self.g_{arg}.SetGlobalBuffer({arg})"]
         body += self.e.init_buffers() + self.e.iota_buffers()
         csz = self.lay.es_c
-        for k, count in (("full", "TILE_ELEMS"), ("row", "S_PAD"), ("col", "NR_PAD"), ("brcb", "NR_PAD * EPB")):
+        for k, count in (("full", "TILE_ELEMS"), ("row", "S_PAD"), ("col", "NR_PAD"), ("brcb", "BRCB_PAD * EPB")):
             for j in range(self.made.get(k, 0)):
                 t = f"t{k[0]}{j}"
                 body += [f"self.tb_{t} = TBuf(TPosition.VECCALC)",
@@ -214,18 +228,23 @@ class _Writer:
         inputs: dict[int, Val] = {}
         scalar_reads: list[str] = []
         used = set().union(*(inputs_of(r) for r in roots))
-        for i, leaf in enumerate(spec.leaves):
-            if i in used:
-                val, lines, reads = self.e.prepare(i, leaf)
-                pre += lines
-                scalar_reads += reads
-                inputs[i] = val
+        for i in self.e.prepare_order({i for i in used if i < len(spec.leaves)}):
+            val, lines, reads = self.e.prepare(i, spec.leaves[i])
+            pre += lines
+            scalar_reads += reads
+            inputs[i] = val
         for j in range(extra):
             inputs[len(spec.leaves) + j] = Val("row", f"acc{j}")
             pre.append(f"acc{j} = self.accb{j}.Get({dsl_dtype(spec.compute)})")
         if scalar_reads:
             pre += ["SetFlag(HardEvent.V_S, 0)", "WaitFlag(HardEvent.V_S, 0)", *scalar_reads,
                     "SetFlag(HardEvent.S_V, 0)", "WaitFlag(HardEvent.S_V, 0)"]
+        n_fold = len(self.reduces) if fold else 0
+        modes = {}
+        for k, j in enumerate(outs):
+            got = _rounded_store(roots[n_fold + k], spec.compute, spec.outputs[j].access.dtype)
+            if got is not None:
+                roots[n_fold + k], modes[j] = got
         kinds = [leaf_kind(spec, leaf) for leaf in spec.leaves] + ["row"] * extra
         if spec.row is None:
             # One row per tile (NR = 1, TILE_ELEMS = S_PAD): a value along the columns is the
@@ -236,7 +255,6 @@ class _Writer:
         low = Lowerer(kinds=kinds, inputs=inputs, dtype=spec.compute, repeat_form=True, reduce_rows=self.rows)
         results = low.lower_all(roots)
         post: list[str] = []
-        n_fold = len(self.reduces) if fold else 0
         folds: list[str] = []
         folded: set[str] = set()
         for j, (r, res) in enumerate(zip(self.reduces[:n_fold], results)):
@@ -250,7 +268,8 @@ class _Writer:
                 want = "row" if res.kind in ("row", "scalar") else "full"
             if res.kind != want:
                 res = low._materialize(res, want)
-            post += self.e.store(j, spec.outputs[j].access, res.ref, "col" if want == "col" else "full")
+            post += self.e.store(j, spec.outputs[j].access, res.ref, "col" if want == "col" else "full",
+                                 modes.get(j))
         post += folds
         post += self.e.free_leaves([i for i in inputs if i < len(spec.leaves) and isinstance(spec.leaves[i], Access)])
         self.masked = self.masked or low.uses_mask

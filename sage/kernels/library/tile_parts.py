@@ -51,6 +51,14 @@ def square_side(tile_len: int, align: int, cols: int) -> int | None:
     return min(fits, key=lambda nc: abs(math.log(nc / side)), default=None)
 
 
+def brcb_pad(nr: int) -> int:
+    """32 B blocks of a Brcb temporary (one block per tile row): Brcb writes whole repeats of
+    8 blocks, and readers take one block per row; one repeat of slack. (Sized like the
+    comparison buffers before, 64-row multiples plus CMP_PAD blocks, it took 6 KB for a
+    one-row tile: what a 10240-column group norm row lacked to fit UB.)"""
+    return _ceil(nr, 8) + 8
+
+
 def _pitch(n: int, es: int) -> int:
     """Elements of a UB row of n elements of es bytes, padded to the 32 B block."""
     return _ceil(n * es, 32) // es
@@ -72,10 +80,26 @@ class TileLayout:
     nc: int = 1
     s: int = 8
     cvt_slots: int = 0          # scratch slots for multi-step conversions (casts.py)
+    # span leaves that read inside another leaf's span (a pooling window's neighbours): leaf ->
+    # (the leaf whose copy brings its elements in, its offset from that leaf's, in elements)
+    share: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def es_c(self) -> int:
         return DTYPE_SIZE[self.spec.compute]
+
+    def span_extra(self, i: int) -> int:
+        """Elements leaf i's span copy brings in past its own last one, for its sharers."""
+        return max((d for host, d in self.share.values() if host == i), default=0)
+
+    def span_len(self, i: int, nc: int) -> int:
+        """Elements of one row of leaf i's span copy."""
+        _, sc = self.spec.strides_of(self.spec.leaves[i])
+        return (nc - 1) * sc + 1 + self.span_extra(i)
+
+    def loads(self, i: int) -> bool:
+        """Leaf i is copied in by its own queue (not read from another leaf's span)."""
+        return isinstance(self.spec.leaves[i], Access) and i not in self.share
 
     def casts(self, i: int) -> bool:
         """Leaf i gets a compute-dtype copy (a cast, a gather target, or a V-written copy
@@ -140,12 +164,12 @@ class TileLayout:
             if not isinstance(leaf, Access):
                 continue
             es, plan = DTYPE_SIZE[leaf.dtype], self.plans[i]
-            total += bn * self._leaf_bytes(i, plan, es, nr, nc, s)
+            total += bn * self._leaf_bytes(i, plan, es, nr, nc, s) if self.loads(i) else 0
             if self.casts(i):
                 total += {"row": s + CMP_PAD, "col": nr + CMP_PAD, "col_strided": nr + CMP_PAD,
                           "scalar": 8}.get(plan, tile) * csz
             if plan in GATHER_PLANS:
-                total += tile * 4 + tile * es
+                total += (tile * 4 if self.loads(i) else 0) + tile * es
         for j, out in enumerate(spec.outputs):
             es, plan = DTYPE_SIZE[out.access.dtype], self.out_plans[j]
             total += bn * {"col": _ceil(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32,
@@ -155,7 +179,7 @@ class TileLayout:
                                           "col_strided": nr * 32 // es}[plan]
         total += made.get("full", 0) * tile * csz + made.get("row", 0) * (s + CMP_PAD) * csz
         total += made.get("col", 0) * (_ceil(nr, 64) + CMP_PAD) * csz
-        total += made.get("brcb", 0) * (_ceil(nr, 64) + CMP_PAD) * 32
+        total += made.get("brcb", 0) * brcb_pad(nr) * 32
         if spec.reduce_rows:
             total += (s + CMP_PAD) * csz * 4     # accumulators
         total += (tile // 8 + 64) if masked else 0
@@ -172,7 +196,7 @@ class TileLayout:
         _, sc = self.spec.strides_of(leaf)
         return {"rows": nr * s + CMP_PAD, "row_loop": nr * s + CMP_PAD, "row": s + CMP_PAD,
                 "col": _ceil(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32, "scalar": 32 // es,
-                "span": nr * _pitch((nc - 1) * sc + 1, es), "transposed": nc * _pitch(nr, es),
+                "span": nr * _pitch(self.span_len(i, nc), es), "transposed": nc * _pitch(nr, es),
                 "elements": nr * nc * 32 // es}[plan] * es
 
     def constants(self, knobs: Knobs, target: Target, work_items: bool = False) -> list[str]:
@@ -188,7 +212,7 @@ class TileLayout:
                 f"C = {spec.cols}", f"DR = {spec.rows}", f"NC = {self.nc}", f"NR = {self.nr}", f"S = {self.s}",
                 f"N_CT = {n_ct}", f"N_RT = {-(-spec.rows // self.nr)}", f"T = {loops * n_ct * n_rt}",
                 f"CMP_PAD = {CMP_PAD}", f"TILE_ELEMS = {self.nr * self.s + CMP_PAD}", f"S_PAD = {self.s + CMP_PAD}",
-                f"NR_PAD = {_ceil(self.nr, 64) + CMP_PAD}", f"RAMP = {max(self.s, self.nr, self.nc) + 64}"]
+                f"NR_PAD = {_ceil(self.nr, 64) + CMP_PAD}", f"BRCB_PAD = {brcb_pad(self.nr)}", f"RAMP = {max(self.s, self.nr, self.nc) + 64}"]
 
 
 def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
@@ -200,6 +224,7 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
     for i, leaf in enumerate(spec.leaves):
         if isinstance(leaf, Access):
             lay.plans[i] = load_plan(spec, leaf, spec.cols, SPAN_LIMIT)
+    lay.share = shared_spans(spec, lay.plans)
     for out in spec.outputs:
         sr, sc = spec.strides_of(out.access)
         if sc == 0:
@@ -220,6 +245,31 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
     if lay.needs_ramp and ct != "int32":
         lay.cvt_slots = max(lay.cvt_slots, hops("int32", ct))
     return lay
+
+
+def shared_spans(spec: TileSpec, plans: dict[int, str]) -> dict[int, tuple[int, int]]:
+    """Span leaves of one tensor with the same strides whose elements sit at most one column
+    stride after another's (the taps of a strided pooling window: x[2i] and x[2i + 1]):
+    each reads out of the first one's span, made that much longer, instead of copying its
+    own. One copy then moves each input byte once, not once per tap."""
+    share: dict[int, tuple[int, int]] = {}
+    runs: dict[tuple, list[int]] = {}
+    for i, leaf in enumerate(spec.leaves):
+        if plans.get(i) == "span":
+            assert isinstance(leaf, Access)
+            runs.setdefault((leaf.arg, leaf.dtype, leaf.strides), []).append(i)
+    for members in runs.values():
+        host = None
+        for i in sorted(members, key=lambda k: spec.leaves[k].offset):
+            sr, sc = spec.strides_of(spec.leaves[i])
+            if host is not None:
+                d = spec.leaves[i].offset - spec.leaves[host].offset
+                span = (spec.cols - 1) * sc + 1 + max([d, *(e for h, e in share.values() if h == host)])
+                if d <= sc and span <= min(sr, SPAN_LIMIT):
+                    share[i] = (host, d)
+                    continue
+            host = i
+    return share
 
 
 def _scratch(slot: int, dtype: str) -> str:
@@ -267,16 +317,18 @@ class Emit:
             if not isinstance(leaf, Access):
                 continue
             es, plan = DTYPE_SIZE[leaf.dtype], lay.plans[i]
-            nbytes = lay._leaf_bytes(i, plan, es, lay.nr, lay.nc, lay.s)
-            body += [f"self.q{i} = TQue(TPosition.VECIN, BUFFER_NUM)",
-                     f"self.pipe.InitBuffer(self.q{i}, BUFFER_NUM, {_ceil(nbytes, 32)})"]
+            if lay.loads(i):
+                nbytes = lay._leaf_bytes(i, plan, es, lay.nr, lay.nc, lay.s)
+                body += [f"self.q{i} = TQue(TPosition.VECIN, BUFFER_NUM)",
+                         f"self.pipe.InitBuffer(self.q{i}, BUFFER_NUM, {_ceil(nbytes, 32)})"]
             if lay.casts(i):
                 count = {"row": "S_PAD", "col": "NR_PAD", "col_strided": "NR_PAD", "scalar": "8"}.get(plan, "TILE_ELEMS")
                 body += [f"self.b{i} = TBuf(TPosition.VECCALC)",
                          f"self.pipe.InitBuffer(self.b{i}, buf_bytes({count}, {lay.es_c}))"]
             if plan in GATHER_PLANS:
-                body += [f"self.ob{i} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.ob{i}, buf_bytes(TILE_ELEMS, 4))",
-                         f"self.gb{i} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.gb{i}, buf_bytes(TILE_ELEMS, {es}))"]
+                body += [f"self.ob{i} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.ob{i}, buf_bytes(TILE_ELEMS, 4))"] \
+                    if lay.loads(i) else []
+                body += [f"self.gb{i} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.gb{i}, buf_bytes(TILE_ELEMS, {es}))"]
         for j, out in enumerate(spec.outputs):
             es, plan = DTYPE_SIZE[out.access.dtype], lay.out_plans[j]
             count = {"col": _ceil(lay.nr, 64) + CMP_PAD, "col_strided": lay.nr * 32 // es + 32,
@@ -318,8 +370,10 @@ class Emit:
                 assert isinstance(leaf, Access)
                 es = DTYPE_SIZE[leaf.dtype]
                 _, sc = spec.strides_of(leaf)
+                if i in lay.share:
+                    continue                   # it reads its host's span through the host's table
                 if plan == "span":
-                    pitch = _pitch((lay.nc - 1) * sc + 1, es)
+                    pitch = _pitch(lay.span_len(i, lay.nc), es)
                     a, b = pitch * es, sc * es
                 elif plan == "transposed":
                     a, b = es, _pitch(lay.nr, es) * es
@@ -352,8 +406,10 @@ class Emit:
         spec, lay = self.spec, self.lay
         body: list[str] = []
         copy_auto = self.lay.knobs.copy_mode == "auto"
+        if only is not None:      # a sharer's elements arrive with its host's copy
+            only = only | {lay.share[i][0] for i in only if i in lay.share}
         for i, leaf in enumerate(spec.leaves):
-            if not isinstance(leaf, Access) or (only is not None and i not in only):
+            if not lay.loads(i) or (only is not None and i not in only):
                 continue
             es, plan, dt = DTYPE_SIZE[leaf.dtype], lay.plans[i], dsl_dtype(leaf.dtype)
             sr, sc = spec.strides_of(leaf)
@@ -380,8 +436,8 @@ class Emit:
             elif plan == "scalar":
                 body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, {es}, 0, 0, 0), {pad})")
             elif plan == "span":
-                pitch = _pitch((lay.nc - 1) * sc + 1, es)
-                body += [f"span = (nc - 1) * {sc} + 1",
+                pitch = _pitch(lay.span_len(i, lay.nc), es)
+                body += [f"span = (nc - 1) * {sc} + {1 + lay.span_extra(i)}",
                          f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, span * {es}, ({sr} - span) * {es}, "
                          f"gap_to(span * {es}, {pitch * es}), 0), {pad})"]
             elif plan == "transposed":
@@ -406,11 +462,14 @@ class Emit:
             return self._iota(i, leaf, kind)
         plan, dt = lay.plans[i], dsl_dtype(leaf.dtype)
         count = {"full": "n", "row": "nc", "col": "nr", "scalar": "1"}[kind]
-        lines = [f"x{i} = self.q{i}.DeQue({dt})"]
+        # a sharer gathers out of its host's span (dequeued first, see `prepare_order`), shifted
+        host, shift = lay.share.get(i, (i, 0))
+        lines = [f"x{i} = self.q{i}.DeQue({dt})"] if host == i else []
         src = f"x{i}"
         if plan in GATHER_PLANS:
             n_gather = "nr" if plan == "col_strided" else "nr * s" if kind == "full" else "s"
-            lines += [f"g{i} = self.gb{i}.Get({dt})", f"Gather(g{i}, x{i}, self.ob{i}.Get(int32), 0, {n_gather})"]
+            lines += [f"g{i} = self.gb{i}.Get({dt})",
+                      f"Gather(g{i}, x{host}, self.ob{host}.Get(int32), {shift * DTYPE_SIZE[leaf.dtype]}, {n_gather})"]
             src = f"g{i}"
         if not lay.casts(i):
             return Val(kind, src), lines, []
@@ -452,7 +511,8 @@ class Emit:
         return body
 
     # -- results --------------------------------------------------------------------------------
-    def store(self, j: int, acc: Access, ref: str, level: str) -> list[str]:
+    def store(self, j: int, acc: Access, ref: str, level: str, mode: str | None = None) -> list[str]:
+        """Output j from `ref`, converted to its dtype (`mode`: the rounding of a float -> int32 cast)."""
         spec, lay = self.spec, self.lay
         ct, od = spec.compute, acc.dtype
         dt, es = dsl_dtype(od), DTYPE_SIZE[od]
@@ -462,7 +522,9 @@ class Emit:
         lines = [f"y{j} = self.qo{j}.AllocTensor({dt})"]
         if target != f"y{j}":
             lines.append(f"z{j} = self.yb{j}.Get({dt})")
-        if od != ct:
+        if mode is not None:
+            lines.append(f"Cast({target}, {ref}, RoundMode.{mode}, {count})")
+        elif od != ct:
             lines += cast_lines(target, ref, ct, od, count, _scratch)
         else:
             lines.append(f"Adds({target}, {ref}, 0, {count})")
@@ -473,8 +535,14 @@ class Emit:
         lines.append(f"self.qo{j}.EnQue(y{j})")
         return lines
 
+    def prepare_order(self, used: set[int]) -> list[int]:
+        """The leaves a phase prepares: the used ones and the hosts of used sharers, hosts first."""
+        share = self.lay.share
+        leaves = used | {share[i][0] for i in used if i in share}
+        return sorted(leaves, key=lambda i: (i in share, i))
+
     def free_leaves(self, leaves: list[int]) -> list[str]:
-        return [f"self.q{i}.FreeTensor(x{i})" for i in leaves]
+        return [f"self.q{i}.FreeTensor(x{i})" for i in leaves if self.lay.loads(i)]
 
     def copy_out(self, only: set[int] | None = None) -> list[str]:
         spec, lay = self.spec, self.lay

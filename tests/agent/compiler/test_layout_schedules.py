@@ -126,3 +126,28 @@ def test_a_padding_read_through_wide_enough_boxes_reads_the_fill_and_the_input(c
     p = np.pad(x, ((0, 0), (1, 1)))
     (out,) = run(x)
     np.testing.assert_array_equal(out, p[:, :-2] + p[:, 1:-1] + p[:, 2:])
+
+
+def test_strided_window_taps_share_one_span_copy(compile_graph):
+    # a 2 x 2 max pool with stride 2 over [2, 3, 8, 12]: x[.., 2i, 2j] and x[.., 2i, 2j + 1] sit in
+    # the same span of each input row, so only the taps of even columns copy from GM (2 copies
+    # per tile, not 4) and the odd taps gather from those spans shifted by one element
+    compiled, run = compile_graph("x", "torch.nn.functional.max_pool2d(x, 2, 2)", "torch.randn(2, 3, 8, 12)")
+    assert compiled.source.count("DataCopyPad(x, self.g_") == 2
+    x = np.random.default_rng(0).standard_normal((2, 3, 8, 12)).astype(F32)
+    (out,) = run(x)
+    np.testing.assert_array_equal(out, x.reshape(2, 3, 4, 2, 6, 2).max(axis=(3, 5)))
+
+
+def test_a_shared_span_with_padding_taps(compile_graph):
+    # kernel 3, stride 2, padding 1 (avg, padding counted): taps at column offsets -1, 0, +1 of 2j;
+    # the three share spans where they can and the result matches the window sums
+    compiled, run = compile_graph("x", "torch.nn.functional.avg_pool2d(x, 3, 2, 1)", "torch.randn(1, 2, 9, 13)")
+    x = np.random.default_rng(1).standard_normal((1, 2, 9, 13)).astype(F32)
+    (out,) = run(x)
+    p = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros((1, 2, 5, 7), F32)
+    for di in range(3):
+        for dj in range(3):
+            want += p[:, :, di:di + 9:2, dj:dj + 13:2]
+    np.testing.assert_allclose(out, want / 9, rtol=1e-5, atol=1e-6)

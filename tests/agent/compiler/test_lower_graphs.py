@@ -306,3 +306,14 @@ def test_a_constant_pad_with_long_border_runs_is_one_launch(compile_graph, pad, 
     (out,) = run(x)
     t = torch.nn.functional.pad(torch.from_numpy(x), pad, value=1.5)
     np.testing.assert_array_equal(out, t.numpy())
+
+
+def test_a_cast_read_through_a_merging_reshape_is_recomputed_not_stored(compile_graph):
+    # x.float() viewed as [N, C * H * W] by a row reduction (group norm's reshape merges the
+    # channel and spatial axes): the reduction casts as it loads, one launch, no fp32 copy of x
+    compiled, run = compile_graph("x", "x.float().reshape(4, 2 * 8 * 8).sum(1)",
+                                  "torch.randn(4, 2, 8, 8).half()")
+    assert len(compiled.cases[0].plan.groups) == 1
+    x = (np.arange(512).reshape(4, 2, 8, 8) % 13 - 6).astype(np.float16)
+    (out,) = run(x)
+    np.testing.assert_allclose(out, x.astype(np.float32).reshape(4, 128).sum(1), rtol=1e-6)

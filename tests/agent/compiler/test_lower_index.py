@@ -116,3 +116,38 @@ def test_an_index_put_of_a_ramp_inverts_a_permutation(compile_graph):
     p = np.array([3, 0, 7, 1, 6, 2, 5, 4], np.int32)
     (out,) = run(p)
     assert out.tolist() == np.argsort(p).tolist()          # out[p[j]] = j
+
+
+def test_advanced_indexing_is_one_row_gather_that_wraps_negative_rows_itself(compile_graph):
+    # x[i] decomposes to index_select(x, 0, where(i < 0, i + 6, i)); the row gather wraps a
+    # negative index as that where does, so no separate launch computes the wrapped copy
+    compiled, run = compile_graph("x, i", "x[i]", "torch.randn(6, 4), torch.randint(0, 6, (5,))")
+    assert [g.kind for _, g in compiled.groups] == ["index_select"]
+    x = np.arange(24, dtype=F32).reshape(6, 4)     # x[r, c] = 4 r + c
+    i = np.array([-1, 0, 5, -6, 2], np.int64)
+    (out,) = run(x, i)
+    np.testing.assert_array_equal(out, x[[5, 0, 5, 0, 2]])
+
+
+def test_a_wrap_over_another_length_is_kept(compile_graph):
+    # the where adds 4, not the gathered axis's 6: the kernel's own wrap would differ, so the
+    # where stays a launch of its own and the index it writes is what the gather reads
+    compiled, run = compile_graph("x, i", "torch.index_select(x, 0, torch.where(i < 0, i + 4, i))",
+                                  "torch.randn(6, 4), torch.randint(0, 4, (3,))")
+    assert [g.kind for _, g in compiled.groups] == ["tile", "index_select"]
+    x = np.arange(24, dtype=F32).reshape(6, 4)
+    i = np.array([-1, 0, -4], np.int64)
+    (out,) = run(x, i)
+    np.testing.assert_array_equal(out, x[[3, 0, 0]])
+
+
+def test_picking_many_entries_of_a_short_table_streams_it_into_ub_once(compile_graph):
+    # weight[i] for 300 indices into a 40-entry table: one Gather over the table in UB, not one
+    # GM copy per index (each would pay a copy's fixed cost for 4 bytes)
+    compiled, run = compile_graph("w, i", "torch.index_select(w, 0, i)", "torch.randn(40), torch.randint(0, 40, (300,))")
+    assert "Gather(" in compiled.source
+    w = np.arange(40, dtype=F32) * 0.5
+    i = (np.arange(300, dtype=np.int64) * 7) % 40
+    i[::5] -= 40                                    # negative indices wrap as in Python
+    (out,) = run(w, i)
+    np.testing.assert_array_equal(out, w[i % 40])
