@@ -4,10 +4,22 @@ vector-core kernel that copies whole inner segments GM -> UB -> GM.
 out is viewed as [O, D, I] (dense, already holding its initial values), the indices as C
 integers, src as [O, C, I]: dense, or one element broadcast to every position (index_put of
 a scalar). Each block takes a range of (o, c) units; it loads the indices once (read by the
-scalar unit after an MTE2 -> S sync) and wraps negative ones as Python does. index_add stores
-with SetAtomicAdd, so duplicate indices in one block or in several accumulate (the GM
-hazard rules allow atomic accumulation from many blocks); index_copy stores plainly, so
-duplicate indices in different blocks are a race, as their result is unspecified in torch.
+scalar unit after an MTE2 -> S sync) and wraps negative ones as Python does.
+
+index_add: each block takes a range of (o, c) units and stores with SetAtomicAdd, so
+duplicate indices in one block or in several accumulate (atomic accumulation from many
+blocks is legal on GM).
+
+index_copy (and index_put without accumulate): the indices are data, so they may repeat, and
+two blocks storing the same destination row plainly is a GM race on a 910B (which write lands
+is up to the hardware). torch leaves duplicates "undefined", but its CPU kernel writes in
+index order, so the last occurrence wins, and that is what the reference computes. So the
+blocks split the *destination* rows instead (owner computes, as torch's own CPU
+embedding_dense_backward splits num_weights): every block reads all the indices in order and
+copies only the source rows whose destination it owns. Every destination row then has one
+writer, whose MTE3 stores are in program order, so the last occurrence wins and no two
+blocks touch the same bytes. The price is a scalar scan of all C indices in every block
+(about 25 cycles an index), against moving C / blocks rows.
 """
 
 from __future__ import annotations
@@ -47,6 +59,34 @@ def scatter_rows_args(spec: ScatterRowsSpec) -> list[str]:
     return [spec.out, spec.index, spec.src]
 
 
+def _loop(spec: ScatterRowsSpec, move: str, atomic_on: str, atomic_off: str) -> str:
+    """The block's walk over its units; `move` copies src row t to GM offset dst."""
+    d, c = spec.rows, spec.count
+    if spec.accumulate:
+        return f'''{atomic_on}
+        for t in range(self.t0, self.t1):
+            o = t // {c}
+            r = ix.GetValue(t % {c})
+            if r < 0:
+                r = r + {d}
+            dst = {spec.out_offset} + (o * {d} + r) * {spec.inner}{move}{atomic_off}'''
+    # Owner computes: destination rows [t0, t1) of the flattened [O, D]; indices in order.
+    return f'''
+        for o in range(self.t0 // {d}, (self.t1 - 1) // {d} + 1):
+            for j in range({c}):
+                r = ix.GetValue(j)
+                if r < 0:
+                    r = r + {d}
+                s = o * {d} + r
+                if s >= self.t0 and s < self.t1:
+                    dst = {spec.out_offset} + s * {spec.inner}
+                    t = o * {c} + j{_indent(move, 2)}'''
+
+
+def _indent(text: str, levels: int) -> str:
+    return text.replace("\n", "\n" + "    " * levels)
+
+
 def scatter_rows_source(spec: ScatterRowsSpec, target: Target, block_dim: int | None = None) -> str:
     if spec.count > MAX_INDICES:
         raise ValueError(f"{spec.count} indices do not fit in UB at once (at most {MAX_INDICES})")
@@ -59,7 +99,8 @@ def scatter_rows_source(spec: ScatterRowsSpec, target: Target, block_dim: int | 
     chunk = max(1, CHUNK_BYTES // es)
     if spec.src_broadcast:
         chunk = min(chunk, spec.inner)
-    units = spec.outer * spec.count
+    # index_add: units are (o, c) pairs; index_copy: (o, r) destination rows, each with one owner.
+    units = spec.outer * (spec.count if spec.accumulate else spec.rows)
     blocks = max(1, min(block_dim or target.vector_cores, units))
     per = -(-units // blocks)
     blocks = -(-units // per)
@@ -125,13 +166,7 @@ class Kernel_{n}:
         DataCopyPad(ix, self.g_i[{spec.index_offset}], DataCopyExtParams(1, {spec.count * ies}, 0, 0, 0),
                     DataCopyPadExtParams(False, 0, 0, 0))
         SetFlag(HardEvent.MTE2_S, 0)
-        WaitFlag(HardEvent.MTE2_S, 0){prologue}{atomic_on}
-        for t in range(self.t0, self.t1):
-            o = t // {spec.count}
-            r = ix.GetValue(t % {spec.count})
-            if r < 0:
-                r = r + {spec.rows}
-            dst = {spec.out_offset} + (o * {spec.rows} + r) * {spec.inner}{move}{atomic_off}
+        WaitFlag(HardEvent.MTE2_S, 0){prologue}{_loop(spec, move, atomic_on, atomic_off)}
 
 
 @kernel

@@ -116,3 +116,27 @@ def test_an_index_put_of_a_ramp_inverts_a_permutation(compile_graph):
     p = np.array([3, 0, 7, 1, 6, 2, 5, 4], np.int32)
     (out,) = run(p)
     assert out.tolist() == np.argsort(p).tolist()          # out[p[j]] = j
+
+
+
+def test_index_put_with_repeated_indices_is_race_free_and_the_last_write_wins(compile_graph):
+    # The public NPUKernelBench index_put draws indices with repeats (accumulate=False): two blocks
+    # storing one row was a GM race (RaceError). Rows are split by destination, indices read in order.
+    _, run = compile_graph("x, i, v, y, j, w", "(x.index_put((i,), v), y.index_put((j,), w))",
+                           "torch.randn(64), torch.randint(0, 64, (40,)), torch.randn(40), "
+                           "torch.randn(16, 4), torch.randint(0, 16, (6,)), torch.randn(6, 4)")
+    x = np.arange(64, dtype=F32)
+    i = np.array([5, 3, 5, -59, 63, 0, 63, 5] * 5, np.int64)      # -59 wraps to 5: every index repeats
+    v = np.arange(100, 140, dtype=F32)
+    y = np.arange(64, dtype=F32).reshape(16, 4)
+    j = np.array([2, 9, -14, 15, 9, 2], np.int64)                  # -14 wraps to 2
+    w = np.arange(24, dtype=F32).reshape(6, 4) + 1000
+    flat, rows = run(x, i, v, y, j, w)
+    # in index order the last write wins: 5 <- v[39], 3 <- v[33], 63 <- v[38], 0 <- v[37]
+    expect = x.copy()
+    expect[[5, 3, 63, 0]] = v[[39, 33, 38, 37]]
+    assert flat.tolist() == expect.tolist()
+    expect_rows = y.copy()
+    expect_rows[[2, 9, 15]] = w[[5, 4, 3]]
+    assert rows.tolist() == expect_rows.tolist()
+
