@@ -140,3 +140,36 @@ def test_index_put_with_repeated_indices_is_race_free_and_the_last_write_wins(co
     expect_rows[[2, 9, 15]] = w[[5, 4, 3]]
     assert rows.tolist() == expect_rows.tolist()
 
+
+def test_scatter_reduce_add_and_multiply_fold_repeated_indices_in_order(compile_graph):
+    # The public NPUKernelBench scatter uses scatter_(dim, index, src, reduce='add'); repeated
+    # indices must all be folded in, each line of the indexed axis by one block (no lost updates).
+    compiled, run = compile_graph(
+        "x, i, s, y, j, t, m, u",
+        "(x.clone().scatter_(0, i, s, reduce='add'), y.scatter(0, j, t, reduce='multiply'), "
+        "torch.scatter_add(y, 1, m, u), y.scatter_reduce(0, j, t, 'prod'))",
+        "torch.randn(8), torch.randint(0, 8, (6,)), torch.randn(6), torch.randn(3, 20), "
+        "torch.randint(0, 3, (4, 20)), torch.randn(4, 20), torch.randint(0, 20, (3, 5)), torch.randn(3, 5)")
+    assert "SetValue(GM)" not in compiled.source and "g_o.SetValue" not in compiled.source   # tiled modes only
+    x = np.arange(8, dtype=F32)
+    i = np.array([2, 7, 2, -6, 0, 7], np.int64)                   # -6 wraps to 2
+    s = np.array([10, 20, 30, 40, 50, 60], F32)
+    y = np.full((3, 20), 2, F32)
+    j = np.tile(np.array([[0], [2], [0], [-3]], np.int64), (1, 20))    # along dim 0: row 0 three times
+    j[:, 5] = [1, 1, 1, 2]
+    t = np.tile(np.array([[3], [5], [7], [11]], F32), (1, 20))
+    m = np.array([[19, 0, -1, 19, 4], [1, 1, 1, 1, 1], [0, 2, 4, 6, 8]], np.int64)    # -1 wraps to 19
+    u = np.arange(15, dtype=F32).reshape(3, 5) + 1
+    added, multiplied, added_rows, prod = run(x, i, s, y, j, t, m, u)
+    assert added.tolist() == [50, 1, 2 + 10 + 30 + 40, 3, 4, 5, 6, 7 + 20 + 60]
+    expect = np.full((3, 20), 2, F32)
+    expect[0], expect[2] = 2 * 3 * 7 * 11, 2 * 5
+    expect[:, 5] = [2, 2 * 3 * 5 * 7, 2 * 11]
+    assert multiplied.tolist() == expect.tolist() and prod.tolist() == expect.tolist()
+    # scatter_add along dim 1: row 0 gets 1 + 3 + 4 at 19 and 2 at 0; row 1 all of 6..10 at 1
+    expect = np.full((3, 20), 2, F32)
+    expect[0, [19, 0, 4]] += [1 + 3 + 4, 2, 5]
+    expect[1, 1] += 6 + 7 + 8 + 9 + 10
+    expect[2, [0, 2, 4, 6, 8]] += [11, 12, 13, 14, 15]
+    assert added_rows.tolist() == expect.tolist()
+
