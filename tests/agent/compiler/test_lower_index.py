@@ -173,3 +173,19 @@ def test_scatter_reduce_add_and_multiply_fold_repeated_indices_in_order(compile_
     expect[2, [0, 2, 4, 6, 8]] += [11, 12, 13, 14, 15]
     assert added_rows.tolist() == expect.tolist()
 
+
+def test_embedding_dense_backward_sums_rows_skips_padding_and_scales_by_frequency(compile_graph):
+    # The public NPUKernelBench embedding_dense_backward calls the aten op itself ("no lowering").
+    _, run = compile_graph(
+        "g, i", "(torch.ops.aten.embedding_dense_backward(g, i, 6, 2, False), "
+                "torch.ops.aten.embedding_dense_backward(g, i, 6, -1, True))",
+        "torch.randn(2, 3, 4), torch.randint(0, 6, (2, 3))")
+    g = (np.arange(1, 7, dtype=F32)[:, None] * np.array([1, 10, 100, 1000], F32)).reshape(2, 3, 4)
+    i = np.array([[4, 2, 4], [0, 4, 2]], np.int64)        # row 4 three times, padding row 2 twice
+    padded, scaled = run(g, i)
+    base = np.array([1, 10, 100, 1000], F32)
+    expect = np.zeros((6, 4), F32)
+    expect[4], expect[0] = (1 + 3 + 5) * base, 4 * base  # rows 1 and 5 named by no index; row 2 is padding
+    assert padded.tolist() == expect.tolist()
+    expect[4], expect[2] = (1 + 3 + 5) / 3 * base, (2 + 6) / 2 * base
+    np.testing.assert_allclose(scaled, expect, rtol=1e-6)
