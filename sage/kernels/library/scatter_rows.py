@@ -18,14 +18,16 @@ blocks split the *destination* rows instead (owner computes, as torch's own CPU
 embedding_dense_backward splits num_weights): every block reads all the indices in order and
 copies only the source rows whose destination it owns. Every destination row then has one
 writer, whose MTE3 stores are in program order, so the last occurrence wins and no two
-blocks touch the same bytes. The price is a scalar scan of all C indices in every block
-(about 25 cycles an index), against moving C / blocks rows.
+blocks touch the same bytes. The price is that every block looks at all C indices: a vector
+filter picks out the block's candidates first (scatter_owner.py), so the scalar unit reads
+C / 32 mask words and only its own indices.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sage.kernels.library.scatter_owner import filter_buffers, filter_lanes, owner_loop
 from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 from sage.kernels.target import Target
 
@@ -59,32 +61,17 @@ def scatter_rows_args(spec: ScatterRowsSpec) -> list[str]:
     return [spec.out, spec.index, spec.src]
 
 
-def _loop(spec: ScatterRowsSpec, move: str, atomic_on: str, atomic_off: str) -> str:
-    """The block's walk over its units; `move` copies src row t to GM offset dst."""
-    d, c = spec.rows, spec.count
-    if spec.accumulate:
-        return f'''{atomic_on}
-        for t in range(self.t0, self.t1):
-            o = t // {c}
-            r = ix.GetValue(t % {c})
-            if r < 0:
-                r = r + {d}
-            dst = {spec.out_offset} + (o * {d} + r) * {spec.inner}{move}{atomic_off}'''
-    # Owner computes: destination rows [t0, t1) of the flattened [O, D]; indices in order.
+def _accumulate_loop(spec: ScatterRowsSpec, move: str) -> str:
+    """index_add: the block's (o, c) units, stores atomic; `move` copies src row t to GM offset dst."""
     return f'''
-        for o in range(self.t0 // {d}, (self.t1 - 1) // {d} + 1):
-            for j in range({c}):
-                r = ix.GetValue(j)
-                if r < 0:
-                    r = r + {d}
-                s = o * {d} + r
-                if s >= self.t0 and s < self.t1:
-                    dst = {spec.out_offset} + s * {spec.inner}
-                    t = o * {c} + j{_indent(move, 2)}'''
-
-
-def _indent(text: str, levels: int) -> str:
-    return text.replace("\n", "\n" + "    " * levels)
+        SetAtomicAdd()
+        for t in range(self.t0, self.t1):
+            o = t // {spec.count}
+            r = ix.GetValue(t % {spec.count})
+            if r < 0:
+                r = r + {spec.rows}
+            dst = {spec.out_offset} + (o * {spec.rows} + r) * {spec.inner}{move}
+        SetAtomicNone()'''
 
 
 def scatter_rows_source(spec: ScatterRowsSpec, target: Target, block_dim: int | None = None) -> str:
@@ -105,8 +92,8 @@ def scatter_rows_source(spec: ScatterRowsSpec, target: Target, block_dim: int | 
     per = -(-units // blocks)
     blocks = -(-units // per)
     n = spec.name
-    atomic_on = "\n        SetAtomicAdd()" if spec.accumulate else ""
-    atomic_off = "\n        SetAtomicNone()" if spec.accumulate else ""
+    lanes = 0 if spec.accumulate else filter_lanes(spec.count, spec.rows, spec.index_dtype)
+    index_bytes = max(-(-spec.count * ies // 32) * 32, lanes * 4)
     if spec.src_broadcast:
         # One value, filled once into a chunk of UB, stored to every destination segment.
         buffers = f'''
@@ -144,6 +131,8 @@ def scatter_rows_source(spec: ScatterRowsSpec, target: Target, block_dim: int | 
                 y = self.q.DeQue({dt})
                 DataCopyPad(self.g_o[dst + c], y, DataCopyExtParams(1, k * {es}, 0, 0, 0))
                 self.q.FreeTensor(y)'''
+    walk = _accumulate_loop(spec, move) if spec.accumulate else owner_loop(
+        spec.rows, spec.count, spec.out_offset, spec.inner, spec.index_dtype, lanes, move)
     return f'''{HEADER}
 class Kernel_{n}:
     def Init(self, out, idx, src):
@@ -157,7 +146,7 @@ class Kernel_{n}:
         self.g_s.SetGlobalBuffer(src)
         self.pipe = TPipe()
         self.ib = TBuf(TPosition.VECCALC)
-        self.pipe.InitBuffer(self.ib, ({spec.count} * {ies} + 31) // 32 * 32){buffers}
+        self.pipe.InitBuffer(self.ib, {index_bytes}){buffers}{filter_buffers(lanes)}
 
     def Process(self):
         if self.t0 >= self.t1:
@@ -166,7 +155,7 @@ class Kernel_{n}:
         DataCopyPad(ix, self.g_i[{spec.index_offset}], DataCopyExtParams(1, {spec.count * ies}, 0, 0, 0),
                     DataCopyPadExtParams(False, 0, 0, 0))
         SetFlag(HardEvent.MTE2_S, 0)
-        WaitFlag(HardEvent.MTE2_S, 0){prologue}{_loop(spec, move, atomic_on, atomic_off)}
+        WaitFlag(HardEvent.MTE2_S, 0){prologue}{walk}
 
 
 @kernel

@@ -4,6 +4,7 @@ kernel runs in the sandbox, its result checked against values worked out by hand
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 F32 = np.float32
 
@@ -119,19 +120,30 @@ def test_an_index_put_of_a_ramp_inverts_a_permutation(compile_graph):
 
 
 
-def test_index_put_with_repeated_indices_is_race_free_and_the_last_write_wins(compile_graph):
+@pytest.mark.parametrize("vector_filter", [True, False])
+def test_index_put_with_repeated_indices_is_race_free_and_the_last_write_wins(compile_graph, monkeypatch,
+                                                                               vector_filter):
     # The public NPUKernelBench index_put draws indices with repeats (accumulate=False): two blocks
-    # storing one row was a GM race (RaceError). Rows are split by destination, indices read in order.
-    _, run = compile_graph("x, i, v, y, j, w", "(x.index_put((i,), v), y.index_put((j,), w))",
-                           "torch.randn(64), torch.randint(0, 64, (40,)), torch.randn(40), "
-                           "torch.randn(16, 4), torch.randint(0, 16, (6,)), torch.randn(6, 4)")
+    # storing one row was a GM race (RaceError). Rows are split by destination, indices read in order,
+    # picked out by the vector filter or (too many indices for it) by the scalar scan.
+    if not vector_filter:
+        monkeypatch.setattr("sage.kernels.library.scatter_owner.FILTER_INDICES", 0)
+    compiled, run = compile_graph(
+        "x, i, v, y, j, w, z, k, u", "(x.index_put((i,), v), y.index_put((j,), w), z.index_copy(1, k, u))",
+        "torch.randn(64), torch.randint(0, 64, (40,)), torch.randn(40), torch.randn(16, 4), "
+        "torch.randint(0, 16, (6,)), torch.randn(6, 4), torch.randn(3, 5), torch.tensor([1, 4, 1, 0]), "
+        "torch.randn(3, 4)")
+    assert ("words.GetValue" in compiled.source) == vector_filter     # the mask read 32 bits at a time
     x = np.arange(64, dtype=F32)
     i = np.array([5, 3, 5, -59, 63, 0, 63, 5] * 5, np.int64)      # -59 wraps to 5: every index repeats
     v = np.arange(100, 140, dtype=F32)
     y = np.arange(64, dtype=F32).reshape(16, 4)
     j = np.array([2, 9, -14, 15, 9, 2], np.int64)                  # -14 wraps to 2
     w = np.arange(24, dtype=F32).reshape(6, 4) + 1000
-    flat, rows = run(x, i, v, y, j, w)
+    z = np.zeros((3, 5), F32)
+    k = np.array([1, 4, -4, 0], np.int64)                          # -4 wraps to 1
+    u = np.arange(12, dtype=F32).reshape(3, 4) + 1
+    flat, rows, columns = run(x, i, v, y, j, w, z, k, u)
     # in index order the last write wins: 5 <- v[39], 3 <- v[33], 63 <- v[38], 0 <- v[37]
     expect = x.copy()
     expect[[5, 3, 63, 0]] = v[[39, 33, 38, 37]]
@@ -139,7 +151,8 @@ def test_index_put_with_repeated_indices_is_race_free_and_the_last_write_wins(co
     expect_rows = y.copy()
     expect_rows[[2, 9, 15]] = w[[5, 4, 3]]
     assert rows.tolist() == expect_rows.tolist()
-
+    # columns 1 <- u[:, 2], 4 <- u[:, 1], 0 <- u[:, 3]; column 2 and 3 stay zero
+    assert columns.tolist() == [[4, 3, 0, 0, 2], [8, 7, 0, 0, 6], [12, 11, 0, 0, 10]]
 
 def test_scatter_reduce_add_and_multiply_fold_repeated_indices_in_order(compile_graph):
     # The public NPUKernelBench scatter uses scatter_(dim, index, src, reduce='add'); repeated
