@@ -308,6 +308,7 @@ _PRIMS: dict[str, Prim] = {
     "sort": Prim("sort"), "argsort": Prim("sort"), "topk": Prim("topk"),
     "gather": Prim("gather"), "index_select": Prim("index_select"), "take_along_dim": Prim("gather"),
     "index_copy": Prim("index_copy"), "index_add": Prim("index_add"),
+    "index_put": Prim("index_copy"), "_unsafe_index_put": Prim("index_copy"),   # one row index (decompose.py)
     "scatter": Prim("scatter"), "scatter_add": Prim("scatter", "sum"), "scatter_reduce": Prim("scatter"),
     "fill": Prim("fill"), "zero": Prim("fill"), "zeros": Prim("fill"), "ones": Prim("fill"), "full": Prim("fill"),
     "zeros_like": Prim("fill"), "ones_like": Prim("fill"), "full_like": Prim("fill"), "new_zeros": Prim("fill"),

@@ -101,6 +101,9 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
     node = group.nodes[0]
     if node.op == "index_add" and node.kwargs.get("alpha", 1) != 1:
         raise Unsupported(f"{node.describe()}: alpha != 1")
+    # index_put(x, (idx,), values, accumulate) by one row index is index_copy / index_add along dim 0.
+    accumulate = node.op == "index_add" or (node.op in ("index_put", "_unsafe_index_put") and any(
+        v is True for v in node.scalars + [node.kwargs.get("accumulate")]))
     out, src = node.outs[0], node.ins[2]
     idx = _index(node, node.ins[1])
     if src is None:
@@ -110,7 +113,9 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
     rank = len(out.shape)
     dim = _dim(node, rank)
     _dense(node, out, "destination")
-    broadcast = src.layout.numel > 0 and all(s == 0 for s in src.layout.strides)
+    # index_put's values may be one element put in every row (index_copy's src never is).
+    broadcast = src.layout.numel > 0 and all(s == 0 for s in src.layout.strides) or (
+        node.op != "index_copy" and node.op != "index_add" and src.layout.numel == 1)
     if not broadcast:
         _dense(node, src, "source")
     if len(idx.shape) > 1:
@@ -120,7 +125,7 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
         return _initial_copy(node, prog, name, target)
     spec = ScatterRowsSpec(name=f"{name}s", outer=math.prod(out.shape[:dim]), rows=out.shape[dim] if rank else 1,
                            inner=math.prod(out.shape[dim + 1:]), count=count, dtype=out.dtype,
-                           index_dtype=idx.dtype, accumulate=node.op == "index_add", src_broadcast=broadcast,
+                           index_dtype=idx.dtype, accumulate=accumulate, src_broadcast=broadcast,
                            out=_name(prog, out), index=_name(prog, idx), src=_name(prog, src),
                            out_offset=out.layout.offset, index_offset=idx.layout.offset,
                            src_offset=src.layout.offset)

@@ -202,3 +202,17 @@ def test_embedding_dense_backward_sums_rows_skips_padding_and_scales_by_frequenc
     assert padded.tolist() == expect.tolist()
     expect[4], expect[2] = (1 + 3 + 5) / 3 * base, (2 + 6) / 2 * base
     np.testing.assert_allclose(scaled, expect, rtol=1e-6)
+
+
+def test_index_put_by_one_row_index_is_one_launch_and_accumulates(compile_graph):
+    # index_put by a single int64 row index reaches the row-scatter kernel undecomposed: no
+    # separate launch wrapping negative indices (the kernel wraps them), accumulate -> atomic adds.
+    compiled, run = compile_graph("x, i, v", "(x.index_put((i,), v, accumulate=True), x.index_put((i,), v))",
+                                  "torch.randn(5, 2), torch.tensor([1, -1, 1, 4]), torch.randn(4, 2)")
+    assert [g.kind for _, g in compiled.groups] == ["index_copy", "index_copy"]
+    x = np.ones((5, 2), F32)
+    i = np.array([1, -1, 1, 4], np.int64)                          # -1 wraps to 4
+    v = np.array([[1, 2], [10, 20], [100, 200], [1000, 2000]], F32)
+    added, put = run(x, i, v)
+    assert added.tolist() == [[1, 1], [102, 203], [1, 1], [1, 1], [1011, 2021]]
+    assert put.tolist() == [[1, 1], [100, 200], [1, 1], [1, 1], [1000, 2000]]
