@@ -31,6 +31,7 @@ from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 from sage.kernels.target import Target
 
 UB_BUDGET = 160 * 1024
+MAX_BURSTS = 4095          # DataCopyPad's blockCount limit: a longer stripe moves in pieces
 SCALAR_CHUNK = 2048
 
 
@@ -141,7 +142,7 @@ def _columns(spec: ScatterElemsSpec, w: int) -> tuple[tuple[int, int, int], str]
     stripes = -(-inner // w)
     px, pi, ps = _ceil32(w * es), _ceil32(w * ies), _ceil32(w * es)
     per_k = pi + (ps if spec.value is None else 0)
-    kc = max(1, min(k, (UB_BUDGET - d * px) // per_k))
+    kc = max(1, min(k, MAX_BURSTS, (UB_BUDGET - d * px) // per_k))
     sizes = (d * px, kc * pi, kc * ps if spec.value is None else 32)
     gap = "(" + "{p} - (wc * {e} + 31) // 32 * 32) // 32"       # UB 32 B units a narrow row leaves
     load_src = "" if spec.value is not None else f'''
@@ -155,9 +156,11 @@ def _columns(spec: ScatterElemsSpec, w: int) -> tuple[tuple[int, int, int], str]
             c0 = (u % {stripes}) * {w}
             wc = min({w}, {inner} - c0)
             PipeBarrier(PIPE_ALL)
-            DataCopyPad(xt, self.g_x[{spec.x_offset} + o * {d * inner} + c0],
-                        DataCopyExtParams({d}, wc * {es}, {inner} * {es} - wc * {es}, {gap.format(p=px, e=es)}, 0),
-                        DataCopyPadExtParams(False, 0, 0, 0))
+            for r0 in range(0, {d}, {MAX_BURSTS}):
+                DataCopyPad(xt[r0 * {px // es}], self.g_x[{spec.x_offset} + (o * {d} + r0) * {inner} + c0],
+                            DataCopyExtParams(min({MAX_BURSTS}, {d} - r0), wc * {es}, {inner} * {es} - wc * {es},
+                                              {gap.format(p=px, e=es)}, 0),
+                            DataCopyPadExtParams(False, 0, 0, 0))
             for k0 in range(0, {k}, {kc}):
                 kn = min({kc}, {k} - k0)
                 PipeBarrier(PIPE_ALL)
@@ -172,8 +175,10 @@ def _columns(spec: ScatterElemsSpec, w: int) -> tuple[tuple[int, int, int], str]
                             v = v + {d}
                         {_put(spec, "xt", f"v * {px // es} + c", new)}
             PipeBarrier(PIPE_ALL)
-            DataCopyPad(self.g_o[o * {d * inner} + c0], xt,
-                        DataCopyExtParams({d}, wc * {es}, {gap.format(p=px, e=es)}, {inner} * {es} - wc * {es}, 0))'''
+            for r0 in range(0, {d}, {MAX_BURSTS}):
+                DataCopyPad(self.g_o[(o * {d} + r0) * {inner} + c0], xt[r0 * {px // es}],
+                            DataCopyExtParams(min({MAX_BURSTS}, {d} - r0), wc * {es}, {gap.format(p=px, e=es)},
+                                              {inner} * {es} - wc * {es}, 0))'''
 
 
 def _scalar(spec: ScatterElemsSpec, per: int) -> tuple[tuple[int, int, int], str]:
