@@ -277,9 +277,9 @@ def index_put(x, indices, values, accumulate=False):
     dims = [i for i, t in enumerate(indices) if t is not None]
     if any(indices[d].dtype == torch.bool for d in dims) or dims != list(range(len(dims))):
         return NotImplemented
+    out = x.clone()       # a pointwise copy, which fuses with what computes x (a kernel's own copy would not)
     if _row_put(x, indices, values):
-        return NotImplemented
-    out = x.clone()
+        return out.index_put_(indices, values, accumulate)
     return index_put_(out, indices, values, accumulate)
 
 

@@ -206,10 +206,11 @@ def test_embedding_dense_backward_sums_rows_skips_padding_and_scales_by_frequenc
 
 def test_index_put_by_one_row_index_is_one_launch_and_accumulates(compile_graph):
     # index_put by a single int64 row index reaches the row-scatter kernel undecomposed: no
-    # separate launch wrapping negative indices (the kernel wraps them), accumulate -> atomic adds.
+    # launch of its own wrapping negative indices (the kernel wraps them), accumulate -> atomic adds.
     compiled, run = compile_graph("x, i, v", "(x.index_put((i,), v, accumulate=True), x.index_put((i,), v))",
                                   "torch.randn(5, 2), torch.tensor([1, -1, 1, 4]), torch.randn(4, 2)")
-    assert [g.kind for _, g in compiled.groups] == ["index_copy", "index_copy"]
+    # each out-of-place put: the pointwise copy of x, then the scatter into it; no index arithmetic
+    assert [g.kind for _, g in compiled.groups] == ["tile", "index_copy", "tile", "index_copy"]
     x = np.ones((5, 2), F32)
     i = np.array([1, -1, 1, 4], np.int64)                          # -1 wraps to 4
     v = np.array([[1, 2], [10, 20], [100, 200], [1000, 2000]], F32)
