@@ -61,13 +61,15 @@ def scatter_rows_args(spec: ScatterRowsSpec) -> list[str]:
     return [spec.out, spec.index, spec.src]
 
 
-def _accumulate_loop(spec: ScatterRowsSpec, move: str) -> str:
-    """index_add: the block's (o, c) units, stores atomic; `move` copies src row t to GM offset dst."""
+def _accumulate_loop(spec: ScatterRowsSpec, move: str, sliced: bool) -> str:
+    """index_add: the block's (o, c) units, stores atomic; `move` copies src row t to GM offset dst.
+    `sliced`: `ix` holds the block's own indices only (from t0)."""
+    at = "t - self.t0" if sliced else f"t % {spec.count}"
     return f'''
         SetAtomicAdd()
         for t in range(self.t0, self.t1):
             o = t // {spec.count}
-            r = ix.GetValue(t % {spec.count})
+            r = ix.GetValue({at})
             if r < 0:
                 r = r + {spec.rows}
             dst = {spec.out_offset} + (o * {spec.rows} + r) * {spec.inner}{move}
@@ -75,8 +77,6 @@ def _accumulate_loop(spec: ScatterRowsSpec, move: str) -> str:
 
 
 def scatter_rows_source(spec: ScatterRowsSpec, target: Target, block_dim: int | None = None) -> str:
-    if spec.count > MAX_INDICES:
-        raise ValueError(f"{spec.count} indices do not fit in UB at once (at most {MAX_INDICES})")
     if spec.accumulate and spec.dtype not in ATOMIC_ADD_DTYPES:
         raise ValueError(f"no atomic add of {spec.dtype} on Atlas A2 (types: {sorted(ATOMIC_ADD_DTYPES)})")
     if spec.src_broadcast and spec.dtype not in FILL_DTYPES:
@@ -92,8 +92,14 @@ def scatter_rows_source(spec: ScatterRowsSpec, target: Target, block_dim: int | 
     per = -(-units // blocks)
     blocks = -(-units // per)
     n = spec.name
+    # index_add of one outer slice: a block reads only its own indices [t0, t1); else all of them.
+    sliced = spec.accumulate and spec.outer == 1
+    held = per if sliced else spec.count
+    if held > MAX_INDICES:
+        raise ValueError(f"{held} indices do not fit in UB at once (at most {MAX_INDICES})")
     lanes = 0 if spec.accumulate else filter_lanes(spec.count, spec.rows, spec.index_dtype)
-    index_bytes = max(-(-spec.count * ies // 32) * 32, lanes * 4)
+    index_bytes = max(-(-held * ies // 32) * 32, lanes * 4)
+    first, length = ("self.t0", f"(self.t1 - self.t0) * {ies}") if sliced else ("0", f"{spec.count * ies}")
     if spec.src_broadcast:
         # One value, filled once into a chunk of UB, stored to every destination segment.
         buffers = f'''
@@ -131,7 +137,7 @@ def scatter_rows_source(spec: ScatterRowsSpec, target: Target, block_dim: int | 
                 y = self.q.DeQue({dt})
                 DataCopyPad(self.g_o[dst + c], y, DataCopyExtParams(1, k * {es}, 0, 0, 0))
                 self.q.FreeTensor(y)'''
-    walk = _accumulate_loop(spec, move) if spec.accumulate else owner_loop(
+    walk = _accumulate_loop(spec, move, sliced) if spec.accumulate else owner_loop(
         spec.rows, spec.count, spec.out_offset, spec.inner, spec.index_dtype, lanes, move)
     return f'''{HEADER}
 class Kernel_{n}:
@@ -152,7 +158,7 @@ class Kernel_{n}:
         if self.t0 >= self.t1:
             return
         ix = self.ib.Get({it})
-        DataCopyPad(ix, self.g_i[{spec.index_offset}], DataCopyExtParams(1, {spec.count * ies}, 0, 0, 0),
+        DataCopyPad(ix, self.g_i[{spec.index_offset} + {first}], DataCopyExtParams(1, {length}, 0, 0, 0),
                     DataCopyPadExtParams(False, 0, 0, 0))
         SetFlag(HardEvent.MTE2_S, 0)
         WaitFlag(HardEvent.MTE2_S, 0){prologue}{walk}

@@ -217,3 +217,17 @@ def test_index_put_by_one_row_index_is_one_launch_and_accumulates(compile_graph)
     added, put = run(x, i, v)
     assert added.tolist() == [[1, 1], [102, 203], [1, 1], [1, 1], [1011, 2021]]
     assert put.tolist() == [[1, 1], [100, 200], [1, 1], [1, 1], [1000, 2000]]
+
+
+def test_index_add_of_more_indices_than_ub_holds_loads_each_blocks_own_slice():
+    # 20,000 indices, over the 16,384 one UB load holds: index_add of one outer slice loads
+    # only the block's own [t0, t1) (the small index_add tests run this path end to end);
+    # index_copy's owner walk reads every index in every block, so there it is still refused
+    from sage.kernels.library.scatter_rows import ScatterRowsSpec, scatter_rows_source
+    from sage.kernels.target import target_for
+    spec = ScatterRowsSpec("k", 1, 64, 8, 20000, "float32", "int64", accumulate=True)
+    source = scatter_rows_source(spec, target_for())
+    assert "self.g_i[0 + self.t0]" in source and "(self.t1 - self.t0) * 8" in source
+    with pytest.raises(ValueError, match="20000 indices do not fit in UB"):
+        scatter_rows_source(ScatterRowsSpec("k", 1, 64, 8, 20000, "float32", "int64", accumulate=False),
+                            target_for())
