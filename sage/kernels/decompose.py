@@ -311,13 +311,27 @@ def index_put(x, indices, values, accumulate=False):
     dims = [i for i, t in enumerate(indices) if t is not None]
     if any(indices[d].dtype == torch.bool for d in dims) or dims != list(range(len(dims))):
         return NotImplemented
-    out = x.clone()
+    out = x.clone()       # a pointwise copy, which fuses with what computes x (a kernel's own copy would not)
+    if _row_put(x, indices, values):
+        return out.index_put_(indices, values, accumulate)
     return index_put_(out, indices, values, accumulate)
+
+
+def _row_put(x, indices, values) -> bool:
+    """index_put along dim 0 by one 1-d int64 index, values already [C, *x.shape[1:]] (or one
+    element) in x's dtype: the row-scatter kernel takes the call as it is and wraps negative
+    indices itself, so it is left undecomposed (the index arithmetic below, which torch's
+    index_copy_ needs, is a launch of its own)."""
+    return (len(indices) == 1 and indices[0] is not None and indices[0].dtype == torch.int64
+            and indices[0].dim() == 1 and values.dtype == x.dtype and x.dim() >= 1 and x.is_contiguous()
+            and (values.numel() == 1 or tuple(values.shape) == (indices[0].shape[0], *x.shape[1:])))
 
 
 def index_put_(x, indices, values, accumulate=False):
     dims = [i for i, t in enumerate(indices) if t is not None]
     if any(indices[d].dtype == torch.bool for d in dims) or dims != list(range(len(dims))) or not x.is_contiguous():
+        return NotImplemented
+    if _row_put(x, indices, values):
         return NotImplemented
     idx = torch.broadcast_tensors(*[indices[d].to(torch.int64) for d in dims])
     sizes = [x.shape[d] for d in dims]

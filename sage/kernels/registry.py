@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from sage.kernels import aten_rules as r
 from sage.kernels import decompose as d
+from sage.kernels.decompose_index import embedding_dense_backward
 from sage.kernels.decompose_pointwise import DECOMPOSED as POINTWISE_DECOMPOSED
 
 if TYPE_CHECKING:
@@ -307,7 +308,8 @@ _PRIMS: dict[str, Prim] = {
     "sort": Prim("sort"), "argsort": Prim("sort"), "topk": Prim("topk"),
     "gather": Prim("gather"), "index_select": Prim("index_select"), "take_along_dim": Prim("gather"),
     "index_copy": Prim("index_copy"), "index_add": Prim("index_add"),
-    "scatter": Prim("scatter"), "scatter_add": Prim("scatter", "sum"),
+    "index_put": Prim("index_copy"), "_unsafe_index_put": Prim("index_copy"),   # one row index (decompose.py)
+    "scatter": Prim("scatter"), "scatter_add": Prim("scatter", "sum"), "scatter_reduce": Prim("scatter"),
     "fill": Prim("fill"), "zero": Prim("fill"), "zeros": Prim("fill"), "ones": Prim("fill"), "full": Prim("fill"),
     "zeros_like": Prim("fill"), "ones_like": Prim("fill"), "full_like": Prim("fill"), "new_zeros": Prim("fill"),
     "new_ones": Prim("fill"), "new_full": Prim("fill"), "scalar_tensor": Prim("fill"),
@@ -324,7 +326,8 @@ _DECOMPOSED: dict[str, Callable] = {
     "cat": d.cat, "stack": d.stack, "constant_pad_nd": d.constant_pad_nd,
     **{f"reflection_pad{k}d": d.reflection_pad for k in (1, 2, 3)},
     **{f"replication_pad{k}d": d.replication_pad for k in (1, 2, 3)}, "nll_loss2d_forward": d.nll_loss_forward, "repeat": d.repeat, "flip": d.flip, "roll": d.roll,
-    "embedding": d.embedding, "index": d.index, "_unsafe_index": d.index, "index_put": d.index_put,
+    "embedding": d.embedding, "embedding_dense_backward": embedding_dense_backward, "index": d.index,
+    "_unsafe_index": d.index, "index_put": d.index_put,
     "_unsafe_index_put": d.index_put, "repeat_interleave": d.repeat_interleave, "triu": d.triu, "tril": d.tril,
     "avg_pool1d": d.avg_pool, "avg_pool2d": d.avg_pool, "avg_pool3d": d.avg_pool,
     "max_pool2d_with_indices": d.max_pool_with_indices, "max_pool3d_with_indices": d.max_pool_with_indices,

@@ -101,6 +101,9 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
     node = group.nodes[0]
     if node.op == "index_add" and node.kwargs.get("alpha", 1) != 1:
         raise Unsupported(f"{node.describe()}: alpha != 1")
+    # index_put(x, (idx,), values, accumulate) by one row index is index_copy / index_add along dim 0.
+    accumulate = node.op == "index_add" or (node.op in ("index_put", "_unsafe_index_put") and any(
+        v is True for v in node.scalars + [node.kwargs.get("accumulate")]))
     out, src = node.outs[0], node.ins[2]
     idx = _index(node, node.ins[1])
     if src is None:
@@ -110,7 +113,9 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
     rank = len(out.shape)
     dim = _dim(node, rank)
     _dense(node, out, "destination")
-    broadcast = src.layout.numel > 0 and all(s == 0 for s in src.layout.strides)
+    # index_put's values may be one element put in every row (index_copy's src never is).
+    broadcast = src.layout.numel > 0 and all(s == 0 for s in src.layout.strides) or (
+        node.op != "index_copy" and node.op != "index_add" and src.layout.numel == 1)
     if not broadcast:
         _dense(node, src, "source")
     if len(idx.shape) > 1:
@@ -120,7 +125,7 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
         return _initial_copy(node, prog, name, target)
     spec = ScatterRowsSpec(name=f"{name}s", outer=math.prod(out.shape[:dim]), rows=out.shape[dim] if rank else 1,
                            inner=math.prod(out.shape[dim + 1:]), count=count, dtype=out.dtype,
-                           index_dtype=idx.dtype, accumulate=node.op == "index_add", src_broadcast=broadcast,
+                           index_dtype=idx.dtype, accumulate=accumulate, src_broadcast=broadcast,
                            out=_name(prog, out), index=_name(prog, idx), src=_name(prog, src),
                            out_offset=out.layout.offset, index_offset=idx.layout.offset,
                            src_offset=src.layout.offset)
@@ -165,24 +170,51 @@ def histogram_launch(group: Group, prog: Program, name: str, sched: Schedule, ta
 
 
 # -- scatter ---------------------------------------------------------------------------------------
+# Which scatter calls the element-scatter kernel takes: (op, overload) -> reads a src tensor.
+_SCATTERS = {("scatter", "src"): True, ("scatter", "value"): False, ("scatter", "reduce"): True,
+             ("scatter", "value_reduce"): False, ("scatter_add", "default"): True, ("scatter_reduce", "two"): True}
+# The kernel's reduce for each spelling: scatter_'s reduce=, scatter_add, scatter_reduce's (include_self).
+_REDUCES = {"add": "add", "multiply": "multiply", "sum": "add", "prod": "multiply"}
+
+
+def _scatter_reduce(node: Node) -> str | None:
+    if node.op == "scatter_add":
+        return "add"
+    if node.op == "scatter_reduce":
+        how = next((v for v in node.scalars if isinstance(v, str)), None)
+        if how not in _REDUCES or not node.kwargs.get("include_self", True):
+            raise Unsupported(f"{node.describe()}: scatter_reduce {how!r} (include_self="
+                              f"{node.kwargs.get('include_self', True)}); written: sum and prod with include_self")
+        return _REDUCES[how]
+    how = node.kwargs.get("reduce")
+    if how is not None and how not in _REDUCES:
+        raise Unsupported(f"{node.describe()}: reduce={how!r}")
+    return None if how is None else _REDUCES[how]
+
+
 def scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
     """torch.scatter(x, dim, idx, src): a copy of x with out[.., idx[.., k, ..], ..] = src[.., k, ..];
-    scatter(x, dim, idx, value) writes the one value at every index."""
+    scatter(x, dim, idx, value) writes the one value at every index; a reduce ('add', 'multiply';
+    scatter_add; scatter_reduce sum/prod) combines it with the element there."""
     from sage.kernels.library.scatter_elems import (
-        ScatterElemsSpec, row_tile, scatter_elems_args, scatter_elems_source)
+        ScatterElemsSpec, copies_x, scatter_elems_args, scatter_elems_source)
 
     node = group.nodes[0]
-    if node.op != "scatter" or node.call.overload not in ("src", "value") or node.kwargs.get("reduce") is not None:
-        raise Unsupported(f"{node.describe()}: only scatter with a src tensor or a value, and no reduce, is written")
-    by_value = node.call.overload == "value"
+    if (node.op, node.call.overload) not in _SCATTERS:
+        raise Unsupported(f"{node.describe()}: only scatter with a src tensor or a value (reduce add/multiply), "
+                          "scatter_add and scatter_reduce.two are written")
+    reduce = _scatter_reduce(node)
+    by_value = not _SCATTERS[node.op, node.call.overload]
     x, out = node.ins[0], node.outs[0]
     idx = _index(node, node.ins[1])
-    value = float(node.scalars[-1]) if by_value else None
+    value = float(next(v for v in reversed(node.scalars) if isinstance(v, (int, float)))) if by_value else None
     src = idx if by_value else node.ins[2]       # by value: only idx's shape and layout are asked below
     if x is None or src is None:
         raise Unsupported(f"{node.describe()}: a constant operand")
     if out.layout.numel == 0:
         return None
+    if reduce is not None and out.dtype == "bool":
+        raise Unsupported(f"{node.describe()}: a {reduce} reduce into bool")
     rank = len(out.shape)
     dim = _dim(node, rank)
     if src.shape != idx.shape or len(idx.shape) != rank or any(
@@ -195,11 +227,12 @@ def scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, targ
                             inner=math.prod(out.shape[dim + 1:]), count=idx.shape[dim] if rank else 1,
                             dtype=out.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
                             src=_name(prog, src), out=_name(prog, out), x_offset=x.layout.offset,
-                            index_offset=idx.layout.offset, src_offset=src.layout.offset, value=value)
+                            index_offset=idx.layout.offset, src_offset=src.layout.offset, value=value,
+                            reduce=reduce)
     if idx.layout.numel == 0:
         return _initial_copy(node, prog, name, target)
     args = scatter_elems_args(spec)
-    scatter = Launch(scatter_elems_source(spec, target, sched.block_dim), f"{spec.name}_launch({', '.join(args)})",
-                     group.describe(), args)
-    first = None if row_tile(spec) >= 1 else _initial_copy(node, prog, name, target)
+    scatter = library_launch(node.describe(), spec.name, group.describe(),
+                             lambda: scatter_elems_source(spec, target, sched.block_dim), args)
+    first = None if copies_x(spec, sched.block_dim or target.vector_cores) else _initial_copy(node, prog, name, target)
     return _then(first, name, scatter, list(dict.fromkeys((first.args if first else []) + args)))

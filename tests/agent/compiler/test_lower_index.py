@@ -4,6 +4,7 @@ kernel runs in the sandbox, its result checked against values worked out by hand
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 F32 = np.float32
 
@@ -151,3 +152,116 @@ def test_picking_many_entries_of_a_short_table_streams_it_into_ub_once(compile_g
     i[::5] -= 40                                    # negative indices wrap as in Python
     (out,) = run(w, i)
     np.testing.assert_array_equal(out, w[i % 40])
+
+
+@pytest.mark.parametrize("vector_filter", [True, False])
+def test_index_put_with_repeated_indices_is_race_free_and_the_last_write_wins(compile_graph, monkeypatch,
+                                                                               vector_filter):
+    # The public NPUKernelBench index_put draws indices with repeats (accumulate=False): two blocks
+    # storing one row was a GM race (RaceError). Rows are split by destination, indices read in order,
+    # picked out by the vector filter or (too many indices for it) by the scalar scan.
+    if not vector_filter:
+        monkeypatch.setattr("sage.kernels.library.scatter_owner.FILTER_INDICES", 0)
+    compiled, run = compile_graph(
+        "x, i, v, y, j, w, z, k, u", "(x.index_put((i,), v), y.index_put((j,), w), z.index_copy(1, k, u))",
+        "torch.randn(64), torch.randint(0, 64, (40,)), torch.randn(40), torch.randn(16, 4), "
+        "torch.randint(0, 16, (6,)), torch.randn(6, 4), torch.randn(3, 5), torch.tensor([1, 4, 1, 0]), "
+        "torch.randn(3, 4)")
+    assert ("words.GetValue" in compiled.source) == vector_filter     # the mask read 32 bits at a time
+    x = np.arange(64, dtype=F32)
+    i = np.array([5, 3, 5, -59, 63, 0, 63, 5] * 5, np.int64)      # -59 wraps to 5: every index repeats
+    v = np.arange(100, 140, dtype=F32)
+    y = np.arange(64, dtype=F32).reshape(16, 4)
+    j = np.array([2, 9, -14, 15, 9, 2], np.int64)                  # -14 wraps to 2
+    w = np.arange(24, dtype=F32).reshape(6, 4) + 1000
+    z = np.zeros((3, 5), F32)
+    k = np.array([1, 4, -4, 0], np.int64)                          # -4 wraps to 1
+    u = np.arange(12, dtype=F32).reshape(3, 4) + 1
+    flat, rows, columns = run(x, i, v, y, j, w, z, k, u)
+    # in index order the last write wins: 5 <- v[39], 3 <- v[33], 63 <- v[38], 0 <- v[37]
+    expect = x.copy()
+    expect[[5, 3, 63, 0]] = v[[39, 33, 38, 37]]
+    assert flat.tolist() == expect.tolist()
+    expect_rows = y.copy()
+    expect_rows[[2, 9, 15]] = w[[5, 4, 3]]
+    assert rows.tolist() == expect_rows.tolist()
+    # columns 1 <- u[:, 2], 4 <- u[:, 1], 0 <- u[:, 3]; column 2 and 3 stay zero
+    assert columns.tolist() == [[4, 3, 0, 0, 2], [8, 7, 0, 0, 6], [12, 11, 0, 0, 10]]
+
+def test_scatter_reduce_add_and_multiply_fold_repeated_indices_in_order(compile_graph):
+    # The public NPUKernelBench scatter uses scatter_(dim, index, src, reduce='add'); repeated
+    # indices must all be folded in, each line of the indexed axis by one block (no lost updates).
+    compiled, run = compile_graph(
+        "x, i, s, y, j, t, m, u",
+        "(x.clone().scatter_(0, i, s, reduce='add'), y.scatter(0, j, t, reduce='multiply'), "
+        "torch.scatter_add(y, 1, m, u), y.scatter_reduce(0, j, t, 'prod'))",
+        "torch.randn(8), torch.randint(0, 8, (6,)), torch.randn(6), torch.randn(3, 20), "
+        "torch.randint(0, 3, (4, 20)), torch.randn(4, 20), torch.randint(0, 20, (3, 5)), torch.randn(3, 5)")
+    assert "SetValue(GM)" not in compiled.source and "g_o.SetValue" not in compiled.source   # tiled modes only
+    x = np.arange(8, dtype=F32)
+    i = np.array([2, 7, 2, -6, 0, 7], np.int64)                   # -6 wraps to 2
+    s = np.array([10, 20, 30, 40, 50, 60], F32)
+    y = np.full((3, 20), 2, F32)
+    j = np.tile(np.array([[0], [2], [0], [-3]], np.int64), (1, 20))    # along dim 0: row 0 three times
+    j[:, 5] = [1, 1, 1, 2]
+    t = np.tile(np.array([[3], [5], [7], [11]], F32), (1, 20))
+    m = np.array([[19, 0, -1, 19, 4], [1, 1, 1, 1, 1], [0, 2, 4, 6, 8]], np.int64)    # -1 wraps to 19
+    u = np.arange(15, dtype=F32).reshape(3, 5) + 1
+    added, multiplied, added_rows, prod = run(x, i, s, y, j, t, m, u)
+    assert added.tolist() == [50, 1, 2 + 10 + 30 + 40, 3, 4, 5, 6, 7 + 20 + 60]
+    expect = np.full((3, 20), 2, F32)
+    expect[0], expect[2] = 2 * 3 * 7 * 11, 2 * 5
+    expect[:, 5] = [2, 2 * 3 * 5 * 7, 2 * 11]
+    assert multiplied.tolist() == expect.tolist() and prod.tolist() == expect.tolist()
+    # scatter_add along dim 1: row 0 gets 1 + 3 + 4 at 19 and 2 at 0; row 1 all of 6..10 at 1
+    expect = np.full((3, 20), 2, F32)
+    expect[0, [19, 0, 4]] += [1 + 3 + 4, 2, 5]
+    expect[1, 1] += 6 + 7 + 8 + 9 + 10
+    expect[2, [0, 2, 4, 6, 8]] += [11, 12, 13, 14, 15]
+    assert added_rows.tolist() == expect.tolist()
+
+
+def test_embedding_dense_backward_sums_rows_skips_padding_and_scales_by_frequency(compile_graph):
+    # The public NPUKernelBench embedding_dense_backward calls the aten op itself ("no lowering").
+    _, run = compile_graph(
+        "g, i", "(torch.ops.aten.embedding_dense_backward(g, i, 6, 2, False), "
+                "torch.ops.aten.embedding_dense_backward(g, i, 6, -1, True))",
+        "torch.randn(2, 3, 4), torch.randint(0, 6, (2, 3))")
+    g = (np.arange(1, 7, dtype=F32)[:, None] * np.array([1, 10, 100, 1000], F32)).reshape(2, 3, 4)
+    i = np.array([[4, 2, 4], [0, 4, 2]], np.int64)        # row 4 three times, padding row 2 twice
+    padded, scaled = run(g, i)
+    base = np.array([1, 10, 100, 1000], F32)
+    expect = np.zeros((6, 4), F32)
+    expect[4], expect[0] = (1 + 3 + 5) * base, 4 * base  # rows 1 and 5 named by no index; row 2 is padding
+    assert padded.tolist() == expect.tolist()
+    expect[4], expect[2] = (1 + 3 + 5) / 3 * base, (2 + 6) / 2 * base
+    np.testing.assert_allclose(scaled, expect, rtol=1e-6)
+
+
+def test_index_put_by_one_row_index_is_one_launch_and_accumulates(compile_graph):
+    # index_put by a single int64 row index reaches the row-scatter kernel undecomposed: no
+    # launch of its own wrapping negative indices (the kernel wraps them), accumulate -> atomic adds.
+    compiled, run = compile_graph("x, i, v", "(x.index_put((i,), v, accumulate=True), x.index_put((i,), v))",
+                                  "torch.randn(5, 2), torch.tensor([1, -1, 1, 4]), torch.randn(4, 2)")
+    # each out-of-place put: the pointwise copy of x, then the scatter into it; no index arithmetic
+    assert [g.kind for _, g in compiled.groups] == ["tile", "index_copy", "tile", "index_copy"]
+    x = np.ones((5, 2), F32)
+    i = np.array([1, -1, 1, 4], np.int64)                          # -1 wraps to 4
+    v = np.array([[1, 2], [10, 20], [100, 200], [1000, 2000]], F32)
+    added, put = run(x, i, v)
+    assert added.tolist() == [[1, 1], [102, 203], [1, 1], [1, 1], [1011, 2021]]
+    assert put.tolist() == [[1, 1], [100, 200], [1, 1], [1, 1], [1000, 2000]]
+
+
+def test_index_add_of_more_indices_than_ub_holds_loads_each_blocks_own_slice():
+    # 20,000 indices, over the 16,384 one UB load holds: index_add of one outer slice loads
+    # only the block's own [t0, t1) (the small index_add tests run this path end to end);
+    # index_copy's owner walk reads every index in every block, so there it is still refused
+    from sage.kernels.library.scatter_rows import ScatterRowsSpec, scatter_rows_source
+    from sage.kernels.target import target_for
+    spec = ScatterRowsSpec("k", 1, 64, 8, 20000, "float32", "int64", accumulate=True)
+    source = scatter_rows_source(spec, target_for())
+    assert "self.g_i[0 + self.t0]" in source and "(self.t1 - self.t0) * 8" in source
+    with pytest.raises(ValueError, match="20000 indices do not fit in UB"):
+        scatter_rows_source(ScatterRowsSpec("k", 1, 64, 8, 20000, "float32", "int64", accumulate=False),
+                            target_for())

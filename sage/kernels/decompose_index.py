@@ -1,0 +1,34 @@
+"""Decompositions of the indexed backward operators into the scatter primitives the compiler
+lowers (index_add, bincount, index_select), written as torch's CPU kernels compute them."""
+
+from __future__ import annotations
+
+import torch
+
+
+def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+    """The gradient of an embedding table: grad_weight[k] = sum of the grad rows i with indices[i] = k
+    (each times 1 / count[k] with scale_grad_by_freq), the padding_idx row zero.
+
+    torch's CPU kernel (aten/src/ATen/native/Embedding.cpp) splits num_weights among threads and
+    adds row i into row k only when k != padding_idx and k lies in a thread's range [0,
+    num_weights): an index equal to padding_idx, and one out of range (the public task files draw
+    indices from [0, num_weights] inclusive), adds nothing and raises nothing. Here such rows are
+    zeroed and sent to row 0 (adding zero changes nothing), which costs one pass over grad
+    (N x D), small beside the zero fill of the num_weights x D result. count[k] counts every
+    occurrence of a kept row k, as torch's does. Sums are accumulated in the output dtype, as torch's CPU kernel does."""
+    dim = grad_output.shape[-1]
+    idx = indices.reshape(-1)
+    grad = grad_output.reshape(-1, dim)
+    keep = torch.logical_and(idx >= 0, idx < num_weights)
+    if padding_idx >= 0:
+        keep = torch.logical_and(keep, idx != padding_idx)
+    safe = torch.where(keep, idx, torch.zeros_like(idx))
+    if scale_grad_by_freq:
+        # Dropped indices are counted in an extra last bin, so they leave the counts of kept rows alone.
+        binned = torch.where(keep, idx, torch.full_like(idx, num_weights))
+        counts = torch.bincount(binned, minlength=num_weights + 1)
+        scale = 1.0 / torch.index_select(counts, 0, safe).to(torch.float32)
+        grad = (grad.float() * scale.unsqueeze(1)).to(grad.dtype)
+    grad = torch.where(keep.unsqueeze(1), grad, torch.zeros((), dtype=grad.dtype))
+    return torch.zeros(num_weights, dim, dtype=grad.dtype).index_add_(0, safe, grad)
