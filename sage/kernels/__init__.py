@@ -25,7 +25,9 @@ from sage.kernels.library.tile_spec import Access, Iota, TileOutput, TileSpec
 from sage.kernels.library.tile_spec import load_plan as tile_load_plan
 from sage.kernels.long_rows import long_rows
 from sage.kernels.lowering import Lowerer, Val
-from sage.kernels.record import AtenCall, Graph, Node, TensorMeta, dtype_size, record_aten, record_forward, trace_graph
+from sage.kernels.record import (
+    AtenCall, Graph, Node, TensorMeta, dtype_size, flat_args, is_tensor_list, record_aten, record_forward, trace_graph,
+)
 from sage.kernels.registry import (
     CUBE_OPS, FREE_OPS, MATMUL_OPS, OPS, ROW_OPS, ChainForm, CostClass, CubeForm, OpDef, Prim, Promotion, RowForm,
     WorkRule,
@@ -45,7 +47,7 @@ __all__ = [
     "Graph", "Inp", "Kind", "Knobs", "Lowerer", "MatmulSpec", "Node", "Op", "OpDef", "Promotion", "RowForm",
     "RowSpec", "Target", "TensorMeta", "Val", "VectorOp", "WorkRule",
     "base_name", "broadcast_layout", "broadcasts", "call_chain", "chain_for", "const", "cost_class_of", "dsl_dtype",
-    "dtype_size", "elementwise_source", "elementwise_tiling", "grouped_layout", "inp", "is_free", "matmul_source",
+    "dtype_size", "elementwise_source", "flat_args", "is_tensor_list", "elementwise_tiling", "grouped_layout", "inp", "is_free", "matmul_source",
     "op", "op_def", "ops_in", "record_aten", "record_forward", "render", "row_source", "row_tiling", "suffixed", "target_for",
     "target_of", "trace_graph",
 ]

@@ -27,8 +27,7 @@ from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, g
 from sage.agent.compiler.tracing import check_static, reference_failure, traced
 from sage.bench.case_support import describe_case
 from sage.bench.evaluate import case_indices
-from sage.kernels import Target, dsl_dtype, long_rows, target_for, trace_graph
-from sage.kernels.record import flat_args, is_tensor_list
+from sage.kernels import Target, dsl_dtype, flat_args, is_tensor_list, long_rows, target_for, trace_graph
 from sage.npu.restricted import MAX_SOURCE_BYTES
 
 ScheduleFor = Callable[[GroupKey], Schedule]

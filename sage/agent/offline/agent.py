@@ -23,8 +23,7 @@ from sage.agent.compiler.compiler import CaseProgram, CompiledTask, compile_case
 from sage.agent.compiler.schedule import Schedule
 from sage.agent.compiler.search import DEFAULT_BUDGET, SearchState, knob_diff, measure, next_move, rank
 from sage.agent.offline import hints as H
-from sage.kernels import Target
-from sage.kernels.record import flat_args
+from sage.kernels import Target, flat_args
 
 # Adoption probability by what is known of an item: resident rules proved themselves on
 # several operators; a positive utility is exploited, an untried one explored.
