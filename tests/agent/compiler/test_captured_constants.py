@@ -14,6 +14,17 @@ def test_a_tensor_computed_with_numpy_from_the_inputs_is_refused_as_host_computa
         trace_cases(task)
 
 
+
+def test_a_tensor_computed_on_the_host_from_integer_inputs_is_refused(task_file):
+    # integer inputs are not perturbed (they may be indices); the case drawn under another
+    # seed has other integers, and the cumsum numpy made of them is another captured constant
+    from sage.agent.compiler.build import Unsupported
+    from sage.agent.compiler.compiler import trace_cases
+
+    task = task_file("i", "torch.from_numpy(i.numpy().cumsum(0)) + i", ["torch.randint(0, 10, (16,))"])
+    with pytest.raises(Unsupported, match="computes a tensor on the host outside torch"):
+        trace_cases(task)
+
 def test_small_literal_constants_are_written_by_a_kernel_and_match_torch(task_file):
     import numpy as np
     import torch
