@@ -198,9 +198,8 @@ def time_run(run: FunctionalRun, spec: HardwareSpec, *, trace: bool = False) -> 
     except NpuError as err:  # a launch that cannot run on the chip (deadlock, SyncAll in waves, ...)
         return KernelRun(None, err.info(), None, **extra)
     essential = sum(n for n, is_input in run.trace.allocations if is_input)
-    out_bytes = sum(o.nbytes for o in run.outputs or [])
-    essential += out_bytes
-    return KernelRun(run.outputs, None, build_profile(timed, essential, syncs=run.trace.syncs, output_bytes=out_bytes),
+    essential += sum(o.nbytes for o in run.outputs or [])
+    return KernelRun(run.outputs, None, build_profile(timed, essential, syncs=run.trace.syncs),
                      build_trace(timed) if trace else None,
                      **extra)
 

@@ -14,14 +14,15 @@ it is the busy fraction of the average core, as msprof's PipeUtilization.
 Roofline bound (documented formula): the time no implementation of this forward() can beat
 on this preset, from the essential work only, with the launch excluded:
 
-    bound_us = max(memory, essential cube FLOPs / cube peak)
-    memory   = max(input bytes / HBM bandwidth, output bytes / L2 write rate of all cores)
-               when the outputs fit in L2, else all essential bytes / HBM bandwidth
+    bound_us = max(essential GM bytes / HBM bandwidth, essential cube FLOPs / cube peak)
 
-Essential GM bytes here are forward()'s inputs and outputs, each moved once: every run
-starts with a cold L2, so inputs cost HBM bandwidth, while outputs that fit land in the
-write-back L2 (the machine model writes them there too, so charging them at HBM
-bandwidth put swi_glu's fp32 case at 1.39x its "bound"); the bench layer refines them per
+Essential GM bytes here are forward()'s inputs and outputs, each moved once. Every run
+starts with a cold L2, so the inputs cost HBM bandwidth, and the machine model drains every
+write to HBM through L2 (sage/npu/replay.py), so the outputs do too. (The bound once charged
+outputs that fit in L2 at the L2 write rate of all cores, a rate the machine never grants a
+write: a plain copy could reach only half of its "bound". The 1.39x that change answered
+was swi_glu reading x's second halves as L2 hits after reading the first halves, which the
+L2 model now refuses, sage/npu/sim/l2.py.) The bench layer refines the bytes per
 operator (gathered rows instead of a whole table) and adds the reference's matmul FLOPs
 (`sage.bench.evaluate`). roofline_fraction = bound / the kernels' own device time (the
 device fixed cost of each launch excluded too), never above 1 for a physically possible
@@ -52,7 +53,7 @@ def _pipe_stats(run: Replay) -> dict[str, PipeStat]:
 
 
 def build_profile(run: Replay, essential_bytes: int, essential_cube_flops: float = 0.0,
-                  syncs: Sequence[int] = (), output_bytes: int = 0) -> Profile:
+                  syncs: Sequence[int] = ()) -> Profile:
     """`syncs`: per host read-back, the number of launches before it (a sync step there)."""
     spec = run.spec
     launches = run.launches
@@ -76,8 +77,7 @@ def build_profile(run: Replay, essential_bytes: int, essential_cube_flops: float
     widest = max(launches, key=lambda lt: lt.cores_used, default=None)
     hbm = sum(lt.hbm_bytes for lt in launches)
     kernel_cycles = sum(lt.kernel_cycles for lt in launches)
-    bound_us, bound_kind = roofline_bound_us(spec, essential_bytes, essential_cube_flops,
-                                             output_bytes=output_bytes)
+    bound_us, bound_kind = roofline_bound_us(spec, essential_bytes, essential_cube_flops)
     return Profile(
         cycles=int(round(device_cycles)), time_us=round(timeline.end_to_end_us, 4), launches=len(launches),
         syncs=timeline.syncs, sync_us=round(timeline.sync_us, 4),
@@ -93,17 +93,9 @@ def build_profile(run: Replay, essential_bytes: int, essential_cube_flops: float
 
 
 def roofline_bound_us(spec, essential_bytes: float, essential_cube_flops: float = 0.0,
-                      fp32_cube: bool = False, output_bytes: float = 0.0) -> tuple[float, str]:
+                      fp32_cube: bool = False) -> tuple[float, str]:
     """(bound in µs, which resource sets it: "memory" or "cube"), launch excluded."""
-    chip = spec.chip
-    hbm = chip.hbm_gbps * 1e3                       # bytes per µs
-    if 0 < output_bytes <= chip.l2_bytes:
-        # Outputs that fit land in the write-back L2 (as the simulator and the chip write them),
-        # at the L2 write rate of every core, while the inputs stream from HBM.
-        l2_write = chip.l2_write_bytes_per_cycle_per_core * (chip.aic_cores + chip.aiv_cores) * chip.clock_mhz
-        mem = max((essential_bytes - output_bytes) / hbm, output_bytes / l2_write)
-    else:
-        mem = essential_bytes / hbm
+    mem = essential_bytes / (spec.chip.hbm_gbps * 1e3)        # bytes per µs
     peak = 2.0 * spec.cube.peak_macs_per_cycle * spec.chip.aic_cores * spec.chip.clock_mhz
     cube = essential_cube_flops / (peak / (spec.cube.fp32_factor if fp32_cube else 1.0))
     return (cube, "cube") if cube > mem else (mem, "memory")

@@ -79,7 +79,10 @@ class _Coster:
 
     def _gm_copy(self, r: tuple) -> tuple:
         pipe, kind, op, a, b, c, d, gbuf, glo, ghi, deps, _name, _line = r
-        hit = self.l2.access(gbuf, glo, ghi)
+        if c > 1 and b % c == 0 and glo + (c - 1) * d + b // c <= ghi:
+            hit = self.l2.access_rows(gbuf, glo, b // c, d, c)      # bursts of b / c bytes, d apart
+        else:
+            hit = self.l2.access(gbuf, glo, ghi)
         if a in GM_READ_PATHS:
             line = self.costs.gm_line
             hit = min(hit, b)

@@ -36,3 +36,13 @@ def test_past_the_cap_it_forgets_and_never_claims_a_byte_it_did_not_see():
     assert ivs.overlap(0, n * 64) <= len(truth)
     covered = {b for s, e in zip(ivs.starts, ivs.ends) for b in range(s, e)}
     assert covered <= truth                       # pessimistic: a forgotten byte is a miss, never a phantom hit
+
+
+def test_rows_touch_only_their_bursts():
+    l2 = L2Cache(1 << 20)
+    assert l2.access_rows(0, 0, 100, 300, 4) == 0       # bursts [0,100) [300,400) [600,700) [900,1000)
+    assert l2.access_rows(0, 100, 100, 300, 4) == 0     # the next 100 bytes of each: not resident
+    assert l2.access_rows(0, 0, 100, 300, 4) == 400
+    # resident: [0,200) [300,500) [600,800) [900,1100); [200,300) [500,600) [800,900) never touched
+    assert l2.access(0, 0, 1000) == 200 + 200 + 200 + 100
+    assert l2.access_rows(1, 0, 100, 100, 3) == 0 and l2.access(1, 0, 300) == 300   # pitch = length: one run

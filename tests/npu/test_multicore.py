@@ -150,6 +150,40 @@ def test_re_read_gm_hits_l2(run):
     assert abs((mte2_once - mte2_second) - streaming_cycles / 2) <= 2
 
 
+HALVES = """
+@kernel
+def half(x, z, col0, rows, w):
+    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 1); pipe.InitBuffer(q, 1, rows * w * 4)
+    xg = GlobalTensor(); xg.SetGlobalBuffer(x)
+    zg = GlobalTensor(); zg.SetGlobalBuffer(z)
+    t = q.AllocTensor(float32)
+    DataCopyPad(t, xg[col0], DataCopyExtParams(rows, w * 4, w * 4, 0, 0), DataCopyPadExtParams(False, 0, 0, 0))
+    q.EnQue(t); t = q.DeQue(float32)
+    DataCopy(zg[(col0 // w) * rows * w], t, rows * w)
+    q.FreeTensor(t)
+
+def forward(x, halves=2, rows=64, w=256):
+    # x is [rows, 2w]: launch h copies column half h of every row (rows bursts of w floats, 2w apart)
+    z = empty_like(x)
+    for h in range(halves):
+        half[1](x, z, h * w, rows, w)
+    return z
+"""
+
+
+def test_a_strided_read_makes_only_its_bursts_resident(run):
+    """Reading the left half of every row does not bring the right halves into L2: reading
+    them next costs what the first read cost (same size, same 512 B alignment), not half of
+    its streaming time as an L2 hit would."""
+    x = np.arange(64 * 512, dtype=np.float32)
+    _, one = run(HALVES, [x], kwargs={"halves": 1})
+    _, two = run(HALVES, [x], kwargs={"halves": 2})
+    assert two.error is None and np.array_equal(two.outputs[0].reshape(2, 64, 256),
+                                                x.reshape(64, 2, 256).transpose(1, 0, 2))
+    first = one.profile.pipes["MTE2"].busy_cycles
+    assert abs(two.profile.pipes["MTE2"].busy_cycles - 2 * first) <= 1
+
+
 def test_profile_and_trace_shape(run):
     x = np.zeros(4 * 8192, dtype=np.float32)
     _, result = run(COPY, [x], kwargs={"blocks": 4, "launches": 2}, trace=True)

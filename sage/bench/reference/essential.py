@@ -73,9 +73,8 @@ def essential_work(graph: Graph, hw: HardwareSpec) -> Essential:
             nbytes += full
         elif v in gathered:
             nbytes += min(full, gathered[v])
-    out_bytes = float(sum(_nbytes(graph, v) for v in graph.outputs))
-    nbytes += out_bytes
-    bound, kind = roofline_bound_us(hw, nbytes, flops, fp32_cube=fp32, output_bytes=out_bytes)
+    nbytes += float(sum(_nbytes(graph, v) for v in graph.outputs))
+    bound, kind = roofline_bound_us(hw, nbytes, flops, fp32_cube=fp32)
     return Essential(bytes=nbytes, cube_flops=flops, fp32_cube=fp32, bound_us=bound, bound=kind)
 
 
