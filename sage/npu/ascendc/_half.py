@@ -48,13 +48,17 @@ def half_bits(src: np.ndarray) -> np.ndarray:
     t += _BINADE
     if a.size == 0:
         return t.astype(np.uint16)
+    top = a.max()
     if a.min() < _MIN_NORMAL:
-        with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf lanes are overwritten below
+        if top > _INF_BITS:  # a signalling NaN lane raises 'invalid' (its lane is overwritten below)
+            with np.errstate(invalid="ignore"):
+                sub = a.view(np.float32) + _HALF
+        else:  # (no NaN: no error state to set, which costs more than the addition)
             sub = a.view(np.float32) + _HALF  # the FPU rounds to whole units of 2^-24, half to even
         sub = sub.view(_U)
         sub -= _HALF_BITS
         np.minimum(t, sub, out=t)
-    if a.max() >= _OVERFLOW:      # inf; NaN keeps its top payload bits and stays a NaN, as in numpy
+    if top >= _OVERFLOW:      # inf; NaN keeps its top payload bits and stays a NaN, as in numpy
         payload = (a >> _U(13)) & _U(0x3ff)
         payload[payload == 0] = 1
         np.copyto(t, np.where(a > _INF_BITS, _U(0x7c00) | payload, _U(0x7c00)), where=a >= _OVERFLOW)
