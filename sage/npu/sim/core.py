@@ -219,7 +219,7 @@ class CoreState:
             starts = tr.starts
             if len(starts) == 1 and starts[0] == lo and tr.ends[0] == hi:
                 tr.writers[0] = (pipe, seq)
-                tr.readers[0] = {}
+                tr.readers[0].clear()  # (no one else holds a segment's reader dict)
             else:
                 tr.record_write(lo, hi, pipe, seq)
         records = self.records
