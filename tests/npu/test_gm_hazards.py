@@ -129,3 +129,31 @@ def test_a_cross_core_flag_on_the_writing_pipe_orders_the_hand_over(run):
 def test_a_cross_core_flag_on_another_pipe_does_not(run, check_error):
     src, result = run(HANDOVER.replace("PIPE_X", "PIPE_MTE2"), [np.eye(16, dtype=np.float16)])
     check_error(result, src, "RaceError", "@read", "no sync between the two cores")
+
+
+def test_the_burst_overlap_of_two_strided_transfers_is_the_byte_sets_intersection():
+    """overlap() (with its constant-time test for one pitch) against the bytes each transfer
+    touches, listed one by one, on random layouts of equal and unequal pitches."""
+    import random
+
+    from sage.npu.sim.gmhazards import Access, overlap
+
+    def access(lo, length, pitch, count):
+        return Access(0, 0, 0, True, False, lo, length, pitch, count, (), {}, 0, "", "")
+
+    def touched(a):
+        return {a.lo + i * a.pitch + k for i in range(a.count) for k in range(a.length)}
+
+    rng = random.Random(3)
+    for _ in range(3000):
+        pitch = rng.randint(1, 48)
+        a = access(rng.randint(0, 160), rng.randint(1, 40), pitch, rng.randint(1, 6))
+        other_pitch = pitch if rng.random() < 0.7 else rng.randint(1, 48)
+        b = access(rng.randint(0, 160), rng.randint(1, 40), other_pitch, rng.randint(1, 6))
+        common = touched(a) & touched(b)
+        found = overlap(a, b)
+        if not common:
+            assert found is None
+        else:
+            lo, hi = found
+            assert lo < hi and set(range(lo, hi)) <= common

@@ -40,7 +40,11 @@ def issue(name: str, key: str, dst, srcs, count: int, itemsize: int | None = Non
     if spans is None:
         if count < 0:
             chk.fits(dst, count, name)
-        reads = tuple([(t._slot, t._off, t._off + count * t._dtype.itemsize) for t in srcs])
+        if len(srcs) == 1:  # (unary and scalar forms: no list built for one operand)
+            s0 = srcs[0]
+            reads = ((s0._slot, s0._off, s0._off + count * s0._dtype.itemsize),)
+        else:
+            reads = tuple([(t._slot, t._off, t._off + count * t._dtype.itemsize) for t in srcs])
         writes = ((dst._slot, dst._off, dst._off + count * dst._dtype.itemsize),)
     else:
         reads, writes = spans

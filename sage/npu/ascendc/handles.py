@@ -35,8 +35,9 @@ import numpy as np
 from sage.npu.errors import LaunchError
 from sage.npu.sim import core as core_mod
 
-_OBJECTS: dict[int, Any] = {}     # handle id -> simulator object
-_OWNER: dict[int, Any] = {}       # handle id -> the core it belongs to (absent: valid anywhere in the run)
+# handle id -> (simulator object, the core it belongs to or None: valid anywhere in the run); one
+# table, so translating a handle is one lookup
+_OBJECTS: dict[int, tuple[Any, Any]] = {}
 _BY_CORE: dict[int, list[int]] = {}
 _IDS = itertools.count(1)
 _PUBLIC: dict[type, type] = {}    # simulator class -> its handle class
@@ -75,7 +76,6 @@ class Handle:
 def reset() -> None:
     """Forget every object: called at the start and end of each run."""
     _OBJECTS.clear()
-    _OWNER.clear()
     _BY_CORE.clear()
 
 
@@ -83,7 +83,6 @@ def end_block(core: Any) -> None:
     """The block on `core` is done: its handles die with it."""
     for hid in _BY_CORE.pop(id(core), ()):
         _OBJECTS.pop(hid, None)
-        _OWNER.pop(hid, None)
 
 
 def wrap(obj: Any) -> Any:
@@ -101,17 +100,18 @@ def wrap(obj: Any) -> Any:
     hid = next(_IDS)
     handle = object.__new__(cls)
     object.__setattr__(handle, "_hid", hid)
-    _OBJECTS[hid] = obj
-    if obj.__class__ not in _SESSION_LEVEL:
-        core = core_mod._current
-        if core is None:
-            _OWNER[hid] = _HOST
-        else:
-            _OWNER[hid] = core
-            owned = _BY_CORE.get(id(core))
-            if owned is None:
-                owned = _BY_CORE[id(core)] = []
-            owned.append(hid)
+    if obj.__class__ in _SESSION_LEVEL:
+        _OBJECTS[hid] = (obj, None)
+        return handle
+    core = core_mod._current
+    if core is None:
+        _OBJECTS[hid] = (obj, _HOST)
+    else:
+        _OBJECTS[hid] = (obj, core)
+        owned = _BY_CORE.get(id(core))
+        if owned is None:
+            owned = _BY_CORE[id(core)] = []
+        owned.append(hid)
     return handle
 
 
@@ -132,12 +132,11 @@ def unwrap(handle: Any, depth: int = 0) -> Any:
             return cls(unwrap(h, depth + 1) for h in handle)
         raise LaunchError(f"a DSL call takes tensors, queues, numbers, strings, dtypes, DSL enums and parameter "
                           f"structs, not a {getattr(cls, '__name__', 'object')}")
-    hid = handle._hid
-    obj = _OBJECTS.get(hid)
-    if obj is None:
+    entry = _OBJECTS.get(handle._hid)
+    if entry is None:
         raise LaunchError(f"this {cls.__name__} belongs to another block or an earlier run: a block can "
                           "only use the tensors and queues it created (and GM tensors passed to the kernel)")
-    owner = _OWNER.get(hid)
+    obj, owner = entry
     if owner is not None:
         here = core_mod._current
         if owner is not (_HOST if here is None else here):
@@ -164,8 +163,9 @@ def api(fn: Callable) -> Callable:
             outer, core.caller = core.caller, sys._getframe(1)
         try:
             if kwargs:
-                kwargs = {k: unwrap(v) for k, v in kwargs.items()}
-            result = fn(*_plain(args), **kwargs)
+                result = fn(*_plain(args), **{k: unwrap(v) for k, v in kwargs.items()})
+            else:
+                result = fn(*_plain(args))
         finally:
             if core is not None:
                 core.caller = outer
@@ -176,15 +176,13 @@ def api(fn: Callable) -> Callable:
 def _plain(args: tuple) -> list:
     """`args` with every handle replaced by its object; the common case (a live handle of this
     core) inline, every other case through unwrap(), which explains what is wrong."""
-    handle_types, objects, owners, current = _HANDLE_TYPES, _OBJECTS, _OWNER, core_mod._current
+    handle_types, objects, current = _HANDLE_TYPES, _OBJECTS, core_mod._current
     out = []
     for a in args:
         cls = a.__class__
         if cls in handle_types:
-            hid = a._hid
-            obj = objects.get(hid)
-            owner = owners.get(hid)
-            a = obj if obj is not None and (owner is None or owner is current) else unwrap(a)
+            entry = objects.get(a._hid)
+            a = entry[0] if entry is not None and (entry[1] is None or entry[1] is current) else unwrap(a)
         elif cls not in _PLAIN and cls not in _ARGUMENT_TYPES:
             a = unwrap(a)  # lists and tuples unwrapped, other DSL values checked, anything else refused
         out.append(a)

@@ -100,7 +100,7 @@ class TQue:
         slot.allocated = True
         slot.alloc_gen += 1
         if slot.freed is not None:
-            core.wait(self._producer, slot.freed, f"AllocTensor({self._name})")
+            core.wait(self._producer, slot.freed, self._labels[0])
             slot.freed = None
         return LocalTensor.whole(slot, dt, slot.alloc_gen)
 
@@ -114,7 +114,7 @@ class TQue:
         if len(self._queue) >= max(self.depth, len(self._slots)):
             raise QueueError(f"EnQue beyond the depth of {self._name}: DeQue first")
         slot.enqueued = True
-        self._queue.append((tensor, core.signal(self._producer, f"EnQue({self._name})")))
+        self._queue.append((tensor, core.signal(self._producer, self._labels[1])))
 
     def DeQue(self, dtype=None) -> LocalTensor:
         """Take the oldest enqueued tensor; the next pipe to touch it waits for its producer."""
@@ -124,7 +124,7 @@ class TQue:
         tensor, event = self._queue.popleft()
         slot = tensor._slot
         slot.enqueued = False
-        core.wait(self._consumer, event, f"DeQue({self._name})")
+        core.wait(self._consumer, event, self._labels[2])
         if dtype is None or dtype is tensor._dtype or dtypes.as_dtype(dtype) == tensor._dtype:
             return tensor
         return LocalTensor.whole(slot, dtypes.as_dtype(dtype), tensor._gen)
@@ -137,7 +137,7 @@ class TQue:
         slot = tensor._slot
         if slot.enqueued:
             raise QueueError(f"FreeTensor of a tensor still in {self._name}: DeQue it first")
-        slot.freed = core.signal(self._consumer, f"FreeTensor({self._name})")
+        slot.freed = core.signal(self._consumer, self._labels[3])
         slot.allocated = False
         slot.alloc_gen += 1  # every handle on the old allocation is now dead
 
@@ -151,6 +151,8 @@ class TQue:
         if self._slots:
             raise QueueError(f"InitBuffer called twice for the same {self._name}")
         space = core.space(_space_of(self.position), f"InitBuffer({self._name})")
+        # the records' names, made once (every queue call would format one otherwise)
+        self._labels = tuple(f"{verb}({self._name})" for verb in ("AllocTensor", "EnQue", "DeQue", "FreeTensor"))
         for i in range(num):
             addr = space.allocate(nbytes, f"InitBuffer({self._name}, {num}, {nbytes})")
             self._slots.append(Slot(space, addr, nbytes, f"{self._name} buffer {i} ({space.name} @{addr})"))

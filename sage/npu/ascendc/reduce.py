@@ -13,6 +13,7 @@ from sage.npu.isa import legal
 from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc._vecbase import indexed, issue, repeat_bytes, repeat_form, repeat_index, require
 from sage.npu.ascendc.params import BrcbRepeatParams
+from sage.npu.ascendc.tensors import LocalTensor
 
 
 class ReduceOrder(enum.Enum):
@@ -71,12 +72,17 @@ def _reduce_all(x: np.ndarray, op, lanes: int):
 
 
 def _reduce(name, key, op, dst, src, work, count, calIndex=False):
-    dt = chk.same_dtype(name, dst, src)
+    # the common case (live UB tensors of one dtype, an int count) without building the
+    # checks' messages; anything else goes through the checks, which say what is wrong
+    dt = dst._dtype if (dst.__class__ is LocalTensor and src.__class__ is LocalTensor
+                        and src._dtype is dst._dtype) else chk.same_dtype(name, dst, src)
     require(name, dt)
-    count = chk.count_arg(count, f"{name} count")
+    if count.__class__ is not int:
+        count = chk.count_arg(count, f"{name} count")
     if count < 1:
         raise KernelRuntimeError(f"{name}: count must be >= 1")
-    chk.local(work, f"{name} work", "UB")
+    if not (work.__class__ is LocalTensor and work._slot.alloc_gen == work._gen and work._slot.space.name == "UB"):
+        chk.local(work, f"{name} work", "UB")
     chk.fits(src, count, name)
     chk.fits(dst, 2 if calIndex else 1, name)
     isz = dt.itemsize

@@ -33,19 +33,20 @@ HardEvent = enum.Enum("HardEvent", {p: p for p in _PAIRS})
 HardEvent.__doc__ = "Event pairs SRC_DST: SetFlag runs on SRC when its earlier work is done; WaitFlag blocks DST."
 
 
-_PAIR_PIPES = {e: (PIPE_INDEX[e.value.split("_")[0]], PIPE_INDEX[e.value.split("_")[1]]) for e in HardEvent}
-_FLAG_NAMES: dict[tuple, str] = {}  # (verb, event, id) -> record name, built once per combination
+# Keyed by the member's name: an Enum member hashes through a Python-level __hash__, a string's
+# hash is cached, and SetFlag/WaitFlag look these up on every call.
+_PAIR_PIPES = {e.name: (PIPE_INDEX[e.value.split("_")[0]], PIPE_INDEX[e.value.split("_")[1]]) for e in HardEvent}
+_FLAG_NAMES: dict[tuple, str] = {}  # (verb, event name, id) -> record name, built once per combination
 
 
 def _pair(event) -> tuple[int, int]:
-    pair = _PAIR_PIPES.get(event) if isinstance(event, HardEvent) else None
-    if pair is None:
+    if event.__class__ is not HardEvent:  # (an Enum with members cannot be subclassed)
         raise KernelRuntimeError(f"expected a HardEvent (e.g. HardEvent.MTE2_V), got {event!r}")
-    return pair
+    return _PAIR_PIPES[event._name_]
 
 
 def _flag_name(verb: str, event: HardEvent, event_id: int) -> str:
-    key = (verb, event, event_id)
+    key = (verb, event._name_, event_id)
     name = _FLAG_NAMES.get(key)
     if name is None:
         name = _FLAG_NAMES[key] = f"{verb}({event.name},{event_id})"

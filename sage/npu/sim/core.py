@@ -87,15 +87,11 @@ class MemSpace:
 class Slot:
     """One buffer of a queue or TBuf: the unit of race tracking and queue state."""
 
-    __slots__ = ("space", "addr", "nbytes", "label", "tracker", "last_access", "last_writer", "allocated",
-                 "alloc_gen", "enqueued", "views", "freed")
-    track_reads = True
+    __slots__ = ("space", "addr", "nbytes", "label", "tracker", "allocated", "alloc_gen", "enqueued", "views", "freed")
 
     def __init__(self, space: MemSpace, addr: int, nbytes: int, label: str):
         self.space, self.addr, self.nbytes, self.label = space, addr, nbytes, label
         self.tracker = RangeTracker()
-        self.last_access: dict[int, tuple[int, int]] = {}  # pipe -> (record index, seq)
-        self.last_writer = -1
         self.freed: Gate | None = None  # the consumer's FreeTensor flag the next AllocTensor waits for
         self.allocated = False
         self.alloc_gen = 0
@@ -117,7 +113,7 @@ class CoreState:
         # The frame that made the DSL call in progress (set by the handle wrappers, sage.npu.ascendc.handles):
         # when it is in the kernel file it is the innermost kernel frame, found without walking the stack.
         self.caller = None
-        self.lines: dict[tuple, int] = session.lines  # (code, instruction offset) -> kernel line, per run
+        self.lines: dict[tuple, int] = session.lines  # (id(code), instruction offset) -> kernel line, per run
         self._where: tuple = (0, "")  # (core type, "AIV block 3"): what gm_access names this core in messages
         b = self.spec.buffers
         self.spaces = {name: MemSpace(name, cap) for name, cap in
@@ -139,11 +135,9 @@ class CoreState:
         if f is not None:
             code = f.f_code
             if code.co_filename == kfile:
-                # f_lineno scans the code's line table from its start: remember each call site's line
-                key = (code, f.f_lasti)
-                line = self.lines.get(key)
+                line = self.lines.get((id(code), f.f_lasti))
                 if line is None:
-                    line = self.lines[key] = f.f_lineno
+                    line = self._new_site(f)
                 self.last_line = line
                 return line
         f = sys._getframe(2)
@@ -153,6 +147,19 @@ class CoreState:
                 return line
             f = f.f_back
         return 0
+
+    def _new_site(self, f) -> int:
+        """The line of a kernel call site seen for the first time, remembered for the run.
+
+        f_lineno scans the code's line table from its start, so each site's line is read once.
+        Sites are keyed by the code object's id, not the object: hashing a code object hashes
+        its constants and names again every time. The session keeps every such code object
+        alive for the run, so an id cannot be reused by another code object meanwhile.
+        """
+        code = f.f_code
+        line = self.lines[(id(code), f.f_lasti)] = f.f_lineno
+        self.session.line_codes[id(code)] = code
+        return line
 
     # -- instructions -----------------------------------------------------------------------
     def instr(self, pipe: int, name: str, op: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0,
@@ -164,69 +171,74 @@ class CoreState:
         buffer's single tracked segment, is handled inline; everything else goes through
         RangeTracker.
         """
-        need = PIPE_CORE[pipe]
-        if need is not None and need is not self.core_type and kind == NORMAL:
-            self.claim(need, name)
+        if kind == NORMAL:
+            need = PIPE_CORE[pipe]
+            if need is not None and need is not self.core_type:
+                self.claim(need, name)
         vcp = self.vc[pipe]
-        if reads:
-            for slot, lo, hi in reads:
-                tr = slot.tracker
-                starts = tr.starts
-                if not starts:
-                    continue
-                if len(starts) == 1 and starts[0] <= lo and tr.ends[0] >= hi:
-                    w = tr.writers[0]
-                    if w is not None and w[0] != pipe and vcp[w[0]] < w[1]:
-                        self._race(pipe, name, slot, lo, hi, w, "reads")
-                    continue
-                hit = tr.conflict(lo, hi, pipe, vcp, False)
-                if hit is not None:
-                    self._race(pipe, name, slot, lo, hi, hit, "reads")
-        if writes:
-            for slot, lo, hi in writes:
-                tr = slot.tracker
-                starts = tr.starts
-                if not starts:
-                    continue
-                if len(starts) == 1 and starts[0] <= lo and tr.ends[0] >= hi:
-                    w = tr.writers[0]
-                    if w is not None and w[0] != pipe and vcp[w[0]] < w[1]:
-                        self._race(pipe, name, slot, lo, hi, w, "writes")
-                    for p, sq in tr.readers[0].items():
-                        if p != pipe and vcp[p] < sq:
-                            self._race(pipe, name, slot, lo, hi, (p, sq), "writes")
-                    continue
-                hit = tr.conflict(lo, hi, pipe, vcp, True)
-                if hit is not None:
-                    self._race(pipe, name, slot, lo, hi, hit, "writes")
+        for slot, lo, hi in reads:
+            tr = slot.tracker
+            starts = tr.starts
+            if not starts:
+                continue
+            if len(starts) == 1 and starts[0] <= lo and tr.ends[0] >= hi:
+                w = tr.writers[0]
+                if w is not None and w[0] != pipe and vcp[w[0]] < w[1]:
+                    self._race(pipe, name, slot, lo, hi, w, "reads")
+                continue
+            hit = tr.conflict(lo, hi, pipe, vcp, False)
+            if hit is not None:
+                self._race(pipe, name, slot, lo, hi, hit, "reads")
+        for slot, lo, hi in writes:
+            tr = slot.tracker
+            starts = tr.starts
+            if not starts:
+                continue
+            if len(starts) == 1 and starts[0] <= lo and tr.ends[0] >= hi:
+                w = tr.writers[0]
+                if w is not None and w[0] != pipe and vcp[w[0]] < w[1]:
+                    self._race(pipe, name, slot, lo, hi, w, "writes")
+                for p, sq in tr.readers[0].items():
+                    if p != pipe and vcp[p] < sq:
+                        self._race(pipe, name, slot, lo, hi, (p, sq), "writes")
+                continue
+            hit = tr.conflict(lo, hi, pipe, vcp, True)
+            if hit is not None:
+                self._race(pipe, name, slot, lo, hi, hit, "writes")
+        # every range checked against the state before this instruction; now they are recorded
+        seq = vcp[pipe] + 1
+        for slot, lo, hi in reads:
+            tr = slot.tracker
+            starts = tr.starts
+            if len(starts) == 1 and starts[0] == lo and tr.ends[0] == hi:
+                tr.readers[0][pipe] = seq
+            else:
+                tr.record_read(lo, hi, pipe, seq)
+        for slot, lo, hi in writes:
+            tr = slot.tracker
+            starts = tr.starts
+            if len(starts) == 1 and starts[0] == lo and tr.ends[0] == hi:
+                tr.writers[0] = (pipe, seq)
+                tr.readers[0].clear()  # (no one else holds a segment's reader dict)
+            else:
+                tr.record_write(lo, hi, pipe, seq)
         records = self.records
         idx = len(records)
-        gbuf, glo, ghi = gm if gm is not None else (-1, 0, 0)
-        records.append((pipe, kind, op, a, b, c, d, gbuf, glo, ghi, deps or None, name, self.kernel_line()))
-        seq = vcp[pipe] + 1
+        # The kernel line (kernel_line(), its common case inline: this runs once per record)
+        f = self.caller
+        if f is not None and f.f_code.co_filename == self.kernel_file:
+            line = self.lines.get((id(f.f_code), f.f_lasti))
+            if line is None:
+                line = self._new_site(f)
+            self.last_line = line
+        else:
+            line = self.kernel_line()
+        if gm is None:
+            records.append((pipe, kind, op, a, b, c, d, -1, 0, 0, deps or None, name, line))
+        else:
+            records.append((pipe, kind, op, a, b, c, d, gm[0], gm[1], gm[2], deps or None, name, line))
         vcp[pipe] = seq
         self.pipe_recs[pipe].append(idx)
-        if reads or writes:
-            stamp = (idx, seq)
-            for slot, lo, hi in reads:
-                if slot.track_reads:
-                    tr = slot.tracker
-                    starts = tr.starts
-                    if len(starts) == 1 and starts[0] == lo and tr.ends[0] == hi:
-                        tr.readers[0][pipe] = seq
-                    else:
-                        tr.record_read(lo, hi, pipe, seq)
-                    slot.last_access[pipe] = stamp
-            for slot, lo, hi in writes:
-                tr = slot.tracker
-                starts = tr.starts
-                if len(starts) == 1 and starts[0] == lo and tr.ends[0] == hi:
-                    tr.writers[0] = (pipe, seq)
-                    tr.readers[0] = {}
-                else:
-                    tr.record_write(lo, hi, pipe, seq)
-                slot.last_access[pipe] = stamp
-                slot.last_writer = pipe
         if kind == NORMAL:
             self.instructions += 1
         # Every record counts against the budget, flags and barriers too: the parent decodes and
@@ -258,10 +270,9 @@ class CoreState:
         """``pipe`` blocks until ``gate``'s flag is up (WaitFlag, DeQue, AllocTensor of a freed buffer):
         every later instruction of ``pipe`` is ordered after the work the flag covers."""
         vcd = self.vc[pipe]
-        for p, s in enumerate(gate.vc):
-            if vcd[p] < s:
-                vcd[p] = s
-        self.knows[pipe] = merge(self.knows[pipe], gate.knows)
+        vcd[:] = map(max, vcd, gate.vc)
+        if gate.knows:  # (nothing known of other cores, the usual case, changes nothing)
+            self.knows[pipe] = merge(self.knows[pipe], gate.knows)
         self.instr(pipe, name, FLAG, deps=gate.deps, kind=SYNC)
 
     def set_flag(self, src: int, dst: int, event_id: int, name: str) -> None:

@@ -59,6 +59,8 @@ def overlap(a: Access, b: Access) -> tuple[int, int] | None:
     lo, hi = max(a.lo, b.lo), min(a.hi, b.hi)
     if lo >= hi:
         return None
+    if a.pitch == b.pitch > 0 and not _bursts_meet(a, b):
+        return None  # (interleaved stripes of one layout, e.g. tiles of other blocks: no burst loop)
     if a.count > b.count:
         a, b = b, a
     for i in range(a.count):
@@ -75,6 +77,18 @@ def overlap(a: Access, b: Access) -> tuple[int, int] | None:
             if lo2 < hi2:
                 return lo2, hi2
     return None
+
+
+def _bursts_meet(a: Access, b: Access) -> bool:
+    """Whether a burst of `a` and one of `b` share a byte, for one pitch P in O(1).
+
+    Burst i of a and burst j of b meet iff -a.length < d + (i - j) * P < b.length with
+    d = a.lo - b.lo, and i - j takes every value k from -(b.count - 1) to a.count - 1: the
+    smallest such k above the lower bound decides.
+    """
+    p, d = a.pitch, a.lo - b.lo
+    k = max(-(b.count - 1), (-a.length - d) // p + 1)
+    return k <= a.count - 1 and d + k * p < b.length
 
 
 class GmHazards:
@@ -94,10 +108,13 @@ class GmHazards:
             entry = pages.get(p)
             if entry is not None:
                 reads, writes = entry
-                self._check(acc, writes, seen, label)
-                if acc.write:
+                if writes:  # (an input's pages hold reads only: most checks have nothing to look at)
+                    self._check(acc, writes, seen, label)
+                if acc.write and reads:
                     self._check(acc, reads, seen, label)
-        self._check(acc, self.wide.get(buf, ()), seen, label)
+        wide = self.wide.get(buf)
+        if wide:
+            self._check(acc, wide, seen, label)
         if last - first >= _MAX_PAGES:
             self.wide.setdefault(buf, []).append(acc)
             return

@@ -54,7 +54,8 @@ class Session:
         self._next_addr = 0
         self.trace = RunTrace()
         self.instructions = 0  # simulated so far, against instruction_budget
-        self.lines: dict[tuple, int] = {}  # (code, instruction offset) -> kernel line (CoreState.kernel_line)
+        self.lines: dict[tuple, int] = {}  # (id(code), instruction offset) -> kernel line (CoreState.kernel_line)
+        self.line_codes: dict[int, object] = {}  # id -> the code object, alive for the run (so ids stay unique)
         # The order blocks run in, per launch: random, so a result carried from block to block
         # in Python state (which the chip's separate cores could never share) comes out wrong.
         self.block_order = random.Random(int.from_bytes(os.urandom(8), "little"))
