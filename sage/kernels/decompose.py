@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -485,10 +486,44 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     if transposed:
         return _conv_transposed(x, weight, bias, stride, padding, dilation, _triple(output_padding, n), groups)
     if groups == x.shape[1] and weight.shape[1] == 1 and weight.shape[0] == groups:
+        if _direct_depthwise(x, weight, bias, stride, padding, dilation):
+            return NotImplemented        # kept whole: one vector-core kernel (library/conv_depthwise.py)
         return _conv_depthwise(x, weight, bias, stride, padding, dilation)
     if groups != 1:
         return NotImplemented
     return _conv_im2col(x, weight, bias, stride, padding, dilation)
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    kind: str                        # "depthwise2d" (the one kept whole today) or "other"
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+
+
+def conv_params(scalars: list, x_shape, w_shape) -> ConvParams | None:
+    """aten.convolution's Python arguments as recorded (the last six: stride, padding,
+    dilation, transposed, output_padding, groups; a None bias comes before them)."""
+    if len(scalars) < 6:
+        return None
+    stride, padding, dilation, transposed, _, groups = scalars[-6:]
+    n = len(w_shape) - 2
+    st, pa, di = (tuple(_triple(v, n)) for v in (stride, padding, dilation))
+    depthwise = (not transposed and n == 2 and groups == x_shape[1] and w_shape[1] == 1 and w_shape[0] == groups)
+    return ConvParams("depthwise2d" if depthwise else "other", st, pa, di)
+
+
+def _direct_depthwise(x, weight, bias, stride, padding, dilation) -> bool:
+    """The vector-core kernel takes this depthwise convolution (dtypes, UB fit, padding)."""
+    from sage.kernels.library.conv_depthwise import DepthwiseSpec, supported
+
+    if x.dim() != 4 or (bias is not None and bias.dtype != x.dtype) or weight.dtype != x.dtype:
+        return False
+    spec = DepthwiseSpec(name="probe", batch=x.shape[0], channels=x.shape[1], h=x.shape[2], w=x.shape[3],
+                         kh=weight.shape[2], kw=weight.shape[3], stride=tuple(stride), padding=tuple(padding),
+                         dilation=tuple(dilation), dtype=str(x.dtype).removeprefix("torch."), bias=bias is not None)
+    return supported(spec)
 
 
 def _conv_im2col(x, weight, bias, stride, padding, dilation):
