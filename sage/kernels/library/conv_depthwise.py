@@ -143,7 +143,9 @@ def _weight_bytes(spec: DepthwiseSpec) -> int:
 
 
 def depthwise_args(spec: DepthwiseSpec) -> list[str]:
-    return [spec.x, spec.weight, spec.b, spec.out] if spec.bias else [spec.x, spec.weight, spec.out]
+    from sage.kernels.library.conv_gemm import conv_args
+
+    return conv_args(spec)       # the same tensor arguments: x, w, (b,) out
 
 
 def depthwise_source(spec: DepthwiseSpec, target: Target) -> str:

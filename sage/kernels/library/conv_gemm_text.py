@@ -1,0 +1,300 @@
+"""The kernel text of conv_gemm.py: the AIV prologue class and the AIC GEMM class."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
+
+if TYPE_CHECKING:
+    from sage.kernels.library.conv_gemm import ConvSpec, Geometry
+
+
+def _ceil(n: int, unit: int) -> int:
+    return -(-n // unit) * unit
+
+
+def _ramp(buf: str, count: int, start: str, step: int, ind: str) -> str:
+    """int32 buf[k] = start + k*step for k < count: 8 scalar stores, then doubling Adds."""
+    lines = [f"for k in range(8):", f"    {buf}.SetValue(k, {start} + k * {step})",
+             "SetFlag(HardEvent.S_V, 2)", "WaitFlag(HardEvent.S_V, 2)", "ln = 8",
+             f"while ln < {count}:", f"    Adds({buf}[ln], {buf}, ln * {step}, min(ln, {count} - ln))", "    ln = ln * 2"]
+    return "\n".join(ind + s for s in lines)
+
+
+def aiv_text(spec: ConvSpec, g: Geometry) -> str:
+    es, dt, n = DTYPE_SIZE[spec.dtype], dsl_dtype(spec.dtype), spec.name
+    (d, h, w), (sh, sw), (pd, ph, pw) = spec.size, spec.stride[1:], spec.padding
+    kk = len(g.taps)
+    unit = 32 // es
+    lead = _ceil(pw, unit)
+    rs = g.rr * sh                                  # staged rows per unit
+    cout = spec.cout
+    kkp = kk * g.kp                                 # a weight row of Wt: taps x Cin padded to 16
+    row_w = spec.cin * kk
+    sp = _ceil(kkp, unit)                           # staged weight row pitch (>= Kp * KK: zeros)
+    w_gap = (sp * es - _ceil(row_w * es, 32)) // 32
+    w_fill = (_ceil(row_w * es, 32) - row_w * es) // es
+    w_pad = f"DataCopyPadExtParams(True, 0, {w_fill}, 0)" if w_fill else "DataCopyPadExtParams(False, 0, 0, 0)"
+    chunk = g.rr * g.wq
+    # columns of each phase that fall outside the image: the staged rows' last column (zero)
+    fixes = []
+    for q in range(sw):
+        bad = [c for c in range(g.wq) if not 0 <= c * sw + q - pw < w]
+        fixes.append(bad)
+    fix_lines = []
+    for q, bad in enumerate(fixes):
+        for c in bad:
+            fix_lines.append(f"        self.offs[{q}].SetValue({c}, {(g.ws - 1) * es})")
+    fix_text = "\n".join(fix_lines) or "        pass"
+    rows_fill = "\n".join(f"        for r in range(1, {g.rr}):\n            Adds(self.offs[{q}][r * {g.wq}], self.offs[{q}], r * {sh * g.ws * es}, {g.wq})"
+                          for q in range(sw))
+    ramps = "\n".join(_ramp(f"self.offs[{q}]", g.wq, str((lead + q - pw) * es), sw * es, "        ")
+                      for q in range(sw))
+    copy_w = f"DataCopyExtParams(hi - lo, {w * es}, 0, {(g.ws * es - _ceil(w * es, 32)) // 32}, 0)"
+    fill = (_ceil(w * es, 32) - w * es) // es
+    pad_w = f"DataCopyPadExtParams(True, 0, {fill}, 0)" if fill else "DataCopyPadExtParams(False, 0, 0, 0)"
+    return f'''
+class Pre_{n}:
+    def Init(self, x, w, b, xq, wt, ones):
+        self.v = GetBlockIdx()
+        self.gx = GlobalTensor()
+        self.gx.SetGlobalBuffer(x)
+        self.gw = GlobalTensor()
+        self.gw.SetGlobalBuffer(w)
+        self.gq = GlobalTensor()
+        self.gq.SetGlobalBuffer(xq)
+        self.gt = GlobalTensor()
+        self.gt.SetGlobalBuffer(wt)
+        self.go = GlobalTensor()
+        self.go.SetGlobalBuffer(ones)
+        self.pipe = TPipe()
+        self.st = [TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)]
+        self.ob = [TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)]
+        self.ofb = [TBuf(TPosition.VECCALC) for q in range({sw})]
+        for k in range(2):
+            self.pipe.InitBuffer(self.st[k], {rs * g.ws * es})
+            self.pipe.InitBuffer(self.ob[k], {g.phases * chunk * es})
+        for q in range({sw}):
+            self.pipe.InitBuffer(self.ofb[q], {chunk * 4})
+        self.wst = TBuf(TPosition.VECCALC)
+        self.pipe.InitBuffer(self.wst, {g.nq * sp * es})
+        self.wo = TBuf(TPosition.VECCALC)
+        self.pipe.InitBuffer(self.wo, {g.nq * kkp * es})
+        self.wof = TBuf(TPosition.VECCALC)
+        self.pipe.InitBuffer(self.wof, {g.nq * kkp * 4})
+
+    def Process(self):
+        self.Weights()
+        self.Ones()
+        self.Input()
+
+    def Weights(self):
+        # Wt[co, tap, ci] = W[co, ci, tap] (ci < Cin; zero up to Kp) for this AIV's rows co: the
+        # staged rows have zeros past Cin * KK, where the offsets of ci >= Cin land
+        c0 = self.v * {g.nq}
+        cnt = min({g.nq}, {cout} - c0)
+        if cnt <= 0:
+            return
+        wst = self.wst.Get({dt})
+        Duplicate(wst, 0.0, {g.nq * sp})
+        SetFlag(HardEvent.V_MTE2, 2)
+        WaitFlag(HardEvent.V_MTE2, 2)
+        DataCopyPad(wst, self.gw[c0 * {row_w}], DataCopyExtParams(cnt, {row_w * es}, 0, {w_gap}, 0), {w_pad})
+        offs = self.wof.Get(int32)
+{_ramp("offs", g.kp, "0", kk * es, "        ")}
+        for t in range(1, {kk}):
+            Adds(offs[t * {g.kp}], offs, t * {es}, {g.kp})
+        for r in range(1, cnt):
+            Adds(offs[r * {kkp}], offs, r * {sp * es}, {kkp})
+        SetFlag(HardEvent.MTE2_V, 2)
+        WaitFlag(HardEvent.MTE2_V, 2)
+        wo = self.wo.Get({dt})
+        Gather(wo, wst, offs, 0, cnt * {kkp})
+        SetFlag(HardEvent.V_MTE3, 2)
+        WaitFlag(HardEvent.V_MTE3, 2)
+        DataCopy(self.gt[c0 * {kkp}], wo, cnt * {kkp})
+
+    def Ones(self):
+        if self.v != 0:
+            return
+        o = self.ob[1].Get({dt})
+        Duplicate(o, 1.0, {g.nt})
+        SetFlag(HardEvent.V_MTE3, 3)
+        WaitFlag(HardEvent.V_MTE3, 3)
+        DataCopy(self.go[0], o, {g.nt})
+        SetFlag(HardEvent.MTE3_V, 3)
+        WaitFlag(HardEvent.MTE3_V, 3)
+
+    def Input(self):
+        u0 = self.v * {g.upv}
+        u1 = min({g.units}, u0 + {g.upv})
+        if u0 >= u1:
+            return
+        self.offs = [self.ofb[q].Get(int32) for q in range({sw})]
+        SetFlag(HardEvent.V_S, 2)
+        WaitFlag(HardEvent.V_S, 2)
+{ramps}
+        SetFlag(HardEvent.V_S, 3)
+        WaitFlag(HardEvent.V_S, 3)
+{fix_text}
+        SetFlag(HardEvent.S_V, 3)
+        WaitFlag(HardEvent.S_V, 3)
+{rows_fill}
+        Duplicate(self.st[0].Get({dt}), 0.0, {rs * g.ws})
+        Duplicate(self.st[1].Get({dt}), 0.0, {rs * g.ws})
+        SetFlag(HardEvent.V_MTE2, 0)
+        SetFlag(HardEvent.V_MTE2, 1)
+        SetFlag(HardEvent.MTE3_V, 0)
+        SetFlag(HardEvent.MTE3_V, 1)
+        for u in range(u0, u1):
+            s = (u - u0) % 2
+            plane = u // {g.dp * -(-g.hq // g.rr)}           # b * Cin + ci
+            dpi = u // {-(-g.hq // g.rr)} % {g.dp}
+            a0 = u % {-(-g.hq // g.rr)} * {g.rr}
+            ra = min({g.rr}, {g.hq} - a0)
+            dz = dpi - {pd}
+            hr0 = a0 * {sh} - {ph}
+            lo = max(0, -hr0)
+            hi = min({rs}, {h} - hr0)
+            if dz < 0 or dz >= {d}:
+                hi = lo
+            st = self.st[s].Get({dt})
+            WaitFlag(HardEvent.V_MTE2, s)
+            if hi > lo:
+                DataCopyPad(st[lo * {g.ws} + {lead}], self.gx[(plane * {d} + dz) * {h * w} + (hr0 + lo) * {w}],
+                            {copy_w}, {pad_w})
+            SetFlag(HardEvent.MTE2_V, s)
+            WaitFlag(HardEvent.MTE2_V, s)
+            if lo > 0:
+                Duplicate(st, 0.0, lo * {g.ws})
+            if max(hi, lo) < {rs}:
+                Duplicate(st[max(hi, lo) * {g.ws}], 0.0, ({rs} - max(hi, lo)) * {g.ws})
+            ob = self.ob[s].Get({dt})
+            WaitFlag(HardEvent.MTE3_V, s)
+            for p in range({g.phases}):
+                Gather(ob[p * {chunk}], st, self.offs[p % {sw}], (p // {sw}) * {g.ws * es}, ra * {g.wq})
+            SetFlag(HardEvent.V_MTE2, s)
+            SetFlag(HardEvent.V_MTE3, s)
+            WaitFlag(HardEvent.V_MTE3, s)
+            for p in range({g.phases}):
+                DataCopy(self.gq[(plane * {g.phases} + p) * {g.grid} + dpi * {g.hq * g.wq} + a0 * {g.wq}], ob[p * {chunk}], ra * {g.wq})
+            SetFlag(HardEvent.MTE3_V, s)
+        WaitFlag(HardEvent.V_MTE2, 0)
+        WaitFlag(HardEvent.V_MTE2, 1)
+        WaitFlag(HardEvent.MTE3_V, 0)
+        WaitFlag(HardEvent.MTE3_V, 1)
+'''
+
+
+def aic_text(spec: ConvSpec, g: Geometry) -> str:
+    es, dt, n = DTYPE_SIZE[spec.dtype], dsl_dtype(spec.dtype), spec.name
+    od, oh, ow = spec.out_size
+    kk, cin, cout = len(g.taps), spec.cin, spec.cout
+    chp = g.phases * g.grid
+    osp = od * oh * ow
+    per_od = -(-oh // g.rows) * g.segs
+    bias_mmad = f'''
+        if self.has_bias:
+            a2 = self.qa2.AllocTensor({dt})
+            LoadData(a2, self.ba, LoadData2DParams({g.mp}, 16, 16, False))
+            self.qa2.EnQue(a2)
+            b2 = self.qb2.AllocTensor({dt})
+            LoadData(b2, self.on, LoadData2DParams(16, {g.nt}, {g.nt}, False))
+            self.qb2.EnQue(b2)
+            a2 = self.qa2.DeQue({dt})
+            b2 = self.qb2.DeQue({dt})
+            Mmad(cl, a2, b2, MmadParams({cout}, {g.nt}, 1, False))
+            self.qa2.FreeTensor(a2)
+            self.qb2.FreeTensor(b2)'''
+    return f'''
+class Cube_{n}:
+    def Init(self, b, out, xq, wt, ones):
+        self.t0 = GetBlockIdx() * {g.tpb}
+        self.t1 = min({g.tiles}, self.t0 + {g.tpb})
+        self.has_bias = b is not None
+        self.gq = GlobalTensor()
+        self.gq.SetGlobalBuffer(xq)
+        self.gt = GlobalTensor()
+        self.gt.SetGlobalBuffer(wt)
+        self.gy = GlobalTensor()
+        self.gy.SetGlobalBuffer(out)
+        self.pipe = TPipe()
+        self.wres = TBuf(TPosition.A1)
+        self.pipe.InitBuffer(self.wres, {kk * g.mp * g.kp * es})
+        self.bab = TBuf(TPosition.A1)
+        self.pipe.InitBuffer(self.bab, {g.mp * 16 * es})
+        self.onb = TBuf(TPosition.B1)
+        self.pipe.InitBuffer(self.onb, {16 * g.nt * es})
+        self.qb1 = TQue(TPosition.B1, 2)
+        self.pipe.InitBuffer(self.qb1, 2, {g.kc * g.gcols * es})
+        self.qa2 = TQue(TPosition.A2, 2)
+        self.pipe.InitBuffer(self.qa2, 2, {g.mp * g.kc * es})
+        self.qb2 = TQue(TPosition.B2, 2)
+        self.pipe.InitBuffer(self.qb2, 2, {g.kc * g.nt * es})
+        self.qc = TQue(TPosition.CO1, 1)
+        self.pipe.InitBuffer(self.qc, 1, {g.mp * g.nt * 4})
+        if self.t0 >= self.t1:
+            return
+        self.wr = self.wres.Get({dt})
+        DataCopy(self.wr, self.gt[0], Nd2NzParams(1, {cout}, {kk * g.kp}, 0, {kk * g.kp}, {g.mp}, 1, 0))
+        self.ba = self.bab.Get({dt})
+        self.on = self.onb.Get({dt})
+        if self.has_bias:
+            gb = GlobalTensor()
+            gb.SetGlobalBuffer(b)
+            DataCopy(self.ba, gb[0], Nd2NzParams(1, {cout}, 1, 0, 1, {g.mp}, 1, 0))
+
+    def Process(self, ones):
+        if self.t0 >= self.t1:
+            return
+        if self.has_bias:
+            go = GlobalTensor()
+            go.SetGlobalBuffer(ones)
+            DataCopy(self.on, go[0], Nd2NzParams(1, 1, {g.nt}, 0, {g.nt}, 16, 1, 0))
+        SetFlag(HardEvent.MTE2_MTE1, 0)
+        WaitFlag(HardEvent.MTE2_MTE1, 0)
+        for t in range(self.t0, self.t1):
+            bo = t // {per_od}            # b * OD + od
+            rest = t % {per_od}
+            a0 = rest // {g.segs} * {g.rows}
+            c0 = rest % {g.segs} * {g.nt}
+            self.Tile(bo // {od}, bo % {od}, a0, min({g.rows}, {oh} - a0), c0)
+
+    def Tile(self, b, od, a0, rr, c0):
+        base = b * {cin * chp} + od * {g.hq * g.wq} + a0 * {g.wq} + c0
+        cl = self.qc.AllocTensor(float32)
+        first = True
+        for grp in GROUPS_{n}:
+            src = base + grp[0] * {g.grid} + grp[1]
+            cols = grp[2]
+            for k0 in range(0, {cin}, {g.kc}):
+                kc = min({g.kc}, {cin} - k0)
+                kcp = (kc + 15) // 16 * 16
+                b1 = self.qb1.AllocTensor({dt})
+                DataCopy(b1, self.gq[src + k0 * {chp}], Nd2NzParams(1, kc, cols, 0, {chp}, kcp, 1, 0))
+                self.qb1.EnQue(b1)
+                b1 = self.qb1.DeQue({dt})
+                for t, off in grp[3]:
+                    a2 = self.qa2.AllocTensor({dt})
+                    LoadData(a2, self.wr[t * {g.kp} + k0], LoadData2DParams({g.mp}, kcp, {kk * g.kp}, False))
+                    self.qa2.EnQue(a2)
+                    b2 = self.qb2.AllocTensor({dt})
+                    LoadData(b2, b1[off], LoadData2DParams(kcp, {g.nt}, cols, False))
+                    self.qb2.EnQue(b2)
+                    a2 = self.qa2.DeQue({dt})
+                    b2 = self.qb2.DeQue({dt})
+                    Mmad(cl, a2, b2, MmadParams({cout}, {g.nt}, kc, first))
+                    first = False
+                    self.qa2.FreeTensor(a2)
+                    self.qb2.FreeTensor(b2)
+                self.qb1.FreeTensor(b1)
+{bias_mmad}
+        self.qc.EnQue(cl)
+        cl = self.qc.DeQue(float32)
+        cols = min({g.nt}, {ow} - c0)
+        for r in range(rr):
+            Fixpipe(self.gy[b * {cout * osp} + od * {oh * ow} + (a0 + r) * {ow} + c0], cl[r * {g.wq}],
+                    FixpipeParams({cout}, cols, {g.nt}, {osp}))
+        self.qc.FreeTensor(cl)
+'''
