@@ -90,6 +90,7 @@ class Geometry:
     nq: int              # weight rows co per AIV
     groups: tuple        # B copies per tile: (phase, shift, columns, ((tap, column offset), ...))
     gcols: int           # the widest group copy
+    pp: int              # planes per prologue unit (1-D), else 1
 
 
 def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
@@ -137,23 +138,27 @@ def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
     blocks = -(-tiles // tpb)
     nv = 2 * blocks
     ws = _ceil(_ceil(pw, 32 // es) + w, 32 // es) + 32 // es
+    # 1-D: a plane is one row, so a prologue unit takes pp planes (rows of x) at once
+    one_d = d == 1 and h == 1 and hq == 1 and dp == 1
+    planes = spec.batch * spec.cin
     rr_best = None
-    for rr in range(1, hq + 1):
+    for rr in range(1, (planes if one_d else hq) + 1):
         ub = 2 * rr * sh * ws * es + 2 * sh * sw * rr * wq * es + sw * rr * wq * 4
         if ub > UB_BYTES - 24576:
             break
-        units = spec.batch * spec.cin * dp * -(-hq // rr)
-        cost = -(-units // nv) * (rr * wq * sh * sw + 400)
+        units = -(-planes // rr) if one_d else planes * dp * -(-hq // rr)
+        cost = -(-units // nv) * (rr * wq * sh * sw + 800)
         if rr_best is None or cost < rr_best[0]:
             rr_best = (cost, rr, units)
     if rr_best is None:
         raise ValueError(f"a staged input row of {w} does not fit in UB")
     _, rr, units = rr_best
+    pp = rr if one_d else 1
     nq = -(-spec.cout // nv)
     if nq * len(taps) * kp * (2 * es + 4) > 24576:
         raise ValueError("the weights' transpose share does not fit in UB")
     return Geometry(hq, wq, dp, sh * sw, dp * hq * wq, tuple(taps), mp, kp, kc, nt, rows, segs, tiles, blocks,
-                    tpb, rr, ws, units, -(-units // nv), nq, groups, gcols)
+                    tpb, rr, ws, units, -(-units // nv), nq, groups, gcols, pp)
 
 
 def _groups(keyed: list, wq: int, nt: int, whole_rows: bool) -> tuple:

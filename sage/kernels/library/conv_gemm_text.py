@@ -54,6 +54,26 @@ def aiv_text(spec: ConvSpec, g: Geometry) -> str:
     copy_w = f"DataCopyExtParams(hi - lo, {w * es}, 0, {(g.ws * es - _ceil(w * es, 32)) // 32}, 0)"
     fill = (_ceil(w * es, 32) - w * es) // es
     pad_w = f"DataCopyPadExtParams(True, 0, {fill}, 0)" if fill else "DataCopyPadExtParams(False, 0, 0, 0)"
+    if g.pp > 1:      # 1-D: a unit is pp whole planes of one row each (consecutive rows of x)
+        decode = f"""            plane = u * {g.pp}
+            ra = min({g.pp}, {spec.batch * spec.cin} - plane)
+            dpi, a0, dz, hr0, lo, hi = 0, 0, 0, 0, 0, ra"""
+        store = (f"                DataCopy(self.gq[(plane * {g.phases} + p) * {g.grid}], ob[p * {chunk}], "
+                 f"DataCopyParams(ra, {g.wq * es // 32}, 0, {(g.phases - 1) * g.grid * es // 32}))")
+    else:
+        na = -(-g.hq // g.rr)
+        decode = f"""            plane = u // {g.dp * na}           # b * Cin + ci
+            dpi = u // {na} % {g.dp}
+            a0 = u % {na} * {g.rr}
+            ra = min({g.rr}, {g.hq} - a0)
+            dz = dpi - {pd}
+            hr0 = a0 * {sh} - {ph}
+            lo = max(0, -hr0)
+            hi = min({rs}, {h} - hr0)
+            if dz < 0 or dz >= {d}:
+                hi = lo"""
+        store = (f"                DataCopy(self.gq[(plane * {g.phases} + p) * {g.grid} + dpi * {g.hq * g.wq} + a0 * {g.wq}], "
+                 f"ob[p * {chunk}], ra * {g.wq})")
     return f'''
 class Pre_{n}:
     def Init(self, x, w, b, xq, wt, ones):
@@ -149,16 +169,7 @@ class Pre_{n}:
         SetFlag(HardEvent.MTE3_V, 1)
         for u in range(u0, u1):
             s = (u - u0) % 2
-            plane = u // {g.dp * -(-g.hq // g.rr)}           # b * Cin + ci
-            dpi = u // {-(-g.hq // g.rr)} % {g.dp}
-            a0 = u % {-(-g.hq // g.rr)} * {g.rr}
-            ra = min({g.rr}, {g.hq} - a0)
-            dz = dpi - {pd}
-            hr0 = a0 * {sh} - {ph}
-            lo = max(0, -hr0)
-            hi = min({rs}, {h} - hr0)
-            if dz < 0 or dz >= {d}:
-                hi = lo
+{decode}
             st = self.st[s].Get({dt})
             WaitFlag(HardEvent.V_MTE2, s)
             if hi > lo:
@@ -178,7 +189,7 @@ class Pre_{n}:
             SetFlag(HardEvent.V_MTE3, s)
             WaitFlag(HardEvent.V_MTE3, s)
             for p in range({g.phases}):
-                DataCopy(self.gq[(plane * {g.phases} + p) * {g.grid} + dpi * {g.hq * g.wq} + a0 * {g.wq}], ob[p * {chunk}], ra * {g.wq})
+{store}
             SetFlag(HardEvent.MTE3_V, s)
         WaitFlag(HardEvent.V_MTE2, 0)
         WaitFlag(HardEvent.V_MTE2, 1)
