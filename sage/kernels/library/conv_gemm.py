@@ -91,6 +91,10 @@ class Geometry:
     groups: tuple        # B copies per tile: (phase, shift, columns, ((tap, column offset), ...))
     gcols: int           # the widest group copy
     pp: int              # planes per prologue unit (1-D), else 1
+    cv: int              # channels as the GEMM sees them (cin, or kw * cin unrolled)
+    variants: tuple      # column start of each column plane the prologue writes per row phase
+    pl: int              # xq planes per GEMM channel (phases of a tap)
+    unroll: bool         # column taps are channels
 
 
 def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
@@ -105,16 +109,25 @@ def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
     if spec.cout > 128:
         raise ValueError(f"{spec.cout} output channels (one M tile of at most 128 is written)")
     hq = -(-(h + 2 * ph) // sh)
-    wq = _ceil(max(-(-(w + 2 * pw) // sw), ow + (kw - 1) * dw // sw), 16)
     dp = d + 2 * pd
+    one_d = d == 1 and h == 1 and hq == 1 and dp == 1
+    # Few input channels waste most of each 16-deep K step: the column taps then become
+    # channels (cv = kw * cin, k = j * cin + ci), the prologue writing one plane per column tap.
+    unroll = not one_d and kw > 1 and spec.cin < 16 and spec.cin * kw <= 32
+    if unroll:
+        wq = _ceil(ow, 16)
+        cv, variants, col_taps = spec.cin * kw, tuple(j * dw for j in range(kw)), 1
+    else:
+        wq = _ceil(max(-(-(w + 2 * pw) // sw), ow + (kw - 1) * dw // sw), 16)
+        cv, variants, col_taps = spec.cin, tuple(range(sw)), kw
     taps, keyed = [], []
     for a in range(kd):
         for i in range(kh):
-            for j in range(kw):
-                phase = (i * dh % sh) * sw + j * dw % sw
+            for j in range(col_taps):
+                phase = (i * dh % sh) * (1 if unroll else sw) + j * dw % sw
                 taps.append((phase, (a * hq + i * dh // sh) * wq + j * dw // sw))
                 keyed.append(((a, j, i * dh % sh), phase, a * hq * wq + j * dw // sw, i * dh // sh))
-    mp, kp = _ceil(spec.cout, 16), _ceil(spec.cin, 16)
+    mp, kp = _ceil(spec.cout, 16), _ceil(cv, 16)
     nt_max = min(512, L0C_BYTES // (mp * 4) // 16 * 16)
     best = None
     cands = [(r, r * wq, 1) for r in range(1, oh + 1) if r * wq <= nt_max]
@@ -139,11 +152,10 @@ def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
     nv = 2 * blocks
     ws = _ceil(_ceil(pw, 32 // es) + w, 32 // es) + 32 // es
     # 1-D: a plane is one row, so a prologue unit takes pp planes (rows of x) at once
-    one_d = d == 1 and h == 1 and hq == 1 and dp == 1
     planes = spec.batch * spec.cin
     rr_best = None
     for rr in range(1, (planes if one_d else hq) + 1):
-        ub = 2 * rr * sh * ws * es + 2 * sh * sw * rr * wq * es + sw * rr * wq * 4
+        ub = 2 * rr * sh * ws * es + 2 * sh * len(variants) * rr * wq * es + len(variants) * rr * wq * 4
         if ub > UB_BYTES - 24576:
             break
         units = -(-planes // rr) if one_d else planes * dp * -(-hq // rr)
@@ -157,8 +169,9 @@ def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
     nq = -(-spec.cout // nv)
     if nq * len(taps) * kp * (2 * es + 4) > 24576:
         raise ValueError("the weights' transpose share does not fit in UB")
-    return Geometry(hq, wq, dp, sh * sw, dp * hq * wq, tuple(taps), mp, kp, kc, nt, rows, segs, tiles, blocks,
-                    tpb, rr, ws, units, -(-units // nv), nq, groups, gcols, pp)
+    return Geometry(hq, wq, dp, sh * len(variants), dp * hq * wq, tuple(taps), mp, kp, kc, nt, rows, segs, tiles,
+                    blocks, tpb, rr, ws, units, -(-units // nv), nq, groups, gcols, pp, cv, variants,
+                    sh if unroll else sh * sw, unroll)
 
 
 def _groups(keyed: list, wq: int, nt: int, whole_rows: bool) -> tuple:
@@ -203,7 +216,7 @@ def conv_source(spec: ConvSpec, target: Target) -> str:
     args = conv_args(spec)
     params = ", ".join(args)
     kk = len(g.taps)
-    xq_len = spec.batch * spec.cin * g.phases * g.grid + g.wq + g.nt + 64
+    xq_len = spec.batch * spec.cin * g.phases * g.grid + g.gcols + g.wq + 64
     bias_arg = spec.b if spec.bias else "None"
     return f'''{HEADER}
 GROUPS_{n} = {[list(gr) for gr in g.groups]!r}

@@ -30,16 +30,19 @@ def aiv_text(spec: ConvSpec, g: Geometry) -> str:
     lead = _ceil(pw, unit)
     rs = g.rr * sh                                  # staged rows per unit
     cout = spec.cout
-    kkp = kk * g.kp                                 # a weight row of Wt: taps x Cin padded to 16
-    row_w = spec.cin * kk
-    sp = _ceil(kkp, unit)                           # staged weight row pitch (>= Kp * KK: zeros)
+    kko = spec.kernel[0] * spec.kernel[1] * spec.kernel[2]      # taps of W itself
+    kw = spec.kernel[2]
+    nv = len(g.variants)
+    kkp = kk * g.kp                                 # a weight row of Wt: taps x channels padded to 16
+    row_w = spec.cin * kko
+    sp = _ceil(max(kkp, row_w + kko), unit)         # staged weight row pitch: zeros past Cin * KK
     w_gap = (sp * es - _ceil(row_w * es, 32)) // 32
     w_fill = (_ceil(row_w * es, 32) - row_w * es) // es
     w_pad = f"DataCopyPadExtParams(True, 0, {w_fill}, 0)" if w_fill else "DataCopyPadExtParams(False, 0, 0, 0)"
     chunk = g.rr * g.wq
     # columns of each phase that fall outside the image: the staged rows' last column (zero)
     fixes = []
-    for q in range(sw):
+    for q in g.variants:
         bad = [c for c in range(g.wq) if not 0 <= c * sw + q - pw < w]
         fixes.append(bad)
     fix_lines = []
@@ -48,17 +51,28 @@ def aiv_text(spec: ConvSpec, g: Geometry) -> str:
             fix_lines.append(f"        self.offs[{q}].SetValue({c}, {(g.ws - 1) * es})")
     fix_text = "\n".join(fix_lines) or "        pass"
     rows_fill = "\n".join(f"        for r in range(1, {g.rr}):\n            Adds(self.offs[{q}][r * {g.wq}], self.offs[{q}], r * {sh * g.ws * es}, {g.wq})"
-                          for q in range(sw))
-    ramps = "\n".join(_ramp(f"self.offs[{q}]", g.wq, str((lead + q - pw) * es), sw * es, "        ")
-                      for q in range(sw))
+                          for q in range(nv))
+    # one ramp, the other column variants offset from it
+    ramps = _ramp("self.offs[0]", g.wq, str((lead + g.variants[0] - pw) * es), sw * es, "        ") + "".join(
+        f"\n        Adds(self.offs[{q}], self.offs[0], {(start - g.variants[0]) * es}, {g.wq})"
+        for q, start in enumerate(g.variants) if q)
+    if g.unroll:      # row 0 of the weight offsets: k = ci * kw + j -> W's (ci, tap j); others zero
+        w_row0 = "\n".join(f"        offs.SetValue({k}, {((k // kw) * kko + k % kw) * es if k < g.cv else row_w * es})"
+                            for k in range(g.kp)) + "\n        SetFlag(HardEvent.S_V, 2)\n        WaitFlag(HardEvent.S_V, 2)"
+    else:             # k = ci: a ramp of step KK
+        w_row0 = _ramp("offs", g.kp, "0", kko * es, "        ")
+    w_step = kw if g.unroll else 1                  # W's flat tap index of Wt's tap t, over t
     copy_w = f"DataCopyExtParams(hi - lo, {w * es}, 0, {(g.ws * es - _ceil(w * es, 32)) // 32}, 0)"
     fill = (_ceil(w * es, 32) - w * es) // es
     pad_w = f"DataCopyPadExtParams(True, 0, {fill}, 0)" if fill else "DataCopyPadExtParams(False, 0, 0, 0)"
+    # plane p of a (b, ci): (row phase, column phase), or unrolled (column tap j, row phase)
+    variant, row_phase = (f"p // {sh}", f"p % {sh}") if g.unroll else (f"p % {nv}", f"p // {nv}")
     if g.pp > 1:      # 1-D: a unit is pp whole planes of one row each (consecutive rows of x)
         decode = f"""            plane = u * {g.pp}
             ra = min({g.pp}, {spec.batch * spec.cin} - plane)
             dpi, a0, dz, hr0, lo, hi = 0, 0, 0, 0, 0, ra"""
-        store = (f"                DataCopy(self.gq[(plane * {g.phases} + p) * {g.grid}], ob[p * {chunk}], "
+        store = (f"                for p in range({g.phases}):\n"
+                 f"                    DataCopy(self.gq[(plane * {g.phases} + p) * {g.grid}], ob[p * {chunk}], "
                  f"DataCopyParams(ra, {g.wq * es // 32}, 0, {(g.phases - 1) * g.grid * es // 32}))")
     else:
         na = -(-g.hq // g.rr)
@@ -72,8 +86,10 @@ def aiv_text(spec: ConvSpec, g: Geometry) -> str:
             hi = min({rs}, {h} - hr0)
             if dz < 0 or dz >= {d}:
                 hi = lo"""
-        store = (f"                DataCopy(self.gq[(plane * {g.phases} + p) * {g.grid} + dpi * {g.hq * g.wq} + a0 * {g.wq}], "
-                 f"ob[p * {chunk}], ra * {g.wq})")
+        # xq planes of (b, ci): P of them, one grid apart; all written by one strided copy
+        store = (f"                DataCopy(self.gq[plane * {g.phases * g.grid} + dpi * {g.hq * g.wq} + a0 * {g.wq}], "
+                 f"ob, DataCopyParams({g.phases}, ra * {g.wq * es // 32}, ({chunk} - ra * {g.wq}) * {es} // 32, "
+                 f"({g.grid} - ra * {g.wq}) * {es} // 32))")
     return f'''
 class Pre_{n}:
     def Init(self, x, w, b, xq, wt, ones):
@@ -91,11 +107,11 @@ class Pre_{n}:
         self.pipe = TPipe()
         self.st = [TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)]
         self.ob = [TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)]
-        self.ofb = [TBuf(TPosition.VECCALC) for q in range({sw})]
+        self.ofb = [TBuf(TPosition.VECCALC) for q in range({nv})]
         for k in range(2):
             self.pipe.InitBuffer(self.st[k], {rs * g.ws * es})
             self.pipe.InitBuffer(self.ob[k], {g.phases * chunk * es})
-        for q in range({sw}):
+        for q in range({nv}):
             self.pipe.InitBuffer(self.ofb[q], {chunk * 4})
         self.wst = TBuf(TPosition.VECCALC)
         self.pipe.InitBuffer(self.wst, {g.nq * sp * es})
@@ -122,9 +138,9 @@ class Pre_{n}:
         WaitFlag(HardEvent.V_MTE2, 2)
         DataCopyPad(wst, self.gw[c0 * {row_w}], DataCopyExtParams(cnt, {row_w * es}, 0, {w_gap}, 0), {w_pad})
         offs = self.wof.Get(int32)
-{_ramp("offs", g.kp, "0", kk * es, "        ")}
+{w_row0}
         for t in range(1, {kk}):
-            Adds(offs[t * {g.kp}], offs, t * {es}, {g.kp})
+            Adds(offs[t * {g.kp}], offs, t * {w_step * es}, {g.kp})
         for r in range(1, cnt):
             Adds(offs[r * {kkp}], offs, r * {sp * es}, {kkp})
         SetFlag(HardEvent.MTE2_V, 2)
@@ -151,7 +167,7 @@ class Pre_{n}:
         u1 = min({g.units}, u0 + {g.upv})
         if u0 >= u1:
             return
-        self.offs = [self.ofb[q].Get(int32) for q in range({sw})]
+        self.offs = [self.ofb[q].Get(int32) for q in range({nv})]
         SetFlag(HardEvent.V_S, 2)
         WaitFlag(HardEvent.V_S, 2)
 {ramps}
@@ -184,11 +200,11 @@ class Pre_{n}:
             ob = self.ob[s].Get({dt})
             WaitFlag(HardEvent.MTE3_V, s)
             for p in range({g.phases}):
-                Gather(ob[p * {chunk}], st, self.offs[p % {sw}], (p // {sw}) * {g.ws * es}, ra * {g.wq})
+                Gather(ob[p * {chunk}], st, self.offs[{variant}], ({row_phase}) * {g.ws * es}, ra * {g.wq})
             SetFlag(HardEvent.V_MTE2, s)
             SetFlag(HardEvent.V_MTE3, s)
             WaitFlag(HardEvent.V_MTE3, s)
-            for p in range({g.phases}):
+            if True:
 {store}
             SetFlag(HardEvent.MTE3_V, s)
         WaitFlag(HardEvent.V_MTE2, 0)
@@ -201,8 +217,8 @@ class Pre_{n}:
 def aic_text(spec: ConvSpec, g: Geometry) -> str:
     es, dt, n = DTYPE_SIZE[spec.dtype], dsl_dtype(spec.dtype), spec.name
     od, oh, ow = spec.out_size
-    kk, cin, cout = len(g.taps), spec.cin, spec.cout
-    chp = g.phases * g.grid
+    kk, cin, cout = len(g.taps), g.cv, spec.cout
+    chp = g.pl * g.grid
     osp = od * oh * ow
     per_od = -(-oh // g.rows) * g.segs
     bias_mmad = f'''
