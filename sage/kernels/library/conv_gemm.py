@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from sage.kernels.library.conv_flags import FLAG_AIV, FLAG_WEIGHTS
 from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 from sage.kernels.target import Target
 
@@ -35,7 +36,6 @@ L1_BYTES = 524288 - 16384       # L1 minus headroom
 L0C_BYTES = 131072
 L0B_HALF = 32768                # one of two B2 buffers
 UB_BYTES = 196608 - 16384
-FLAG_AIV, FLAG_READY, FLAG_WEIGHTS = 1, 2, 3
 
 
 def _ceil(n: int, unit: int) -> int:
@@ -72,7 +72,7 @@ class Geometry:
     wq: int
     dp: int
     phases: int
-    grid: int            # elements of one (b, ci, phase) grid
+    grid: int            # pitch of one (b, ci, phase) plane of xq (its D x Hq x Wq grid, then slack)
     taps: tuple[tuple[int, int], ...]    # (phase, flat shift) per weight tap
     mp: int              # Cout padded to 16
     kp: int              # Cin padded to 16
@@ -95,6 +95,9 @@ class Geometry:
     variants: tuple      # column start of each column plane the prologue writes per row phase
     pl: int              # xq planes per GEMM channel (phases of a tap)
     unroll: bool         # column taps are channels
+    waves: int           # prologue waves: the AICs start on chunk w once wave w is in xq
+    wave_ch: int         # input channels per wave
+    nv: int              # AIVs of the launch
 
 
 def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
@@ -169,9 +172,14 @@ def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
     nq = -(-spec.cout // nv)
     if nq * len(taps) * kp * (2 * es + 4) > 24576:
         raise ValueError("the weights' transpose share does not fit in UB")
-    return Geometry(hq, wq, dp, sh * len(variants), dp * hq * wq, tuple(taps), mp, kp, kc, nt, rows, segs, tiles,
+    wave_ch = spec.cin if unroll else kc            # input channels per prologue wave (the K chunk)
+    # a plane's pitch in xq leaves room for the widest copy past its last row: a tile's copy
+    # may run past the rows it needs (into columns no output uses) but never into another
+    # plane, which a later wave of the prologue may be writing at that moment
+    grid = dp * hq * wq + _ceil(gcols, 16)
+    return Geometry(hq, wq, dp, sh * len(variants), grid, tuple(taps), mp, kp, kc, nt, rows, segs, tiles,
                     blocks, tpb, rr, ws, units, -(-units // nv), nq, groups, gcols, pp, cv, variants,
-                    sh if unroll else sh * sw, unroll)
+                    sh if unroll else sh * sw, unroll, -(-spec.cin // wave_ch), wave_ch, nv)
 
 
 def _groups(keyed: list, wq: int, nt: int, whole_rows: bool) -> tuple:
@@ -235,15 +243,11 @@ def {n}_kernel({params}, xq, wt, ones):
         CrossCoreWaitFlag({FLAG_AIV})
         CrossCoreSetFlag(2, PIPE_MTE3, {FLAG_WEIGHTS})
         pre.Ones()
-        pre.Input()
-        CrossCoreSetFlag(0, PIPE_MTE3, {FLAG_AIV})
-        CrossCoreWaitFlag({FLAG_AIV})
-        CrossCoreSetFlag(2, PIPE_MTE3, {FLAG_READY})
+        pre.Input()          # in waves of input channels, each ending in a barrier and a flag
     else:
         CrossCoreWaitFlag({FLAG_WEIGHTS})
         op = Cube_{n}()
         op.Init({bias_arg}, {spec.out}, xq, wt, ones)
-        CrossCoreWaitFlag({FLAG_READY})
         op.Process(ones)
 
 

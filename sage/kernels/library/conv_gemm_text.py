@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
+from sage.kernels.library.conv_flags import FLAG_AIV, FLAG_READY
 
 if TYPE_CHECKING:
     from sage.kernels.library.conv_gemm import ConvSpec, Geometry
@@ -12,6 +13,10 @@ if TYPE_CHECKING:
 
 def _ceil(n: int, unit: int) -> int:
     return -(-n // unit) * unit
+
+
+def indent(text: str, by: int = 4) -> str:
+    return "\n".join(" " * by + line if line.strip() else line for line in text.split("\n"))
 
 
 def _ramp(buf: str, count: int, start: str, step: int, ind: str) -> str:
@@ -67,18 +72,22 @@ def aiv_text(spec: ConvSpec, g: Geometry) -> str:
     pad_w = f"DataCopyPadExtParams(True, 0, {fill}, 0)" if fill else "DataCopyPadExtParams(False, 0, 0, 0)"
     # plane p of a (b, ci): (row phase, column phase), or unrolled (column tap j, row phase)
     variant, row_phase = (f"p // {sh}", f"p % {sh}") if g.unroll else (f"p % {nv}", f"p // {nv}")
-    if g.pp > 1:      # 1-D: a unit is pp whole planes of one row each (consecutive rows of x)
-        decode = f"""            plane = u * {g.pp}
-            ra = min({g.pp}, {spec.batch * spec.cin} - plane)
-            dpi, a0, dz, hr0, lo, hi = 0, 0, 0, 0, 0, ra"""
-        store = (f"                for p in range({g.phases}):\n"
-                 f"                    DataCopy(self.gq[(plane * {g.phases} + p) * {g.grid}], ob[p * {chunk}], "
-                 f"DataCopyParams(ra, {g.wq * es // 32}, 0, {(g.phases - 1) * g.grid * es // 32}))")
-    else:
-        na = -(-g.hq // g.rr)
-        decode = f"""            plane = u // {g.dp * na}           # b * Cin + ci
+    na = -(-g.hq // g.rr)
+    ppc = g.pp                                      # channels (planes) per unit in 1-D, else 1
+    head = f"""            b = u // (ncg * {g.dp * na})
+            cg = u // {g.dp * na} % ncg
             dpi = u // {na} % {g.dp}
             a0 = u % {na} * {g.rr}
+            plane = b * {spec.cin} + c_lo + cg * {ppc}"""
+    if g.pp > 1:      # 1-D: a unit is pp whole planes of one row each (consecutive rows of x)
+        decode = head + f"""
+            ra = min({g.pp}, nc - cg * {ppc})
+            dz, hr0, lo, hi = 0, 0, 0, ra"""
+        store = (f"                for p in range({g.phases}):\n"
+                 f"                    DataCopy(self.gq[(plane * {g.phases} + p) * {g.grid}], ob[p * {chunk}], "
+                 f"DataCopyParams(ra, {g.wq * es // 32}, 0, {(g.phases * g.grid - g.wq) * es // 32}))")
+    else:
+        decode = head + f"""
             ra = min({g.rr}, {g.hq} - a0)
             dz = dpi - {pd}
             hr0 = a0 * {sh} - {ph}
@@ -163,10 +172,6 @@ class Pre_{n}:
         WaitFlag(HardEvent.MTE3_V, 3)
 
     def Input(self):
-        u0 = self.v * {g.upv}
-        u1 = min({g.units}, u0 + {g.upv})
-        if u0 >= u1:
-            return
         self.offs = [self.ofb[q].Get(int32) for q in range({nv})]
         SetFlag(HardEvent.V_S, 2)
         WaitFlag(HardEvent.V_S, 2)
@@ -183,30 +188,42 @@ class Pre_{n}:
         SetFlag(HardEvent.V_MTE2, 1)
         SetFlag(HardEvent.MTE3_V, 0)
         SetFlag(HardEvent.MTE3_V, 1)
-        for u in range(u0, u1):
-            s = (u - u0) % 2
-{decode}
-            st = self.st[s].Get({dt})
-            WaitFlag(HardEvent.V_MTE2, s)
-            if hi > lo:
-                DataCopyPad(st[lo * {g.ws} + {lead}], self.gx[(plane * {d} + dz) * {h * w} + (hr0 + lo) * {w}],
-                            {copy_w}, {pad_w})
-            SetFlag(HardEvent.MTE2_V, s)
-            WaitFlag(HardEvent.MTE2_V, s)
-            if lo > 0:
-                Duplicate(st, 0.0, lo * {g.ws})
-            if max(hi, lo) < {rs}:
-                Duplicate(st[max(hi, lo) * {g.ws}], 0.0, ({rs} - max(hi, lo)) * {g.ws})
-            ob = self.ob[s].Get({dt})
-            WaitFlag(HardEvent.MTE3_V, s)
-            for p in range({g.phases}):
-                Gather(ob[p * {chunk}], st, self.offs[{variant}], ({row_phase}) * {g.ws * es}, ra * {g.wq})
-            SetFlag(HardEvent.V_MTE2, s)
-            SetFlag(HardEvent.V_MTE3, s)
-            WaitFlag(HardEvent.V_MTE3, s)
-            if True:
-{store}
-            SetFlag(HardEvent.MTE3_V, s)
+        k = 0
+        for w in range({g.waves}):
+            # wave w: input channels [c_lo, c_lo + nc), the AICs' K chunk w, over all AIVs
+            c_lo = w * {g.wave_ch}
+            nc = min({g.wave_ch}, {spec.cin} - c_lo)
+            ncg = (nc + {ppc - 1}) // {ppc}
+            nu = {spec.batch * g.dp * na} * ncg
+            per = (nu + {g.nv - 1}) // {g.nv}
+            for u in range(self.v * per, min(nu, self.v * per + per)):
+                s = k % 2
+                k += 1
+{indent(decode)}
+                st = self.st[s].Get({dt})
+                WaitFlag(HardEvent.V_MTE2, s)
+                if hi > lo:
+                    DataCopyPad(st[lo * {g.ws} + {lead}], self.gx[(plane * {d} + dz) * {h * w} + (hr0 + lo) * {w}],
+                                {copy_w}, {pad_w})
+                SetFlag(HardEvent.MTE2_V, s)
+                WaitFlag(HardEvent.MTE2_V, s)
+                if lo > 0:
+                    Duplicate(st, 0.0, lo * {g.ws})
+                if max(hi, lo) < {rs}:
+                    Duplicate(st[max(hi, lo) * {g.ws}], 0.0, ({rs} - max(hi, lo)) * {g.ws})
+                ob = self.ob[s].Get({dt})
+                WaitFlag(HardEvent.MTE3_V, s)
+                for p in range({g.phases}):
+                    Gather(ob[p * {chunk}], st, self.offs[{variant}], ({row_phase}) * {g.ws * es}, ra * {g.wq})
+                SetFlag(HardEvent.V_MTE2, s)
+                SetFlag(HardEvent.V_MTE3, s)
+                WaitFlag(HardEvent.V_MTE3, s)
+                if True:
+{indent(store)}
+                SetFlag(HardEvent.MTE3_V, s)
+            CrossCoreSetFlag(0, PIPE_MTE3, {FLAG_AIV})
+            CrossCoreWaitFlag({FLAG_AIV})
+            CrossCoreSetFlag(2, PIPE_MTE3, {FLAG_READY})
         WaitFlag(HardEvent.V_MTE2, 0)
         WaitFlag(HardEvent.V_MTE2, 1)
         WaitFlag(HardEvent.MTE3_V, 0)
@@ -273,7 +290,11 @@ class Cube_{n}:
             DataCopy(self.ba, gb[0], Nd2NzParams(1, {cout}, 1, 0, 1, {g.mp}, 1, 0))
 
     def Process(self, ones):
+        CrossCoreWaitFlag({FLAG_READY})         # wave 0 of the input (and the ones) laid out
+        self.waves = 1
         if self.t0 >= self.t1:
+            for w in range(1, {g.waves}):
+                CrossCoreWaitFlag({FLAG_READY})
             return
         if self.has_bias:
             go = GlobalTensor()
@@ -292,12 +313,15 @@ class Cube_{n}:
         base = b * {cin * chp} + od * {g.hq * g.wq} + a0 * {g.wq} + c0
         cl = self.qc.AllocTensor(float32)
         first = True
-        for grp in GROUPS_{n}:
-            src = base + grp[0] * {g.grid} + grp[1]
-            cols = grp[2]
-            for k0 in range(0, {cin}, {g.kc}):
-                kc = min({g.kc}, {cin} - k0)
-                kcp = (kc + 15) // 16 * 16
+        for k0 in range(0, {cin}, {g.kc}):
+            while self.waves <= min(k0 // {g.kc}, {g.waves - 1}):
+                CrossCoreWaitFlag({FLAG_READY})     # the next wave of input channels is in xq
+                self.waves = self.waves + 1
+            kc = min({g.kc}, {cin} - k0)
+            kcp = (kc + 15) // 16 * 16
+            for grp in GROUPS_{n}:
+                src = base + grp[0] * {g.grid} + grp[1]
+                cols = grp[2]
                 b1 = self.qb1.AllocTensor({dt})
                 DataCopy(b1, self.gq[src + k0 * {chp}], Nd2NzParams(1, kc, cols, 0, {chp}, kcp, 1, 0))
                 self.qb1.EnQue(b1)
