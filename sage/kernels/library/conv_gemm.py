@@ -100,7 +100,37 @@ class Geometry:
     nv: int              # AIVs of the launch
 
 
+HBM_BYTES_PER_CYCLE = 1.6e12 / 1.8e9     # HARDWARE.md chips: ~1.6 TB/s at 1800 MHz
+
+
 def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
+    """The layout with the smaller estimate (cube cycles per core + the prologue's HBM
+    traffic): plain, or with the column taps unrolled into channels where that is allowed."""
+    options = []
+    for unroll in (False, True):
+        try:
+            g = _geometry(spec, cube_cores, unroll)
+        except ValueError:
+            if not unroll:
+                raise
+            continue
+        options.append((_estimate(spec, g), unroll, g))
+    return min(options, key=lambda o: (o[0], o[1]))[2]
+
+
+def _estimate(spec: ConvSpec, g: Geometry) -> float:
+    """Cycles: the Mmads of the busiest core (HARDWARE.md's cube formula) plus the bytes the
+    prologue reads and writes at the chip's HBM rate."""
+    es = DTYPE_SIZE[spec.dtype]
+    k0 = 32 // es
+    steps = len(g.taps) * sum(-(-min(g.kc, g.cv - k) // k0) for k in range(0, g.cv, g.kc))
+    cube = g.tpb * (g.mp // 16) * (g.nt // 16) * steps * (2 if es == 4 else 1)
+    xq = spec.batch * spec.cin * g.phases * g.dp * g.hq * g.wq * es
+    x = spec.batch * spec.cin * math.prod(spec.size) * es
+    return cube + (xq + x) / HBM_BYTES_PER_CYCLE
+
+
+def _geometry(spec: ConvSpec, cube_cores: int, unroll: bool) -> Geometry:
     es = DTYPE_SIZE[spec.dtype]
     (d, h, w), (kd, kh, kw) = spec.size, spec.kernel
     (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = spec.stride, spec.padding, spec.dilation
@@ -114,9 +144,11 @@ def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
     hq = -(-(h + 2 * ph) // sh)
     dp = d + 2 * pd
     one_d = d == 1 and h == 1 and hq == 1 and dp == 1
-    # Few input channels waste most of each 16-deep K step: the column taps then become
-    # channels (cv = kw * cin, k = j * cin + ci), the prologue writing one plane per column tap.
-    unroll = not one_d and kw > 1 and spec.cin < 16 and spec.cin * kw <= 32
+    # Unrolled, the column taps become channels (cv = kw * cin, k = ci * kw + j), the prologue
+    # writing one plane per column tap: few input channels no longer waste most of each K
+    # step, and the grid has no columns for the filter's width, for kw times the layout.
+    if unroll and (one_d or kw == 1 or spec.cin * kw > 64):
+        raise ValueError("the column taps are not unrolled for this convolution")
     if unroll:
         wq = _ceil(ow, 16)
         cv, variants, col_taps = spec.cin * kw, tuple(j * dw for j in range(kw)), 1
@@ -138,7 +170,10 @@ def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
     for rows, nt, segs in cands:
         tiles = spec.batch * od * -(-oh // rows) * segs
         blocks = min(cube_cores, tiles)
-        cost = -(-tiles // blocks) * (nt + 96)          # + a tile's fixed cost, in columns
+        per = -(-tiles // blocks)
+        if per > 1 and 2 * mp * nt * 4 > L0C_BYTES:
+            continue            # several tiles per core want two accumulators (Fixpipe under Mmad)
+        cost = per * (nt + 96)          # + a tile's fixed cost, in columns
         if best is None or cost < best[0]:
             best = (cost, rows, nt, segs, tiles, blocks)
     _, rows, nt, segs, tiles, blocks = best

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
 from sage.kernels.library.conv_flags import FLAG_AIV, FLAG_READY
 
+L0C_BYTES = 131072
+
 if TYPE_CHECKING:
     from sage.kernels.library.conv_gemm import ConvSpec, Geometry
 
@@ -251,6 +253,7 @@ def aic_text(spec: ConvSpec, g: Geometry) -> str:
             Mmad(cl, a2, b2, MmadParams({cout}, {g.nt}, 1, False))
             self.qa2.FreeTensor(a2)
             self.qb2.FreeTensor(b2)'''
+    co_bufs = 2 if g.tpb > 1 and 2 * g.mp * g.nt * 4 <= L0C_BYTES else 1
     return f'''
 class Cube_{n}:
     def Init(self, b, out, xq, wt, ones):
@@ -276,8 +279,9 @@ class Cube_{n}:
         self.pipe.InitBuffer(self.qa2, 2, {g.mp * g.kc * es})
         self.qb2 = TQue(TPosition.B2, 2)
         self.pipe.InitBuffer(self.qb2, 2, {g.kc * g.nt * es})
-        self.qc = TQue(TPosition.CO1, 1)
-        self.pipe.InitBuffer(self.qc, 1, {g.mp * g.nt * 4})
+        # two accumulators when they fit: a tile's Fixpipes overlap the next tile's Mmads
+        self.qc = TQue(TPosition.CO1, {co_bufs})
+        self.pipe.InitBuffer(self.qc, {co_bufs}, {g.mp * g.nt * 4})
         if self.t0 >= self.t1:
             return
         self.wr = self.wres.Get({dt})
