@@ -188,7 +188,10 @@ def _geometry(spec: ConvSpec, cube_cores: int, unroll: bool) -> Geometry:
     tpb = -(-tiles // blocks)
     blocks = -(-tiles // tpb)
     nv = 2 * blocks
-    ws = _ceil(_ceil(pw, 32 // es) + w, 32 // es) + 32 // es
+    # staged row: zeros, the input row at the aligned column lead >= p_w, zeros: long enough
+    # that every column a phase gathers (padding included) falls inside it
+    lead = _ceil(pw, 32 // es)
+    ws = _ceil(max(lead + w, lead + (wq - 1) * sw + max(variants) - pw + 1), 32 // es)
     # 1-D: a plane is one row, so a prologue unit takes pp planes (rows of x) at once
     planes = spec.batch * spec.cin
     rr_best = None

@@ -47,16 +47,6 @@ def aiv_text(spec: ConvSpec, g: Geometry) -> str:
     w_fill = (_ceil(row_w * es, 32) - row_w * es) // es
     w_pad = f"DataCopyPadExtParams(True, 0, {w_fill}, 0)" if w_fill else "DataCopyPadExtParams(False, 0, 0, 0)"
     chunk = g.rr * g.wq
-    # columns of each phase that fall outside the image: the staged rows' last column (zero)
-    fixes = []
-    for q in g.variants:
-        bad = [c for c in range(g.wq) if not 0 <= c * sw + q - pw < w]
-        fixes.append(bad)
-    fix_lines = []
-    for q, bad in enumerate(fixes):
-        for c in bad:
-            fix_lines.append(f"        self.offs[{q}].SetValue({c}, {(g.ws - 1) * es})")
-    fix_text = "\n".join(fix_lines) or "        pass"
     rows_fill = "\n".join(f"        for r in range(1, {g.rr}):\n            Adds(self.offs[{q}][r * {g.wq}], self.offs[{q}], r * {sh * g.ws * es}, {g.wq})"
                           for q in range(nv))
     # one ramp, the other column variants offset from it
@@ -180,7 +170,6 @@ class Pre_{n}:
 {ramps}
         SetFlag(HardEvent.V_S, 3)
         WaitFlag(HardEvent.V_S, 3)
-{fix_text}
         SetFlag(HardEvent.S_V, 3)
         WaitFlag(HardEvent.S_V, 3)
 {rows_fill}
