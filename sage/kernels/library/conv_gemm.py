@@ -210,7 +210,8 @@ def _geometry(spec: ConvSpec, cube_cores: int, unroll: bool) -> Geometry:
     nq = -(-spec.cout // nv)
     if nq * len(taps) * kp * (2 * es + 4) > 24576:
         raise ValueError("the weights' transpose share does not fit in UB")
-    wave_ch = spec.cin if unroll else kc            # input channels per prologue wave (the K chunk)
+    # input channels per prologue wave: a K chunk's worth (unrolled, kw GEMM channels each)
+    wave_ch = -(-kc // kw) if unroll else kc
     # a plane's pitch in xq leaves room for the widest copy past its last row: a tile's copy
     # may run past the rows it needs (into columns no output uses) but never into another
     # plane, which a later wave of the prologue may be writing at that moment

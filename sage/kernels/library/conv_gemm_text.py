@@ -242,6 +242,7 @@ def aic_text(spec: ConvSpec, g: Geometry) -> str:
             Mmad(cl, a2, b2, MmadParams({cout}, {g.nt}, 1, False))
             self.qa2.FreeTensor(a2)
             self.qb2.FreeTensor(b2)'''
+    kwu = spec.kernel[2] if g.unroll else 1          # GEMM channels per input channel
     co_bufs = 2 if g.tpb > 1 and 2 * g.mp * g.nt * 4 <= L0C_BYTES else 1
     return f'''
 class Cube_{n}:
@@ -307,7 +308,8 @@ class Cube_{n}:
         cl = self.qc.AllocTensor(float32)
         first = True
         for k0 in range(0, {cin}, {g.kc}):
-            while self.waves <= min(k0 // {g.kc}, {g.waves - 1}):
+            # the wave holding this chunk's last input channel
+            while self.waves <= min((min(k0 + {g.kc}, {cin}) - 1) // {kwu} // {g.wave_ch}, {g.waves - 1}):
                 CrossCoreWaitFlag({FLAG_READY})     # the next wave of input channels is in xq
                 self.waves = self.waves + 1
             kc = min({g.kc}, {cin} - k0)
