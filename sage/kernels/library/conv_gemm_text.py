@@ -42,7 +42,8 @@ def aiv_text(spec: ConvSpec, g: Geometry) -> str:
     nv = len(g.variants)
     kkp = kk * g.kp                                 # a weight row of Wt: taps x channels padded to 16
     row_w = spec.cin * kko
-    sp = _ceil(max(kkp, row_w + kko), unit)         # staged weight row pitch: zeros past Cin * KK
+    # staged weight row pitch: zeros past Cin * KK, as far as the padded k of Wt reach
+    sp = _ceil(max(kkp, row_w + kko, ((g.kp - 1) // kw + 1) * kko), unit)
     w_gap = (sp * es - _ceil(row_w * es, 32)) // 32
     w_fill = (_ceil(row_w * es, 32) - row_w * es) // es
     w_pad = f"DataCopyPadExtParams(True, 0, {w_fill}, 0)" if w_fill else "DataCopyPadExtParams(False, 0, 0, 0)"
@@ -54,8 +55,18 @@ def aiv_text(spec: ConvSpec, g: Geometry) -> str:
         f"\n        Adds(self.offs[{q}], self.offs[0], {(start - g.variants[0]) * es}, {g.wq})"
         for q, start in enumerate(g.variants) if q)
     if g.unroll:      # row 0 of the weight offsets: k = ci * kw + j -> W's (ci, tap j); others zero
-        w_row0 = "\n".join(f"        offs.SetValue({k}, {((k // kw) * kko + k % kw) * es if k < g.cv else row_w * es})"
-                            for k in range(g.kp)) + "\n        SetFlag(HardEvent.S_V, 2)\n        WaitFlag(HardEvent.S_V, 2)"
+        # W's flat index of k is ci * KK + j = k + (k // kw) * (KK - kw): k // kw by a float
+        # floor (exact for these small k), all on the vector unit
+        w_row0 = _ramp("offs", g.kp, "0", 1, "        ") + f"""
+        wf = self.wtf.Get(float32)
+        wq = self.wtq.Get(int32)
+        Cast(wf, offs, RoundMode.CAST_NONE, {g.kp})
+        Muls(wf, wf, {1.0 / kw!r}, {g.kp})
+        Adds(wf, wf, {0.5 / kw!r}, {g.kp})
+        Cast(wq, wf, RoundMode.CAST_FLOOR, {g.kp})
+        Muls(wq, wq, {kko - kw}, {g.kp})
+        Add(offs, offs, wq, {g.kp})
+        Muls(offs, offs, {es}, {g.kp})"""
     else:             # k = ci: a ramp of step KK
         w_row0 = _ramp("offs", g.kp, "0", kko * es, "        ")
     w_step = kw if g.unroll else 1                  # W's flat tap index of Wt's tap t, over t
@@ -120,6 +131,10 @@ class Pre_{n}:
         self.pipe.InitBuffer(self.wo, {g.nq * kkp * es})
         self.wof = TBuf(TPosition.VECCALC)
         self.pipe.InitBuffer(self.wof, {g.nq * kkp * 4})
+        self.wtf = TBuf(TPosition.VECCALC)
+        self.pipe.InitBuffer(self.wtf, {g.kp * 4})
+        self.wtq = TBuf(TPosition.VECCALC)
+        self.pipe.InitBuffer(self.wtq, {g.kp * 4})
 
     def Process(self):
         self.Weights()
