@@ -149,6 +149,8 @@ def depthwise_args(spec: DepthwiseSpec) -> list[str]:
 
 
 def depthwise_source(spec: DepthwiseSpec, target: Target) -> str:
+    from sage.kernels.library.conv_depthwise_text import copies, offsets, pad_rows, taps
+
     if spec.dtype not in ("float32", "float16"):
         raise ValueError(f"a {spec.dtype} depthwise convolution (float32 and float16 are written)")
     g = geometry(spec, target.vector_cores)
@@ -212,7 +214,7 @@ class Kernel_{n}:
         # zero both input slots once: columns no copy writes stay the zero padding
         Duplicate(self.xb[0].Get({dt}), 0.0, {g.slot_in})
         Duplicate(self.xb[1].Get({dt}), 0.0, {g.slot_in})
-{_offsets(spec, g) if not spec.shifted else ""}
+{offsets(spec, g) if not spec.shifted else ""}
         SetFlag(HardEvent.V_MTE2, 0)
         SetFlag(HardEvent.V_MTE2, 1)
         SetFlag(HardEvent.MTE3_V, 0)
@@ -227,15 +229,15 @@ class Kernel_{n}:
             hi = min({(r - 1) * sh + (spec.kh - 1) * dh + 1}, {spec.h} - ih0)
             xin = self.xb[s].Get({dt})
             WaitFlag(HardEvent.V_MTE2, s)
-{_copies(spec, g)}
+{copies(spec, g)}
             SetFlag(HardEvent.MTE2_V, s)
             ch = plane % {c}
             acc = self.ab[s].Get(float32)
             WaitFlag(HardEvent.MTE2_V, s)
             WaitFlag(HardEvent.MTE3_V, s)
-{_pad_rows(spec, g)}
+{pad_rows(spec, g)}
             {bias_line}
-{_taps(spec, g)}
+{taps(spec, g)}
             SetFlag(HardEvent.V_MTE2, s)
             {f"res = self.ob[s].Get({dt}){chr(10)}            Cast(res, acc, RoundMode.CAST_RINT, {acc_n})" if half else "res = acc"}
             SetFlag(HardEvent.V_MTE3, s)
@@ -259,76 +261,3 @@ def {n}_kernel({args}):
 def {n}_launch({args}):
     {n}_kernel[{g.blocks}]({args})
 '''
-
-
-def _copies(spec: DepthwiseSpec, g: _Geometry) -> str:
-    """The unit's input rows lo..hi-1 (relative to ih0) into its slot: one copy per filter
-    column (stride 1), each shifted so that a tap reads it at an aligned row offset, or one."""
-    es = DTYPE_SIZE[spec.dtype]
-    (_, pw), (_, dw) = spec.padding, spec.dilation
-    p = g.pitch
-    lines = ["            if hi > lo:"]
-    shifts = range(spec.kw) if spec.shifted else [None]
-    for j in shifts:
-        if j is None:                                  # one copy, the data at column lead (32 B aligned)
-            lead = _ceil(pw, 32 // es)
-            u0, start, count, base = lead, 0, spec.w, 0
-        else:                                          # column u holds padded column u + j*dw
-            u0, start = max(0, pw - j * dw), max(0, j * dw - pw)
-            count = min(spec.w - start, p - u0)
-            base = j * g.rows_in * p
-        left = u0 if j is not None else 0
-        dst_col = 0 if j is not None else u0
-        fill = (_ceil((left + count) * es, 32) - (left + count) * es) // es
-        right = min(fill, 32 // es - left)
-        gap = (p * es - _ceil((left + right + count) * es, 32)) // 32
-        pad = f"DataCopyPadExtParams(True, {left}, {right}, 0)" if left or right else "DataCopyPadExtParams(False, 0, 0, 0)"
-        lines.append(f"                DataCopyPad(xin[{base} + lo * {p} + {dst_col}], "
-                     f"self.g_x[plane * {spec.h * spec.w} + (ih0 + lo) * {spec.w} + {start}], "
-                     f"DataCopyExtParams(hi - lo, {count * es}, {(spec.w - count) * es}, {gap}, 0), {pad})")
-    return "\n".join(lines)
-
-
-def _pad_rows(spec: DepthwiseSpec, g: _Geometry) -> str:
-    """Rows above and below the image are zero in every copy (a previous unit may have filled them)."""
-    p, copies = g.pitch, (spec.kw if spec.shifted else 1)
-    lines = []
-    for j in range(copies):
-        base = j * g.rows_in * p
-        lines += [f"            if lo > 0:", f"                Duplicate(xin[{base}], 0.0, lo * {p})",
-                  f"            if hi < {g.rows_in}:", f"                Duplicate(xin[{base} + max(hi, lo) * {p}], 0.0, ({g.rows_in} - max(hi, lo)) * {p})"]
-    return "\n".join(lines)
-
-
-def _taps(spec: DepthwiseSpec, g: _Geometry) -> str:
-    es = DTYPE_SIZE[spec.dtype]
-    (_, pw), (dh, dw) = spec.padding, spec.dilation
-    p, acc_n = g.pitch, g.rows * g.opitch
-    lines = []
-    for i in range(spec.kh):
-        for j in range(spec.kw):
-            wv = f"wf.GetValue(ch * {spec.kh * spec.kw} + {i * spec.kw + j})"
-            if spec.shifted:
-                lines.append(f"            Axpy(acc, xin[{j * g.rows_in * p + i * dh * p}], {wv}, {acc_n})")
-            else:
-                base = (i * dh * p + j * dw + _ceil(pw, 32 // es) - pw) * es
-                lines += [f"            Gather(self.gbuf.Get({dsl_dtype(spec.dtype)}), xin, self.ibuf.Get(int32), {base}, {acc_n})",
-                          f"            Axpy(acc, self.gbuf.Get({dsl_dtype(spec.dtype)}), {wv}, {acc_n})"]
-    return "\n".join(lines)
-
-
-def _offsets(spec: DepthwiseSpec, g: _Geometry) -> str:
-    """Byte offsets of output (r, ow)'s tap-(0, 0) input inside a slot; padding columns of the
-    accumulator (ow >= OW) read column 0 (never stored)."""
-    es = DTYPE_SIZE[spec.dtype]
-    sh, sw = spec.stride
-    _, ow = spec.out_hw
-    return f'''        offs = self.ibuf.Get(int32)
-        SetFlag(HardEvent.V_S, 1)
-        WaitFlag(HardEvent.V_S, 1)
-        for q in range({g.opitch}):
-            offs.SetValue(q, q * {sw * es} if q < {ow} else 0)
-        SetFlag(HardEvent.S_V, 1)
-        WaitFlag(HardEvent.S_V, 1)
-        for q in range(1, {g.rows}):
-            Adds(offs[q * {g.opitch}], offs, q * {sh * g.pitch * es}, {g.opitch})'''

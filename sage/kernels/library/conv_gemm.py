@@ -254,7 +254,8 @@ def conv_args(spec) -> list[str]:
 
 
 def conv_source(spec: ConvSpec, target: Target) -> str:
-    from sage.kernels.library.conv_gemm_text import aic_text, aiv_text
+    from sage.kernels.library.conv_gemm_aic import aic_text
+    from sage.kernels.library.conv_gemm_aiv import aiv_text
 
     if spec.dtype not in ("float32", "float16"):
         raise ValueError(f"a {spec.dtype} convolution (float32 and float16 are written)")

@@ -1,0 +1,87 @@
+"""The per-unit text of conv_depthwise.py's kernel: input copies, padding rows, taps, Gather offsets."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
+
+if TYPE_CHECKING:
+    from sage.kernels.library.conv_depthwise import DepthwiseSpec, _Geometry
+
+
+def _ceil(n: int, unit: int) -> int:
+    return -(-n // unit) * unit
+
+
+def copies(spec: DepthwiseSpec, g: _Geometry) -> str:
+    """The unit's input rows lo..hi-1 (relative to ih0) into its slot: one copy per filter
+    column (stride 1), each shifted so that a tap reads it at an aligned row offset, or one."""
+    es = DTYPE_SIZE[spec.dtype]
+    (_, pw), (_, dw) = spec.padding, spec.dilation
+    p = g.pitch
+    lines = ["            if hi > lo:"]
+    shifts = range(spec.kw) if spec.shifted else [None]
+    for j in shifts:
+        if j is None:                                  # one copy, the data at column lead (32 B aligned)
+            lead = _ceil(pw, 32 // es)
+            u0, start, count, base = lead, 0, spec.w, 0
+        else:                                          # column u holds padded column u + j*dw
+            u0, start = max(0, pw - j * dw), max(0, j * dw - pw)
+            count = min(spec.w - start, p - u0)
+            base = j * g.rows_in * p
+        left = u0 if j is not None else 0
+        dst_col = 0 if j is not None else u0
+        fill = (_ceil((left + count) * es, 32) - (left + count) * es) // es
+        right = min(fill, 32 // es - left)
+        gap = (p * es - _ceil((left + right + count) * es, 32)) // 32
+        pad = f"DataCopyPadExtParams(True, {left}, {right}, 0)" if left or right else "DataCopyPadExtParams(False, 0, 0, 0)"
+        lines.append(f"                DataCopyPad(xin[{base} + lo * {p} + {dst_col}], "
+                     f"self.g_x[plane * {spec.h * spec.w} + (ih0 + lo) * {spec.w} + {start}], "
+                     f"DataCopyExtParams(hi - lo, {count * es}, {(spec.w - count) * es}, {gap}, 0), {pad})")
+    return "\n".join(lines)
+
+
+def pad_rows(spec: DepthwiseSpec, g: _Geometry) -> str:
+    """Rows above and below the image are zero in every copy (a previous unit may have filled them)."""
+    p, copies = g.pitch, (spec.kw if spec.shifted else 1)
+    lines = []
+    for j in range(copies):
+        base = j * g.rows_in * p
+        lines += [f"            if lo > 0:", f"                Duplicate(xin[{base}], 0.0, lo * {p})",
+                  f"            if hi < {g.rows_in}:", f"                Duplicate(xin[{base} + max(hi, lo) * {p}], 0.0, ({g.rows_in} - max(hi, lo)) * {p})"]
+    return "\n".join(lines)
+
+
+def taps(spec: DepthwiseSpec, g: _Geometry) -> str:
+    es = DTYPE_SIZE[spec.dtype]
+    (_, pw), (dh, dw) = spec.padding, spec.dilation
+    p, acc_n = g.pitch, g.rows * g.opitch
+    lines = []
+    for i in range(spec.kh):
+        for j in range(spec.kw):
+            wv = f"wf.GetValue(ch * {spec.kh * spec.kw} + {i * spec.kw + j})"
+            if spec.shifted:
+                lines.append(f"            Axpy(acc, xin[{j * g.rows_in * p + i * dh * p}], {wv}, {acc_n})")
+            else:
+                base = (i * dh * p + j * dw + _ceil(pw, 32 // es) - pw) * es
+                lines += [f"            Gather(self.gbuf.Get({dsl_dtype(spec.dtype)}), xin, self.ibuf.Get(int32), {base}, {acc_n})",
+                          f"            Axpy(acc, self.gbuf.Get({dsl_dtype(spec.dtype)}), {wv}, {acc_n})"]
+    return "\n".join(lines)
+
+
+def offsets(spec: DepthwiseSpec, g: _Geometry) -> str:
+    """Byte offsets of output (r, ow)'s tap-(0, 0) input inside a slot; padding columns of the
+    accumulator (ow >= OW) read column 0 (never stored)."""
+    es = DTYPE_SIZE[spec.dtype]
+    sh, sw = spec.stride
+    _, ow = spec.out_hw
+    return f'''        offs = self.ibuf.Get(int32)
+        SetFlag(HardEvent.V_S, 1)
+        WaitFlag(HardEvent.V_S, 1)
+        for q in range({g.opitch}):
+            offs.SetValue(q, q * {sw * es} if q < {ow} else 0)
+        SetFlag(HardEvent.S_V, 1)
+        WaitFlag(HardEvent.S_V, 1)
+        for q in range(1, {g.rows}):
+            Adds(offs[q * {g.opitch}], offs, q * {sh * g.pitch * es}, {g.opitch})'''
