@@ -33,6 +33,15 @@ def aic_text(spec: ConvSpec, g: Geometry) -> str:
             self.qa2.FreeTensor(a2)
             self.qb2.FreeTensor(b2)'''
     kwu = spec.kernel[2] if g.unroll else 1          # GEMM channels per input channel
+    if g.wq == ow and g.segs == 1:
+        # grid rows are as long as output rows: the tile's rows are one run of Y per channel
+        store = f"""        Fixpipe(self.gy[b * {cout * osp} + od * {oh * ow} + a0 * {ow}], cl,
+                FixpipeParams({cout}, rr * {ow}, {g.nt}, {osp}))"""
+    else:             # one Fixpipe per grid row: its first OW columns (or a row segment's)
+        store = f"""        cols = min({g.nt}, {ow} - c0)
+        for r in range(rr):
+            Fixpipe(self.gy[b * {cout * osp} + od * {oh * ow} + (a0 + r) * {ow} + c0], cl[r * {g.wq}],
+                    FixpipeParams({cout}, cols, {g.nt}, {osp}))"""
     co_bufs = 2 if g.tpb > 1 and 2 * g.mp * g.nt * 4 <= L0C_BYTES else 1
     return f'''
 class Cube_{n}:
@@ -128,9 +137,6 @@ class Cube_{n}:
 {bias_mmad}
         self.qc.EnQue(cl)
         cl = self.qc.DeQue(float32)
-        cols = min({g.nt}, {ow} - c0)
-        for r in range(rr):
-            Fixpipe(self.gy[b * {cout * osp} + od * {oh * ow} + (a0 + r) * {ow} + c0], cl[r * {g.wq}],
-                    FixpipeParams({cout}, cols, {g.nt}, {osp}))
+{store}
         self.qc.FreeTensor(cl)
 '''
