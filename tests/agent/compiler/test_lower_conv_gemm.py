@@ -17,6 +17,7 @@ CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
     ((1, 3, 12, 12), 8, (7, 7), 2, 3, 1, "float16"),         # 2-D stride 2: four phases, 49 taps
     ((2, 5, 9, 11), 6, (3, 3), 1, 1, 1, "float32"),          # 2-D stride 1: taps of a column share a copy
     ((1, 3, 3, 5, 9), 4, (2, 3, 3), (1, 1, 2), (0, 1, 1), 1, "float32"),   # 3-D, per-axis stride
+    ((1, 3, 2, 16, 32), 8, (3, 3, 3), 1, 1, 1, "float32"),   # column taps unrolled, rows of OW: one Fixpipe a tile
 ])
 def test_conv_is_one_launch_and_matches_torch(compile_graph, x_shape, cout, k, s, p, d, dtype):
     n = len(k)
