@@ -278,17 +278,17 @@ def {n}_kernel({params}, xq, wt, ones):
         pre = Pre_{n}()
         pre.Init({spec.x}, {spec.weight}, {bias_arg}, xq, wt, ones)
         pre.Weights()
-        # the weights first: the AICs load them while the AIVs lay out the input
+        pre.Ones()
+        # the weights (and ones) first: the AICs load them while the AIVs lay out the input
         CrossCoreSetFlag(0, PIPE_MTE3, {FLAG_AIV})
         CrossCoreWaitFlag({FLAG_AIV})
         CrossCoreSetFlag(2, PIPE_MTE3, {FLAG_WEIGHTS})
-        pre.Ones()
         pre.Input()          # in waves of input channels, each ending in a barrier and a flag
     else:
         CrossCoreWaitFlag({FLAG_WEIGHTS})
         op = Cube_{n}()
         op.Init({bias_arg}, {spec.out}, xq, wt, ones)
-        op.Process(ones)
+        op.Process()
 
 
 def {n}_launch({params}):

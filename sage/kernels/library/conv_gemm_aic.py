@@ -81,18 +81,17 @@ class Cube_{n}:
             gb = GlobalTensor()
             gb.SetGlobalBuffer(b)
             DataCopy(self.ba, gb[0], Nd2NzParams(1, {cout}, 1, 0, 1, {g.mp}, 1, 0))
+            go = GlobalTensor()
+            go.SetGlobalBuffer(ones)
+            DataCopy(self.on, go[0], Nd2NzParams(1, 1, {g.nt}, 0, {g.nt}, 16, 1, 0))
 
-    def Process(self, ones):
-        CrossCoreWaitFlag({FLAG_READY})         # wave 0 of the input (and the ones) laid out
+    def Process(self):
+        CrossCoreWaitFlag({FLAG_READY})         # wave 0 of the input laid out
         self.waves = 1
         if self.t0 >= self.t1:
             for w in range(1, {g.waves}):
                 CrossCoreWaitFlag({FLAG_READY})
             return
-        if self.has_bias:
-            go = GlobalTensor()
-            go.SetGlobalBuffer(ones)
-            DataCopy(self.on, go[0], Nd2NzParams(1, 1, {g.nt}, 0, {g.nt}, 16, 1, 0))
         SetFlag(HardEvent.MTE2_MTE1, 0)
         WaitFlag(HardEvent.MTE2_MTE1, 0)
         for t in range(self.t0, self.t1):

@@ -166,7 +166,7 @@ class Pre_{n}:
         DataCopy(self.gt[c0 * {kkp}], wo, cnt * {kkp})
 
     def Ones(self):
-        if self.v != 0:
+        if self.v != {g.nv - 1}:           # the last AIV: the first ones hold the weight rows
             return
         o = self.ob[1].Get({dt})
         Duplicate(o, 1.0, {g.nt})
