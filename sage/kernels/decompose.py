@@ -521,7 +521,8 @@ def _direct_depthwise(x, weight, bias, stride, padding, dilation) -> bool:
     """The vector-core kernel takes this depthwise convolution (dtypes, UB fit, padding)."""
     from sage.kernels.library.conv_depthwise import DepthwiseSpec, supported
 
-    if x.dim() != 4 or (bias is not None and bias.dtype != x.dtype) or weight.dtype != x.dtype:
+    if x.dim() != 4 or (bias is not None and bias.dtype != x.dtype) or weight.dtype != x.dtype \
+            or not _plain(x, weight, bias):
         return False
     spec = DepthwiseSpec(name="probe", batch=x.shape[0], channels=x.shape[1], h=x.shape[2], w=x.shape[3],
                          kh=weight.shape[2], kw=weight.shape[3], stride=tuple(stride), padding=tuple(padding),
@@ -536,7 +537,12 @@ def _direct_gemm(x, weight, bias, stride, padding, dilation) -> bool:
     spec = gemm_spec("probe", x.shape, weight.shape, stride, padding, dilation,
                      str(x.dtype).removeprefix("torch."), bias is not None)
     return (spec is not None and weight.dtype == x.dtype and (bias is None or bias.dtype == x.dtype)
-            and supported(spec))
+            and _plain(x, weight, bias) and supported(spec))
+
+
+def _plain(*tensors) -> bool:
+    """Dense tensors at the start of their storage: what the direct kernels read (lower_conv.py)."""
+    return all(t is None or (t.is_contiguous() and t.storage_offset() == 0) for t in tensors)
 
 
 def gemm_spec(name: str, x_shape, w_shape, stride, padding, dilation, dtype: str, bias: bool, **names):

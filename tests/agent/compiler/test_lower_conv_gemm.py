@@ -48,3 +48,17 @@ def test_edge_outputs_see_zero_padding_and_the_bias(compile_graph):
                  np.arange(3, dtype=np.float32))
     out = np.asarray(out).reshape(1, 3, 4, 5)
     assert out[0, 0, 0, 0] == 8 and out[0, 2, 0, 2] == 14 and out[0, 1, 1, 1] == 19 and out[0, 2, 3, 4] == 10
+
+
+def test_a_strided_view_input_falls_back_to_the_decomposition(compile_graph):
+    # x[:, 1:] starts inside x's storage: the direct kernel reads dense tensors of their own,
+    # so the convolution is decomposed (pad, im2col copy, product) and still matches torch
+    compiled, run = compile_graph("x, w", "torch.nn.functional.conv2d(x[:, 1:], w, padding=1)",
+                                  "torch.randn(1, 3, 5, 6), torch.randn(4, 2, 3, 3)")
+    assert "conv" not in [g.kind for _, g in compiled.groups]
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 3, 5, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+    (out,) = run(x, w)
+    want = F.conv2d(torch.from_numpy(x[:, 1:]).double(), torch.from_numpy(w).double(), padding=1).numpy()
+    np.testing.assert_allclose(np.asarray(out, np.float64).reshape(want.shape), want, rtol=1e-5, atol=1e-5)
