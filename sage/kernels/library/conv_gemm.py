@@ -98,6 +98,7 @@ class Geometry:
     waves: int           # prologue waves: the AICs start on chunk w once wave w is in xq
     wave_ch: int         # input channels per wave
     nv: int              # AIVs of the launch
+    defer_weights: bool  # the weights' flag goes after each AIV's first input unit
 
 
 HBM_BYTES_PER_CYCLE = 1.6e12 / 1.8e9     # HARDWARE.md chips: ~1.6 TB/s at 1800 MHz
@@ -212,13 +213,15 @@ def _geometry(spec: ConvSpec, cube_cores: int, unroll: bool) -> Geometry:
         raise ValueError("the weights' transpose share does not fit in UB")
     # input channels per prologue wave: a K chunk's worth (unrolled, kw GEMM channels each)
     wave_ch = -(-kc // kw) if unroll else kc
+    wave0_units = spec.batch * dp * (1 if one_d else -(-hq // rr)) * -(-min(wave_ch, spec.cin) // pp)
     # a plane's pitch in xq leaves room for the widest copy past its last row: a tile's copy
     # may run past the rows it needs (into columns no output uses) but never into another
     # plane, which a later wave of the prologue may be writing at that moment
     grid = dp * hq * wq + _ceil(gcols, 16)
     return Geometry(hq, wq, dp, sh * len(variants), grid, tuple(taps), mp, kp, kc, nt, rows, segs, tiles,
                     blocks, tpb, rr, ws, units, -(-units // nv), nq, groups, gcols, pp, cv, variants,
-                    sh if unroll else sh * sw, unroll, -(-spec.cin // wave_ch), wave_ch, nv)
+                    sh if unroll else sh * sw, unroll, -(-spec.cin // wave_ch), wave_ch, nv,
+                    -(-wave0_units // nv) >= 2)
 
 
 def _groups(keyed: list, wq: int, nt: int, whole_rows: bool) -> tuple:
@@ -266,6 +269,11 @@ def conv_source(spec: ConvSpec, target: Target) -> str:
     kk = len(g.taps)
     xq_len = spec.batch * spec.cin * g.phases * g.grid + g.gcols + g.wq + 64
     bias_arg = spec.b if spec.bias else "None"
+    # With two or more units a wave per AIV, the barrier completes while each AIV does its
+    # first unit (Input then tells its AIC); with one, the AICs would load the weights only
+    # after that unit, on their critical path: wait here.
+    weights_ready = "" if g.defer_weights else (f"        CrossCoreWaitFlag({FLAG_AIV})\n"
+                                                 f"        CrossCoreSetFlag(2, PIPE_MTE3, {FLAG_WEIGHTS})")
     return f'''{HEADER}
 GROUPS_{n} = {[list(gr) for gr in g.groups]!r}
 {aiv_text(spec, g)}
@@ -281,8 +289,7 @@ def {n}_kernel({params}, xq, wt, ones):
         pre.Ones()
         # the weights (and ones) first: the AICs load them while the AIVs lay out the input
         CrossCoreSetFlag(0, PIPE_MTE3, {FLAG_AIV})
-        CrossCoreWaitFlag({FLAG_AIV})
-        CrossCoreSetFlag(2, PIPE_MTE3, {FLAG_WEIGHTS})
+{weights_ready}
         pre.Input()          # in waves of input channels, each ending in a barrier and a flag
     else:
         CrossCoreWaitFlag({FLAG_WEIGHTS})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
-from sage.kernels.library.conv_flags import FLAG_AIV, FLAG_READY
+from sage.kernels.library.conv_flags import FLAG_AIV, FLAG_READY, FLAG_WEIGHTS
 
 if TYPE_CHECKING:
     from sage.kernels.library.conv_gemm import ConvSpec, Geometry
@@ -176,7 +176,14 @@ class Pre_{n}:
         SetFlag(HardEvent.MTE3_V, 3)
         WaitFlag(HardEvent.MTE3_V, 3)
 
+    def WeightsReady(self):
+        # every AIV has written its weight rows: tell this AIV's AIC (once, after the first unit)
+        CrossCoreWaitFlag({FLAG_AIV})
+        CrossCoreSetFlag(2, PIPE_MTE2, {FLAG_WEIGHTS})
+        self.wsent = True
+
     def Input(self):
+        self.wsent = {not g.defer_weights}
         self.offs = [self.ofb[q].Get(int32) for q in range({nv})]
         SetFlag(HardEvent.V_S, 2)
         WaitFlag(HardEvent.V_S, 2)
@@ -225,6 +232,10 @@ class Pre_{n}:
                 if True:
 {indent(store)}
                 SetFlag(HardEvent.MTE3_V, s)
+                if not self.wsent:
+                    self.WeightsReady()
+            if not self.wsent:
+                self.WeightsReady()
             CrossCoreSetFlag(0, PIPE_MTE3, {FLAG_AIV})
             CrossCoreWaitFlag({FLAG_AIV})
             CrossCoreSetFlag(2, PIPE_MTE3, {FLAG_READY})
