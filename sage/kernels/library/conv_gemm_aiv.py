@@ -46,8 +46,11 @@ def aiv_text(spec: ConvSpec, g: Geometry) -> str:
     w_fill = (_ceil(row_w * es, 32) - row_w * es) // es
     w_pad = f"DataCopyPadExtParams(True, 0, {w_fill}, 0)" if w_fill else "DataCopyPadExtParams(False, 0, 0, 0)"
     chunk = g.rr * g.wq
-    rows_fill = "\n".join(f"        for r in range(1, {g.rr}):\n            Adds(self.offs[{q}][r * {g.wq}], self.offs[{q}], r * {sh * g.ws * es}, {g.wq})"
-                          for q in range(nv))
+    # row r of a table = row 0 + r rows of the staging, built by doubling (log2(rr) Adds)
+    rows_fill = "\n".join(
+        f"        ln = 1\n        while ln < {g.rr}:\n"
+        f"            Adds(self.offs[{q}][ln * {g.wq}], self.offs[{q}], ln * {sh * g.ws * es}, min(ln, {g.rr} - ln) * {g.wq})\n"
+        f"            ln = ln * 2" for q in range(nv))
     # one ramp, the other column variants offset from it
     ramps = _ramp("self.offs[0]", g.wq, str((lead + g.variants[0] - pw) * es), sw * es, "        ") + "".join(
         f"\n        Adds(self.offs[{q}], self.offs[0], {(start - g.variants[0]) * es}, {g.wq})"
