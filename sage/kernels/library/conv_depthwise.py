@@ -80,7 +80,8 @@ class _Geometry:
     units: int
     per: int           # units per block
     blocks: int
-    slot_in: int       # elements of one input slot (all copies)
+    slot_in: int       # elements of one input slot
+    base: int          # stride 1: row pitch of the copied (padded) rows the shifted copies gather from
 
 
 def geometry(spec: DepthwiseSpec, cores: int) -> _Geometry:
@@ -96,17 +97,24 @@ def geometry(spec: DepthwiseSpec, cores: int) -> _Geometry:
         pitch = _ceil(max(ow, spec.w + pw), max(unit, 8))
         opitch = pitch
         copies = spec.kw
+        # the padded rows as copied (column u = padded column u), wide enough for every shift
+        base = _ceil(max(pitch + (spec.kw - 1) * dw, pw + spec.w + unit), unit)
     else:
         pitch = _ceil(_ceil(pw, unit) + spec.w + pw, unit)     # data at the aligned column ceil(p_w)
         opitch = _ceil(ow, 16)
         copies = 1
+        base = 0
     planes = spec.batch * spec.channels
     best = None
     for parts in range(1, oh + 1):
         r = -(-oh // parts)
         r_in = (r - 1) * sh + (spec.kh - 1) * dh + 1
         # two input slots, two fp32 accumulators, two output slots (half), gather scratch
-        need = 2 * copies * r_in * pitch * es + 2 * r * opitch * 4 + (2 * r * opitch * es if es != 4 else 0)
+        need = 2 * r * opitch * 4 + (2 * r * opitch * es if es != 4 else 0)
+        if spec.shifted:        # two base slots, the shifted copies, their gather table
+            need += 2 * r_in * base * es + copies * r_in * pitch * es + r_in * pitch * 4
+        else:
+            need += 2 * r_in * pitch * es
         if not spec.shifted:
             need += r * opitch * (4 + es)
         if need > UB_BYTES:
@@ -120,7 +128,8 @@ def geometry(spec: DepthwiseSpec, cores: int) -> _Geometry:
         raise ValueError(f"an output row of {ow} with {spec.kh} filter rows does not fit in UB")
     _, r, r_in, units = best
     per = -(-units // min(cores, units))
-    return _Geometry(r, r_in, pitch, opitch, units, per, -(-units // per), copies * r_in * pitch)
+    slot = r_in * base if spec.shifted else r_in * pitch
+    return _Geometry(r, r_in, pitch, opitch, units, per, -(-units // per), slot, base)
 
 
 def supported(spec: DepthwiseSpec, cores: int = 48) -> bool:
@@ -149,7 +158,7 @@ def depthwise_args(spec: DepthwiseSpec) -> list[str]:
 
 
 def depthwise_source(spec: DepthwiseSpec, target: Target) -> str:
-    from sage.kernels.library.conv_depthwise_text import copies, offsets, pad_rows, taps
+    from sage.kernels.library.conv_depthwise_text import copies, offsets, pad_rows, shift_copies, shift_table, taps
 
     if spec.dtype not in ("float32", "float16"):
         raise ValueError(f"a {spec.dtype} depthwise convolution (float32 and float16 are written)")
@@ -203,7 +212,8 @@ class Kernel_{n}:
             self.pipe.InitBuffer(self.xb[k], {g.slot_in * es})
             self.pipe.InitBuffer(self.ab[k], {acc_n * 4})
             {f"self.pipe.InitBuffer(self.ob[k], {acc_n * es})" if half else "pass"}
-        {f"self.gbuf = TBuf(TPosition.VECCALC){chr(10)}        self.pipe.InitBuffer(self.gbuf, {acc_n * es}){chr(10)}        self.ibuf = TBuf(TPosition.VECCALC){chr(10)}        self.pipe.InitBuffer(self.ibuf, {acc_n * 4})" if not spec.shifted else "pass"}
+        {f"self.gbuf = TBuf(TPosition.VECCALC){chr(10)}        self.pipe.InitBuffer(self.gbuf, {acc_n * es}){chr(10)}        self.ibuf = TBuf(TPosition.VECCALC){chr(10)}        self.pipe.InitBuffer(self.ibuf, {acc_n * 4})" if not spec.shifted else
+           f"self.shb = TBuf(TPosition.VECCALC){chr(10)}        self.pipe.InitBuffer(self.shb, {spec.kw * r_in * p * es}){chr(10)}        self.tbl = TBuf(TPosition.VECCALC){chr(10)}        self.pipe.InitBuffer(self.tbl, {r_in * p * 4})"}
 
     def Process(self):
         if self.t0 >= self.t1:
@@ -214,7 +224,7 @@ class Kernel_{n}:
         # zero both input slots once: columns no copy writes stay the zero padding
         Duplicate(self.xb[0].Get({dt}), 0.0, {g.slot_in})
         Duplicate(self.xb[1].Get({dt}), 0.0, {g.slot_in})
-{offsets(spec, g) if not spec.shifted else ""}
+{offsets(spec, g) if not spec.shifted else shift_table(spec, g)}
         SetFlag(HardEvent.V_MTE2, 0)
         SetFlag(HardEvent.V_MTE2, 1)
         SetFlag(HardEvent.MTE3_V, 0)
@@ -236,9 +246,10 @@ class Kernel_{n}:
             WaitFlag(HardEvent.MTE2_V, s)
             WaitFlag(HardEvent.MTE3_V, s)
 {pad_rows(spec, g)}
+{shift_copies(spec, g)}
             {bias_line}
 {taps(spec, g)}
-            SetFlag(HardEvent.V_MTE2, s)
+            {"pass" if spec.shifted else "SetFlag(HardEvent.V_MTE2, s)"}
             {f"res = self.ob[s].Get({dt}){chr(10)}            Cast(res, acc, RoundMode.CAST_RINT, {acc_n})" if half else "res = acc"}
             SetFlag(HardEvent.V_MTE3, s)
             WaitFlag(HardEvent.V_MTE3, s)

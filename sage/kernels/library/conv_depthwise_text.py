@@ -21,17 +21,16 @@ def copies(spec: DepthwiseSpec, g: _Geometry) -> str:
     (_, pw), (_, dw) = spec.padding, spec.dilation
     p = g.pitch
     lines = ["            if hi > lo:"]
-    shifts = range(spec.kw) if spec.shifted else [None]
-    for j in shifts:
-        if j is None:                                  # one copy, the data at column lead (32 B aligned)
+    if spec.shifted:   # one copy, column u = padded column u: the left zeros from leftPadding
+        p = g.base
+    for j in [None]:
+        if spec.shifted:
+            u0, start, count, base = pw, 0, spec.w, 0
+        else:                                          # the data at column lead (32 B aligned)
             lead = _ceil(pw, 32 // es)
             u0, start, count, base = lead, 0, spec.w, 0
-        else:                                          # column u holds padded column u + j*dw
-            u0, start = max(0, pw - j * dw), max(0, j * dw - pw)
-            count = min(spec.w - start, p - u0)
-            base = j * g.rows_in * p
-        left = u0 if j is not None else 0
-        dst_col = 0 if j is not None else u0
+        left = u0 if spec.shifted else 0
+        dst_col = 0 if spec.shifted else u0
         fill = (_ceil((left + count) * es, 32) - (left + count) * es) // es
         right = min(fill, 32 // es - left)
         gap = (p * es - _ceil((left + right + count) * es, 32)) // 32
@@ -44,7 +43,7 @@ def copies(spec: DepthwiseSpec, g: _Geometry) -> str:
 
 def pad_rows(spec: DepthwiseSpec, g: _Geometry) -> str:
     """Rows above and below the image are zero in every copy (a previous unit may have filled them)."""
-    p, copies = g.pitch, (spec.kw if spec.shifted else 1)
+    p, copies = (g.base if spec.shifted else g.pitch), 1
     lines = []
     for j in range(copies):
         base = j * g.rows_in * p
@@ -62,7 +61,7 @@ def taps(spec: DepthwiseSpec, g: _Geometry) -> str:
         for j in range(spec.kw):
             wv = f"wf.GetValue(ch * {spec.kh * spec.kw} + {i * spec.kw + j})"
             if spec.shifted:
-                lines.append(f"            Axpy(acc, xin[{j * g.rows_in * p + i * dh * p}], {wv}, {acc_n})")
+                lines.append(f"            Axpy(acc, shv[{j * g.rows_in * p + i * dh * p}], {wv}, {acc_n})")
             else:
                 base = (i * dh * p + j * dw + _ceil(pw, 32 // es) - pw) * es
                 lines += [f"            Gather(self.gbuf.Get({dsl_dtype(spec.dtype)}), xin, self.ibuf.Get(int32), {base}, {acc_n})",
@@ -85,3 +84,37 @@ def offsets(spec: DepthwiseSpec, g: _Geometry) -> str:
         WaitFlag(HardEvent.S_V, 1)
         for q in range(1, {g.rows}):
             Adds(offs[q * {g.opitch}], offs, q * {sh * g.pitch * es}, {g.opitch})'''
+
+
+def shift_table(spec: DepthwiseSpec, g: _Geometry) -> str:
+    """Stride 1: byte offsets of copy row r, column u in the copied rows (pitch g.base); the
+    shift of filter column j is Gather's base address. Built once: a ramp, then rows by doubling."""
+    es = DTYPE_SIZE[spec.dtype]
+    p, n = g.pitch, g.rows_in * g.pitch
+    return f'''        tb = self.tbl.Get(int32)
+        SetFlag(HardEvent.V_S, 1)
+        WaitFlag(HardEvent.V_S, 1)
+        for q in range(8):
+            tb.SetValue(q, q * {es})
+        SetFlag(HardEvent.S_V, 1)
+        WaitFlag(HardEvent.S_V, 1)
+        ln = 8
+        while ln < {p}:
+            Adds(tb[ln], tb, ln * {es}, min(ln, {p} - ln))
+            ln = ln * 2
+        ln = 1
+        while ln < {g.rows_in}:
+            Adds(tb[ln * {p}], tb, ln * {g.base * es}, min(ln, {g.rows_in} - ln) * {p})
+            ln = ln * 2
+        shv = self.shb.Get({dsl_dtype(spec.dtype)})'''
+
+
+def shift_copies(spec: DepthwiseSpec, g: _Geometry) -> str:
+    """Stride 1: copy j (column u = padded column u + j*dw) gathered from the copied rows,
+    after which the input slot is free for the next unit's copy."""
+    if not spec.shifted:
+        return ""
+    es, dw = DTYPE_SIZE[spec.dtype], spec.dilation[1]
+    n = g.rows_in * g.pitch
+    lines = [f"            Gather(shv[{j * n}], xin, tb, {j * dw * es}, {n})" for j in range(spec.kw)]
+    return "\n".join(lines + ["            SetFlag(HardEvent.V_MTE2, s)"])
