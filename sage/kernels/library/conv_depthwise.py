@@ -4,19 +4,20 @@ vector cores, in one launch with no padded copy or im2col buffer in GM.
 y[b, c, oh, ow] = bias[c] + sum_{i, j} w[c, i, j] * x[b, c, oh*s_h + i*d_h - p_h, ow*s_w + j*d_w - p_w]
 
 A unit of work is R output rows of one (b, c) plane; each AIV takes a contiguous range of
-units. Per unit the input rows it needs come GM -> UB once per filter column j (stride 1),
-or once (other strides), and every tap is a multiply-accumulate into a float32 accumulator
+units. Per unit the input rows it needs come GM -> UB once, and every tap is a
+multiply-accumulate into a float32 accumulator
 (`Axpy`; half inputs go half -> float in the Axpy itself, Atlas A2 allows that pair), so
 the sum is rounded once to the output dtype, as torch's CPU kernel does.
 
 - **Padding is done by the copy.** Vector operands must start 32 B aligned (HARDWARE.md),
-  so a tap cannot read the input at a 1-element shift in UB. Stride 1: copy j lands the
-  rows so that UB column u holds padded input column u + j*d_w; the left zeros come from
+  so a tap cannot read the input at a 1-element shift in UB. Stride 1: the copy lands the
+  rows so that UB column u holds padded input column u; the left zeros come from
   DataCopyPad's leftPadding (at most 32 B a row, CANN Ascend C API "DataCopyPad(ISASI)",
   atlasascendc_api_07_0265: UB start 32 B aligned, GM start unaligned, left/right padding
   filled with paddingValue), the right ones from the UB slot zeroed once at start (every
-  unit writes the same columns), and padding rows are zeroed by Duplicate. Then tap (i, j)
-  is one Axpy over R rows at the row offset i*d_h of copy j.
+  unit writes the same columns), and padding rows are zeroed by Duplicate. One Gather per
+  filter column j makes copy j (column u = padded column u + j*d_w, the shift being
+  Gather's base address), and tap (i, j) is one Axpy over R rows at row offset i*d_h of it.
 - **Other strides** pick their taps with `Gather` (byte offsets into UB, Atlas A2 Gather
   takes half/float): one offset table of R x OW_p entries built once per core, the tap's
   position in the byte base argument.

@@ -15,30 +15,23 @@ def _ceil(n: int, unit: int) -> int:
 
 
 def copies(spec: DepthwiseSpec, g: _Geometry) -> str:
-    """The unit's input rows lo..hi-1 (relative to ih0) into its slot: one copy per filter
-    column (stride 1), each shifted so that a tap reads it at an aligned row offset, or one."""
+    """The unit's input rows lo..hi-1 (relative to ih0) into its slot, once. Stride 1: column
+    u is padded column u (the left zeros from leftPadding); else the data starts at the
+    32 B-aligned column ceil(p_w)."""
     es = DTYPE_SIZE[spec.dtype]
-    (_, pw), (_, dw) = spec.padding, spec.dilation
-    p = g.pitch
-    lines = ["            if hi > lo:"]
-    if spec.shifted:   # one copy, column u = padded column u: the left zeros from leftPadding
-        p = g.base
-    for j in [None]:
-        if spec.shifted:
-            u0, start, count, base = pw, 0, spec.w, 0
-        else:                                          # the data at column lead (32 B aligned)
-            lead = _ceil(pw, 32 // es)
-            u0, start, count, base = lead, 0, spec.w, 0
-        left = u0 if spec.shifted else 0
-        dst_col = 0 if spec.shifted else u0
-        fill = (_ceil((left + count) * es, 32) - (left + count) * es) // es
-        right = min(fill, 32 // es - left)
-        gap = (p * es - _ceil((left + right + count) * es, 32)) // 32
-        pad = f"DataCopyPadExtParams(True, {left}, {right}, 0)" if left or right else "DataCopyPadExtParams(False, 0, 0, 0)"
-        lines.append(f"                DataCopyPad(xin[{base} + lo * {p} + {dst_col}], "
-                     f"self.g_x[plane * {spec.h * spec.w} + (ih0 + lo) * {spec.w} + {start}], "
-                     f"DataCopyExtParams(hi - lo, {count * es}, {(spec.w - count) * es}, {gap}, 0), {pad})")
-    return "\n".join(lines)
+    pw = spec.padding[1]
+    if spec.shifted:
+        p, left, dst_col = g.base, pw, 0
+    else:
+        p, left, dst_col = g.pitch, 0, _ceil(pw, 32 // es)
+    count = spec.w
+    fill = (_ceil((left + count) * es, 32) - (left + count) * es) // es
+    right = min(fill, 32 // es - left)
+    gap = (p * es - _ceil((left + right + count) * es, 32)) // 32
+    pad = f"DataCopyPadExtParams(True, {left}, {right}, 0)" if left or right else "DataCopyPadExtParams(False, 0, 0, 0)"
+    return (f"            if hi > lo:\n"
+            f"                DataCopyPad(xin[lo * {p} + {dst_col}], self.g_x[plane * {spec.h * spec.w} + (ih0 + lo) * {spec.w}], "
+            f"DataCopyExtParams(hi - lo, {count * es}, 0, {gap}, 0), {pad})")
 
 
 def pad_rows(spec: DepthwiseSpec, g: _Geometry) -> str:

@@ -21,6 +21,10 @@ Y[b, co, o] = bias[co] + sum_{tap, ci} W[co, ci, tap] * Xpad[b, ci, o * stride +
    because inside one phase a tap is a constant shift of the flattened grid. Weights sit in
    L1 for the whole launch. Mmad accumulates in float32 in L0C; Fixpipe writes each grid
    row's first OW columns (the rest of the row is padding) to Y, converting to its dtype.
+3. **Overlap**: the prologue runs in waves of input channels (the AICs' K chunks), each
+   ending in a barrier and a flag, so the AICs start on chunk 0 while later waves are laid
+   out. With few input channels the column taps can become GEMM channels ("unrolled":
+   k = ci * kw + j, one xq plane per column tap), chosen by an estimate (`geometry`).
 """
 
 from __future__ import annotations
