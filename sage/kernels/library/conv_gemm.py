@@ -182,7 +182,9 @@ def _geometry(spec: ConvSpec, cube_cores: int, unroll: bool) -> Geometry:
         if best is None or cost < best[0]:
             best = (cost, rows, nt, segs, tiles, blocks)
     _, rows, nt, segs, tiles, blocks = best
-    kc = min(kp, L0B_HALF // (nt * es) // 16 * 16)
+    # With many channels, at least two K chunks: two prologue waves, the AICs starting on the
+    # first while the second is laid out (worth the extra copies only for large K)
+    kc = min(kp, L0B_HALF // (nt * es) // 16 * 16, _ceil(-(-cv // 2), 16) if cv >= 64 else kp)
     if kc < 16:
         raise ValueError("a tile row does not fit L0B")
     groups = _groups(keyed, wq, nt, segs == 1)
