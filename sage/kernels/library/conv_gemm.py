@@ -18,7 +18,10 @@ Y[b, co, o] = bias[co] + sum_{tap, ci} W[co, ci, tap] * Xpad[b, ci, o * stride +
    Wt[tap][:, chunk] @ Xq[b, chunk, phase(tap)][shift(tap) + tile]: the tap's B block is
    one DataCopy GM -> L1 with Nd2NzParams (nValue = channels, srcDValue = the channel pitch
    of xq, dValue = the tile's columns; Ascend C's ND2NZ path for the AIC core, Atlas A2),
-   because inside one phase a tap is a constant shift of the flattened grid. Weights sit in
+   because inside one phase a tap is a constant shift of the flattened grid (CCE intrinsic
+   copy_gm_to_cbuf_multi_nd2nz, cceapi_0095, CANN 8.5: row j of the ND source at src + j *
+   srcDValue, a row's tail zero-filled to 32 B in L1; the rows past nValue up to the fractal
+   are not written, so Wt's padded K columns are zero and the product ignores them). Weights sit in
    L1 for the whole launch. Mmad accumulates in float32 in L0C; Fixpipe writes each grid
    row's first OW columns (the rest of the row is padding) to Y, converting to its dtype.
 3. **Overlap**: the prologue runs in waves of input channels (the AICs' K chunks), each
