@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -485,10 +486,80 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     if transposed:
         return _conv_transposed(x, weight, bias, stride, padding, dilation, _triple(output_padding, n), groups)
     if groups == x.shape[1] and weight.shape[1] == 1 and weight.shape[0] == groups:
+        if _direct_depthwise(x, weight, bias, stride, padding, dilation):
+            return NotImplemented        # kept whole: one vector-core kernel (library/conv_depthwise.py)
         return _conv_depthwise(x, weight, bias, stride, padding, dilation)
     if groups != 1:
         return NotImplemented
+    if _direct_gemm(x, weight, bias, stride, padding, dilation):
+        return NotImplemented            # kept whole: one implicit-GEMM launch (library/conv_gemm.py)
     return _conv_im2col(x, weight, bias, stride, padding, dilation)
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    kind: str                        # "depthwise2d", "gemm" (groups = 1) or "other"
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+
+
+def conv_params(scalars: list, x_shape, w_shape) -> ConvParams | None:
+    """aten.convolution's Python arguments as recorded (the last six: stride, padding,
+    dilation, transposed, output_padding, groups; a None bias comes before them)."""
+    if len(scalars) < 6:
+        return None
+    stride, padding, dilation, transposed, _, groups = scalars[-6:]
+    n = len(w_shape) - 2
+    st, pa, di = (tuple(_triple(v, n)) for v in (stride, padding, dilation))
+    depthwise = (not transposed and n == 2 and groups == x_shape[1] and w_shape[1] == 1 and w_shape[0] == groups)
+    plain = not transposed and groups == 1
+    return ConvParams("depthwise2d" if depthwise else "gemm" if plain else "other", st, pa, di)
+
+
+def _direct_depthwise(x, weight, bias, stride, padding, dilation) -> bool:
+    """The vector-core kernel takes this depthwise convolution (dtypes, UB fit, padding)."""
+    from sage.kernels.library.conv_depthwise import DepthwiseSpec, supported
+
+    if x.dim() != 4 or (bias is not None and bias.dtype != x.dtype) or weight.dtype != x.dtype \
+            or not _plain(x, weight, bias):
+        return False
+    spec = DepthwiseSpec(name="probe", batch=x.shape[0], channels=x.shape[1], h=x.shape[2], w=x.shape[3],
+                         kh=weight.shape[2], kw=weight.shape[3], stride=tuple(stride), padding=tuple(padding),
+                         dilation=tuple(dilation), dtype=str(x.dtype).removeprefix("torch."), bias=bias is not None)
+    return supported(spec)
+
+
+def _direct_gemm(x, weight, bias, stride, padding, dilation) -> bool:
+    """The implicit-GEMM kernel takes this convolution (1-3 spatial dims, dtypes, sizes)."""
+    from sage.kernels.library.conv_gemm import supported
+
+    spec = gemm_spec("probe", x.shape, weight.shape, stride, padding, dilation,
+                     str(x.dtype).removeprefix("torch."), bias is not None)
+    return (spec is not None and weight.dtype == x.dtype and (bias is None or bias.dtype == x.dtype)
+            and _plain(x, weight, bias) and supported(spec))
+
+
+def _plain(*tensors) -> bool:
+    """Dense tensors at the start of their storage: what the direct kernels read (lower_conv.py)."""
+    return all(t is None or (t.is_contiguous() and t.storage_offset() == 0) for t in tensors)
+
+
+def gemm_spec(name: str, x_shape, w_shape, stride, padding, dilation, dtype: str, bias: bool, **names):
+    """The ConvSpec of an N-d convolution (N = 1..3; missing leading spatial dims are size 1)."""
+    from sage.kernels.library.conv_gemm import ConvSpec
+
+    n = len(w_shape) - 2
+    if not 1 <= n <= 3 or len(x_shape) != n + 2:
+        return None
+    lead = 3 - n
+
+    def three(v, fill):
+        return (fill,) * lead + tuple(int(e) for e in v)
+
+    return ConvSpec(name=name, batch=int(x_shape[0]), cin=int(x_shape[1]), cout=int(w_shape[0]),
+                    size=three(x_shape[2:], 1), kernel=three(w_shape[2:], 1), stride=three(stride, 1),
+                    padding=three(padding, 0), dilation=three(dilation, 1), dtype=dtype, bias=bias, **names)
 
 
 def _conv_im2col(x, weight, bias, stride, padding, dilation):

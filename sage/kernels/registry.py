@@ -315,6 +315,7 @@ _PRIMS: dict[str, Prim] = {
     "new_ones": Prim("fill"), "new_full": Prim("fill"), "scalar_tensor": Prim("fill"),
     "arange": Prim("iota"),
     "mm": Prim("matmul"), "bmm": Prim("matmul"),
+    "convolution": Prim("conv"),    # kept whole only where decompose.convolution says so
     "bincount": Prim("index_add"), "histc": Prim("index_add"),
 }
 # ... or torch code in simpler ops (in-place variants separately: they must mutate).

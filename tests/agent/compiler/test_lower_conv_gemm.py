@@ -1,0 +1,64 @@
+"""Plain (groups = 1) 1- to 3-D convolutions kept whole: one mix launch, the implicit GEMM of
+library/conv_gemm.py, against torch.nn.functional.conv*d and a hand-summed output."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+
+@pytest.mark.parametrize("x_shape, cout, k, s, p, d, dtype", [
+    ((2, 5, 30), 7, (7,), 1, 6, 2, "float32"),               # 1-D, dilation 2, padding past a dilated tap
+    ((2, 6, 21), 8, (3,), 2, 1, 1, "float16"),               # 1-D stride 2: two column phases
+    ((1, 3, 12, 12), 8, (7, 7), 2, 3, 1, "float16"),         # 2-D stride 2: four phases, 49 taps
+    ((2, 5, 9, 11), 6, (3, 3), 1, 1, 1, "float32"),          # 2-D stride 1: taps of a column share a copy
+    ((1, 3, 3, 5, 9), 4, (2, 3, 3), (1, 1, 2), (0, 1, 1), 1, "float32"),   # 3-D, per-axis stride
+    ((1, 3, 2, 16, 32), 8, (3, 3, 3), 1, 1, 1, "float32"),   # column taps unrolled, rows of OW: one Fixpipe a tile
+])
+def test_conv_is_one_launch_and_matches_torch(compile_graph, x_shape, cout, k, s, p, d, dtype):
+    n = len(k)
+    conv = {1: "conv1d", 2: "conv2d", 3: "conv3d"}[n]
+    cin = x_shape[1]
+    compiled, run = compile_graph(
+        "x, w, b", f"torch.nn.functional.{conv}(x, w, b, stride={s!r}, padding={p!r}, dilation={d!r})",
+        f"torch.randn{x_shape}.to(torch.{dtype}), torch.randn({cout}, {cin}, *{k!r}).to(torch.{dtype}), "
+        f"torch.randn({cout}).to(torch.{dtype})")
+    assert [g.kind for _, g in compiled.groups] == ["conv"]       # no pad, pad copy or im2col launch
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    w = (rng.standard_normal((cout, cin, *k)) / np.sqrt(cin * np.prod(k))).astype(dtype)
+    b = rng.standard_normal(cout).astype(dtype)
+    (out,) = run(x, w, b)
+    want = CONV[n](torch.from_numpy(x).double(), torch.from_numpy(w).double(), torch.from_numpy(b).double(),
+                   stride=s, padding=p, dilation=d).numpy()
+    tol = 1e-5 if dtype == "float32" else 3e-3
+    np.testing.assert_allclose(np.asarray(out, np.float64).reshape(want.shape), want, rtol=tol, atol=tol)
+
+
+def test_edge_outputs_see_zero_padding_and_the_bias(compile_graph):
+    # x = 1, w = 1 (2 in, 3 out channels, 3 x 3), bias = c: with padding 1 a corner output sums
+    # 2 channels x 4 taps = 8, an edge one 2 x 6 = 12, an inner one 18; plus the bias c.
+    _, run = compile_graph("x, w, b", "torch.nn.functional.conv2d(x, w, b, padding=1)",
+                           "torch.randn(1, 2, 4, 5), torch.randn(3, 2, 3, 3), torch.randn(3)")
+    (out,) = run(np.ones((1, 2, 4, 5), np.float32), np.ones((3, 2, 3, 3), np.float32),
+                 np.arange(3, dtype=np.float32))
+    out = np.asarray(out).reshape(1, 3, 4, 5)
+    assert out[0, 0, 0, 0] == 8 and out[0, 2, 0, 2] == 14 and out[0, 1, 1, 1] == 19 and out[0, 2, 3, 4] == 10
+
+
+def test_a_strided_view_input_falls_back_to_the_decomposition(compile_graph):
+    # x[:, 1:] starts inside x's storage: the direct kernel reads dense tensors of their own,
+    # so the convolution is decomposed (pad, im2col copy, product) and still matches torch
+    compiled, run = compile_graph("x, w", "torch.nn.functional.conv2d(x[:, 1:], w, padding=1)",
+                                  "torch.randn(1, 3, 5, 6), torch.randn(4, 2, 3, 3)")
+    assert "conv" not in [g.kind for _, g in compiled.groups]
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 3, 5, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+    (out,) = run(x, w)
+    want = F.conv2d(torch.from_numpy(x[:, 1:]).double(), torch.from_numpy(w).double(), padding=1).numpy()
+    np.testing.assert_allclose(np.asarray(out, np.float64).reshape(want.shape), want, rtol=1e-5, atol=1e-5)
