@@ -129,6 +129,8 @@ class Lowerer:
         return val
 
     def _apply(self, e: Op, args: list[Val]) -> Val:
+        if e.name == "colsel":
+            return self._colsel(e, args)
         v = vector_op(e.name)
         if v.arity == 3:
             return self._where(*args)
@@ -248,6 +250,25 @@ class Lowerer:
             for orig, m in ((a, a2), (b, b2)):
                 if m is not orig:
                     self.release(m)
+        return Val(kind, d, temp=True)
+
+    def _colsel(self, e: Op, args: list[Val]) -> Val:
+        """colsel(p0, p1, ...; c0, c1, ...): piece k over columns [c_k, c_k+1), each piece's
+        columns copied into the result, every row at once (repeat form; the tile holds whole
+        rows and the cuts start on 32 B blocks, see agent/compiler/colsel.py)."""
+        if not self.repeat_form:
+            raise ValueError("colsel needs the repeat-form lowering (tile programs)")
+        kind: Kind = "row" if all(a.kind in ("row", "scalar") for a in args) else "full"
+        rows = "nr" if kind == "full" else "1"
+        d = self.temp(kind)
+        for k, x in enumerate(args):
+            lo, hi = int(e.param(f"c{k}")), int(e.param(f"c{k + 1}"))
+            x2 = self._materialize(x, kind)
+            self.emit(f"for k in range(0, {hi - lo}, LANES):")
+            self.emit(f"    Adds({d}[{lo} + k], {x2.ref}[{lo} + k], {self._zero()}, min(LANES, {hi - lo} - k), {rows}, "
+                      f"UnaryRepeatParams(1, 1, {PITCH}, {PITCH}))")
+            if x2 is not x:
+                self.release(x2)
         return Val(kind, d, temp=True)
 
     # -- binary ------------------------------------------------------------------------

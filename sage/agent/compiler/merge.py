@@ -144,7 +144,8 @@ def program_of(spec: TileSpec, tiles: int) -> TileProgram:
     def foot(acc) -> Footprint:
         return Footprint(acc.arg, tuple(spec.dims), tuple(acc.strides), acc.offset)
 
-    leaves = [leaf for leaf in spec.leaves if isinstance(leaf, Access)]
+    # a windowed leaf reads what its host reads (its own map leaves the row outside its window)
+    leaves = [leaf for leaf in spec.leaves if isinstance(leaf, Access) and leaf.window is None]
     nbytes = sum(math.prod(spec.dims) * DTYPE_SIZE[a.dtype] for a in leaves + [o.access for o in spec.outputs])
     return TileProgram(cls=tile_class(spec), args=tile_args(spec),
                        tiles=tiles, nbytes=nbytes, reads=[foot(a) for a in leaves],

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sage.agent.compiler.fusion import Group, Plan
 from sage.agent.compiler.ir import BufferUses, Layout, Node, Program
 from sage.agent.compiler.tilegroup import GMap, LeafRef, TileGroup, has_reduce, leaves_of
+from sage.agent.compiler.colsel import column_select
 from sage.kernels import Expr, Op, Reduce
 
 # More boxes than this: the reader stays one program and the temporary stays in GM. Each
@@ -272,6 +273,10 @@ def _pieces(g: Group, buf: int, numel: int, writers: list[Writer]) -> list[Group
             min(math.prod(hi - lo for lo, hi in b) for b in boxes) < MIN_SHARE * math.prod(tile.full):
         return None
     maps = g.maps or [tile.gmap(ref.layout, ref.shape) for _, ref, _ in g.stores]
+    covers = [dict(zip(reads, _assign(box, reads, writers, sp) or [])) for box in boxes]
+    whole = column_select(g, buf, boxes, [{gm: _through(c, gm) for gm, c in cv.items()} for cv in covers], maps)
+    if whole is not None:
+        return [whole]
     out = []
     for box in boxes:
         covers = dict(zip(reads, _assign(box, reads, writers, sp) or []))

@@ -37,6 +37,10 @@ class LeafRef:
     buf: int | None              # None: an iota
     gmap: GMap
     dtype: str
+    # read only over these columns of the tile (a slice of a `cat` along the columns, see
+    # pieces.py): its map points outside its buffer's row elsewhere, so it is never loaded
+    # itself but copied in UB out of a leaf of the same buffer the tile holds whole
+    window: tuple[int, int] | None = None
 
 
 @dataclass
@@ -111,6 +115,7 @@ class TileGroup:
     row_mode: bool = False       # the reduced axes are not innermost in memory: reduce over tile rows
     floats: bool = False         # a node reads or writes a float
     int_arithmetic: bool = False  # a node computes integers (exact only in an int32 program)
+    col_axis: int | None = None   # windowed leaves' axis: the tile's columns, never merged with another
 
     # -- levels ---------------------------------------------------------------------------------
     def level_of(self, shape: tuple[int, ...]) -> str | None:

@@ -41,7 +41,7 @@ def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_
             leaf_ids.setdefault(leaf, len(leaf_ids))
     leaves = list(leaf_ids)
     maps = [lf.gmap for lf in leaves] + [o[1] for o in outs]
-    dims, strides, row = _canonical(tile.full, tile.rdims, maps, outs, tile.row_mode)
+    dims, strides, row = _canonical(tile.full, tile.rdims, maps, outs, tile.row_mode, tile.col_axis)
     offsets = [m.offset for m in maps]
     accesses: list[Access | Iota] = []
     for k, lf in enumerate(leaves):
@@ -50,7 +50,7 @@ def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_
         else:
             buf = prog.buffers[lf.buf]
             accesses.append(Access(arg=buf.name, dtype=buf.dtype, numel=buf.numel, strides=strides[k],
-                                   offset=offsets[k]))
+                                   offset=offsets[k], window=lf.window))
     outputs = []
     for j, (expr, _, dtype, bid) in enumerate(outs):
         buf = prog.buffers[bid]
@@ -76,8 +76,10 @@ def _number(expr: Expr, ids: dict[LeafRef, int]) -> Expr:
 
 
 def _canonical(full: tuple[int, ...], rdims: frozenset[int], maps: list[GMap], outs: list,
-               row_mode: bool = False) -> tuple[tuple[int, ...], list[tuple[int, ...]], int | None]:
-    """(dims, strides of every map, the row axis when the program reduces over rows)."""
+               row_mode: bool = False, col_axis: int | None = None
+               ) -> tuple[tuple[int, ...], list[tuple[int, ...]], int | None]:
+    """(dims, strides of every map, the row axis when the program reduces over rows).
+    `col_axis` (windowed leaves' axis) stays the columns on its own."""
     kept = [i for i in range(len(full)) if i not in rdims and full[i] > 1]
     red = [i for i in range(len(full)) if i in rdims and full[i] > 1]
     n_leaves = len(maps) - len(outs)
@@ -92,7 +94,8 @@ def _canonical(full: tuple[int, ...], rdims: frozenset[int], maps: list[GMap], o
     axes: list[list[int]] = [[i] for i in kept] + [[i] for i in red]
     merged: list[list[int]] = []
     for ax in axes:
-        if merged and (merged[-1][0] in rdims) == (ax[0] in rdims) and _mergeable(merged[-1], ax, full, maps):
+        if merged and (merged[-1][0] in rdims) == (ax[0] in rdims) and _mergeable(merged[-1], ax, full, maps) \
+                and col_axis not in ax + merged[-1]:
             merged[-1] = merged[-1] + ax
         else:
             merged.append(ax)
@@ -100,6 +103,8 @@ def _canonical(full: tuple[int, ...], rdims: frozenset[int], maps: list[GMap], o
         raise Unsupported("a reduction over axes that do not merge into one run in memory")
     if not merged:
         return (1,), [(0,) for _ in maps], None
+    if col_axis is not None and merged[-1] != [col_axis]:
+        raise Unsupported("a column selection whose axis is not the tile's columns")
     dims = tuple(_size(ax, full) for ax in merged)
     strides = [tuple(m.strides[ax[-1]] for ax in merged) for m in maps]
     if rdims and not red:            # reduced axes of size 1: a column axis of one element
@@ -177,7 +182,7 @@ def _compute_dtype(leaves: list, outputs: list[TileOutput], fp32: bool) -> str:
         return "float16"
     # A2's Select takes half/float only, so a comparison's 0/1 result (Compare, then Select)
     # and a reduction (ReduceSum/Max) compute in float32 (exact below 2**24)
-    if not reduce and all(VECTOR_OPS[n].int32 and not VECTOR_OPS[n].compare for n in ops):
+    if not reduce and all(n == "colsel" or VECTOR_OPS[n].int32 and not VECTOR_OPS[n].compare for n in ops):
         return "int32"
     return "float32"
 

@@ -71,7 +71,7 @@ def tile_geometry(spec: TileSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target
     return TileGeometry(nr=lay.nr, nc=lay.nc, pitch=lay.s, buffer_num=lay.bn,
                         tiles=loops * n_ct * (1 if spec.reduce_rows else n_rt),
                         rows_per_item=n_rt if spec.reduce_rows else 1, plans=dict(lay.plans),
-                        out_plans=list(lay.out_plans), shared=sorted(lay.share), vector_lines=w.vector_lines or source.count("\n") // 10)
+                        out_plans=list(lay.out_plans), shared=sorted({*lay.share, *lay.windows}), vector_lines=w.vector_lines or source.count("\n") // 10)
 
 
 def tile_args(spec: TileSpec) -> list[str]:
@@ -229,7 +229,7 @@ class _Writer:
         scalar_reads: list[str] = []
         used = set().union(*(inputs_of(r) for r in roots))
         for i in self.e.prepare_order({i for i in used if i < len(spec.leaves)}):
-            val, lines, reads = self.e.prepare(i, spec.leaves[i])
+            val, lines, reads = self.e.prepare(i, spec.leaves[i], inputs)
             pre += lines
             scalar_reads += reads
             inputs[i] = val

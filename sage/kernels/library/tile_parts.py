@@ -83,6 +83,9 @@ class TileLayout:
     # span leaves that read inside another leaf's span (a pooling window's neighbours): leaf ->
     # (the leaf whose copy brings its elements in, its offset from that leaf's, in elements)
     share: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # windowed leaves (Access.window): leaf -> (its host, the shift from its columns to the
+    # host's, lo, hi); copied in UB out of the host's tile, never loaded
+    windows: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
 
     @property
     def es_c(self) -> int:
@@ -99,14 +102,14 @@ class TileLayout:
 
     def loads(self, i: int) -> bool:
         """Leaf i is copied in by its own queue (not read from another leaf's span)."""
-        return isinstance(self.spec.leaves[i], Access) and i not in self.share
+        return isinstance(self.spec.leaves[i], Access) and i not in self.share and i not in self.windows
 
     def casts(self, i: int) -> bool:
         """Leaf i gets a compute-dtype copy (a cast, a gather target, or a V-written copy
         the scalar unit may read)."""
         leaf = self.spec.leaves[i]
         return isinstance(leaf, Access) and (leaf.dtype != self.spec.compute or self.plans[i] in GATHER_PLANS
-                                             or self.plans[i] in ("col", "scalar"))
+                                             or self.plans[i] in ("col", "scalar") or i in self.windows)
 
     # -- sizing -------------------------------------------------------------------------------
     def size(self, made: dict[str, int], masked: bool, int_temp: bool) -> None:
@@ -124,7 +127,8 @@ class TileLayout:
         spec, knobs = self.spec, self.knobs
         budget = self.target.ub_bytes - UB_RESERVED
         cols = spec.cols
-        persistent = self.reduce and not spec.reduce_rows
+        # windowed leaves are copied out of their hosts' whole rows: no column tiles
+        persistent = self.reduce and not spec.reduce_rows or bool(self.windows)
         nc = cols if persistent or cols <= knobs.tile_len else max(self.align, knobs.tile_len // self.align * self.align)
         if spec.reduce_rows:
             # a block takes whole column chunks: make enough of them for every core
@@ -225,6 +229,9 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
         if isinstance(leaf, Access):
             lay.plans[i] = load_plan(spec, leaf, spec.cols, SPAN_LIMIT)
     lay.share = shared_spans(spec, lay.plans)
+    lay.windows = window_hosts(spec)
+    for i in lay.windows:
+        lay.plans[i] = "window"
     for out in spec.outputs:
         sr, sc = spec.strides_of(out.access)
         if sc == 0:
@@ -270,6 +277,29 @@ def shared_spans(spec: TileSpec, plans: dict[int, str]) -> dict[int, tuple[int, 
                     continue
             host = i
     return share
+
+
+def window_hosts(spec: TileSpec) -> dict[int, tuple[int, int, int, int]]:
+    """Each windowed leaf's host: a leaf of the same buffer, dtype and strides without a
+    window, whose row holds the window shifted by the offsets' difference (in columns) from
+    a 32 B block on (colsel.py checks that one exists)."""
+    out: dict[int, tuple[int, int, int, int]] = {}
+    for i, leaf in enumerate(spec.leaves):
+        if not isinstance(leaf, Access) or leaf.window is None:
+            continue
+        lo, hi = leaf.window
+        _, sc = spec.strides_of(leaf)
+        for h, host in enumerate(spec.leaves):
+            if not isinstance(host, Access) or host.window is not None or host.arg != leaf.arg \
+                    or host.dtype != leaf.dtype or host.strides != leaf.strides:
+                continue
+            d = leaf.offset - host.offset
+            if sc > 0 and d % sc == 0 and 0 <= lo + d // sc and hi + d // sc <= spec.cols:
+                out[i] = (h, d // sc, lo, hi)
+                break
+        else:
+            raise ValueError(f"windowed leaf {i} has no leaf of its buffer to be copied from")
+    return out
 
 
 def _scratch(slot: int, dtype: str) -> str:
@@ -407,7 +437,8 @@ class Emit:
         body: list[str] = []
         copy_auto = self.lay.knobs.copy_mode == "auto"
         if only is not None:      # a sharer's elements arrive with its host's copy
-            only = only | {lay.share[i][0] for i in only if i in lay.share}
+            only = only | {lay.share[i][0] for i in only if i in lay.share} | \
+                {lay.windows[i][0] for i in only if i in lay.windows}
         for i, leaf in enumerate(spec.leaves):
             if not lay.loads(i) or (only is not None and i not in only):
                 continue
@@ -453,13 +484,17 @@ class Emit:
         return body or ["pass"]
 
     # -- Compute: operands ready for the lowering ------------------------------------------------
-    def prepare(self, i: int, leaf: Access | Iota) -> tuple[Val, list[str], list[str]]:
-        """(the operand as the lowering sees it, lines, scalar reads to run after a V->S flag)."""
+    def prepare(self, i: int, leaf: Access | Iota, ready: dict[int, Val] | None = None) -> tuple[Val, list[str], list[str]]:
+        """(the operand as the lowering sees it, lines, scalar reads to run after a V->S flag);
+        `ready`: the leaves prepared before (a windowed leaf's host)."""
         spec, lay = self.spec, self.lay
         ct = spec.compute
         kind = leaf_kind(spec, leaf)
         if isinstance(leaf, Iota):
             return self._iota(i, leaf, kind)
+        if i in lay.windows:
+            assert ready is not None
+            return self._window(i, kind, ready[lay.windows[i][0]].ref)
         plan, dt = lay.plans[i], dsl_dtype(leaf.dtype)
         count = {"full": "n", "row": "nc", "col": "nr", "scalar": "1"}[kind]
         # a sharer gathers out of its host's span (dequeued first, see `prepare_order`), shifted
@@ -481,6 +516,19 @@ class Emit:
         if kind == "scalar":
             return Val("scalar", f"sv{i}"), lines, [f"sv{i} = c{i}.GetValue(0)"]
         return Val(kind, f"c{i}"), lines, []
+
+    def _window(self, i: int, kind: str, host: str) -> tuple[Val, list[str], list[str]]:
+        """A windowed leaf: zeros, and over its window its host's tile `shift` columns on,
+        every row at once (one instruction per 256 B of the window)."""
+        _, shift, lo, hi = self.lay.windows[i]
+        ct = self.spec.compute
+        zero = "0" if ct == "int32" else "0.0"
+        rows, count = ("nr", "n") if kind == "full" else ("1", "nc")
+        return Val(kind, f"c{i}"), [
+            f"c{i} = self.b{i}.Get({dsl_dtype(ct)})", f"Duplicate(c{i}, {zero}, {count})",
+            f"for k in range(0, {hi - lo}, LANES):",
+            f"    Adds(c{i}[{lo} + k], {host}[{lo + shift} + k], 0, min(LANES, {hi - lo} - k), {rows}, "
+            "UnaryRepeatParams(1, 1, s // EPB, s // EPB))"], []
 
     def _iota(self, i: int, leaf: Iota, kind: str) -> tuple[Val, list[str], list[str]]:
         b = self._b("leaf", i)
@@ -538,8 +586,9 @@ class Emit:
     def prepare_order(self, used: set[int]) -> list[int]:
         """The leaves a phase prepares: the used ones and the hosts of used sharers, hosts first."""
         share = self.lay.share
-        leaves = used | {share[i][0] for i in used if i in share}
-        return sorted(leaves, key=lambda i: (i in share, i))
+        windows = self.lay.windows
+        leaves = used | {share[i][0] for i in used if i in share} | {windows[i][0] for i in used if i in windows}
+        return sorted(leaves, key=lambda i: (i in share or i in windows, i))
 
     def free_leaves(self, leaves: list[int]) -> list[str]:
         return [f"self.q{i}.FreeTensor(x{i})" for i in leaves if self.lay.loads(i)]

@@ -34,6 +34,9 @@ class Access(BaseModel):
     numel: int                     # the buffer's elements
     strides: tuple[int, ...]       # element stride per iteration axis
     offset: int = 0
+    # read only over columns [lo, hi) (a `colsel` piece): copied in UB from the leaf of the
+    # same buffer and strides without a window, shifted by the offsets' difference
+    window: tuple[int, int] | None = None
 
 
 class Iota(BaseModel):
