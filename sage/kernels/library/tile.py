@@ -25,6 +25,7 @@ from sage.kernels.chain import Expr, Inp, Op, Reduce, inputs_of, render
 from sage.kernels.library.knobs import VENDOR_KNOBS, Knobs
 from sage.kernels.library.source import HEADER, dsl_dtype, method
 from sage.kernels.library.tile_parts import Emit, TileLayout, plan_tile
+from sage.kernels.library.tile_resident import ROW_TILES
 from sage.kernels.library.tile_spec import Access, TileSpec, leaf_kind
 from sage.kernels.lowering import Lowerer, Val
 from sage.kernels.target import Target, target_for
@@ -205,10 +206,11 @@ class _Writer:
     def process(self) -> list[str]:
         spec = self.spec
         body = ["for t in range(self.t0, self.t1):", "    c0 = t % N_CT * NC", "    o = t // N_CT"]
-        if not self.rows:
-            body += ["    j0 = o % N_RT * NR", "    o = o // N_RT"]
-        for ax in reversed(spec.loops):
-            body += [f"    i{ax} = o % {spec.dims[ax]}", f"    o = o // {spec.dims[ax]}"]
+        for ax in reversed(self.lay.loop_order):      # innermost first (tile_resident.py)
+            if ax == ROW_TILES:
+                body += ["    j0 = o % N_RT * NR", "    o = o // N_RT"]
+            else:
+                body += [f"    i{ax} = o % {spec.dims[ax]}", f"    o = o // {spec.dims[ax]}"]
         body.append("    nc = min(NC, C - c0)")
         tile = ["nr = min(NR, DR - j0)", f"bs = [{', '.join(self.e.bases())}]", "self.CopyIn(bs, nr, nc)",
                 "self.Compute(bs, nr, nc, j0)", "self.CopyOut(bs, nr, nc)"]

@@ -15,6 +15,7 @@ from sage.kernels.chain import Expr, Op, Reduce
 from sage.kernels.library.knobs import UB_RESERVED, Knobs
 from sage.kernels.library.casts import SCRATCH_SLOT_BYTES, cast_lines, hops
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype, ub_helpers
+from sage.kernels.library.tile_resident import loop_order, resident_leaves, resident_lines
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind, load_plan
 from sage.kernels.lowering import Val
 from sage.kernels.target import Target
@@ -86,6 +87,9 @@ class TileLayout:
     # windowed leaves (Access.window): leaf -> (its host, the shift from its columns to the
     # host's, lo, hi); copied in UB out of the host's tile, never loaded
     windows: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
+    # leaves copied once per change of their base into their own TBuf (tile_resident.py)
+    resident: set[int] = field(default_factory=set)
+    loop_order: list[int] = field(default_factory=list)
 
     @property
     def es_c(self) -> int:
@@ -102,7 +106,8 @@ class TileLayout:
 
     def loads(self, i: int) -> bool:
         """Leaf i is copied in by its own queue (not read from another leaf's span)."""
-        return isinstance(self.spec.leaves[i], Access) and i not in self.share and i not in self.windows
+        return isinstance(self.spec.leaves[i], Access) and i not in self.share and i not in self.windows \
+            and i not in self.resident
 
     def casts(self, i: int) -> bool:
         """Leaf i gets a compute-dtype copy (a cast, a gather target, or a V-written copy
@@ -169,6 +174,7 @@ class TileLayout:
                 continue
             es, plan = DTYPE_SIZE[leaf.dtype], self.plans[i]
             total += bn * self._leaf_bytes(i, plan, es, nr, nc, s) if self.loads(i) else 0
+            total += self._leaf_bytes(i, plan, es, nr, nc, s) if i in self.resident else 0
             if self.casts(i):
                 total += {"row": s + CMP_PAD, "col": nr + CMP_PAD, "col_strided": nr + CMP_PAD,
                           "scalar": 8}.get(plan, tile) * csz
@@ -232,6 +238,8 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
     lay.windows = window_hosts(spec)
     for i in lay.windows:
         lay.plans[i] = "window"
+    lay.loop_order = loop_order(spec, lay.plans, knobs.tile_len)
+    lay.resident = resident_leaves(spec, lay.plans, lay.loop_order, knobs.tile_len, {*lay.share, *lay.windows})
     for out in spec.outputs:
         sr, sc = spec.strides_of(out.access)
         if sc == 0:
@@ -351,6 +359,10 @@ class Emit:
                 nbytes = lay._leaf_bytes(i, plan, es, lay.nr, lay.nc, lay.s)
                 body += [f"self.q{i} = TQue(TPosition.VECIN, BUFFER_NUM)",
                          f"self.pipe.InitBuffer(self.q{i}, BUFFER_NUM, {_ceil(nbytes, 32)})"]
+            if i in lay.resident:
+                nbytes = lay._leaf_bytes(i, plan, es, lay.nr, lay.nc, lay.s)
+                body += [f"self.r{i} = TBuf(TPosition.VECIN)", f"self.pipe.InitBuffer(self.r{i}, {_ceil(nbytes, 32)})",
+                         f"self.last{i} = -1"]
             if lay.casts(i):
                 count = {"row": "S_PAD", "col": "NR_PAD", "col_strided": "NR_PAD", "scalar": "8"}.get(plan, "TILE_ELEMS")
                 body += [f"self.b{i} = TBuf(TPosition.VECCALC)",
@@ -435,53 +447,63 @@ class Emit:
     def copy_in(self, only: set[int] | None = None) -> list[str]:
         spec, lay = self.spec, self.lay
         body: list[str] = []
-        copy_auto = self.lay.knobs.copy_mode == "auto"
         if only is not None:      # a sharer's elements arrive with its host's copy
             only = only | {lay.share[i][0] for i in only if i in lay.share} | \
                 {lay.windows[i][0] for i in only if i in lay.windows}
         for i, leaf in enumerate(spec.leaves):
             if not lay.loads(i) or (only is not None and i not in only):
                 continue
-            es, plan, dt = DTYPE_SIZE[leaf.dtype], lay.plans[i], dsl_dtype(leaf.dtype)
-            sr, sc = spec.strides_of(leaf)
-            g, b = f"self.g_{leaf.arg}", self._b("leaf", i)
-            pad = "DataCopyPadExtParams(False, 0, 0, 0)"
+            dt = dsl_dtype(leaf.dtype)
             body.append(f"x = self.q{i}.AllocTensor({dt})")
-            if plan == "rows":
-                line = (f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, nc * {es}, ({sr} - nc) * {es}, "
-                        f"row_gap(nc, {es}), 0), {pad})")
-                if copy_auto:
-                    body += [f"if (nc * {es}) % 32 == 0 and (nr == 1 or (nc == {sr} and nc % ALIGN == 0)):",
-                             f"    DataCopy(x, {g}[{b}], nr * nc)", "else:", f"    {line}"]
-                else:
-                    body.append(line)
-            elif plan == "row_loop":
-                body += ["s = (nc + ALIGN - 1) // ALIGN * ALIGN", "for r in range(nr):",
-                         f"    DataCopyPad(x[r * s], {g}[{b} + r * {sr}], DataCopyExtParams(1, nc * {es}, 0, 0, 0), {pad})"]
-            elif plan == "row":
-                body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, nc * {es}, 0, 0, 0), {pad})")
-            elif plan == "col":
-                body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, nr * {es}, 0, 0, 0), {pad})")
-            elif plan == "col_strided":
-                body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, {es}, {(sr - 1) * es}, 0, 0), {pad})")
-            elif plan == "scalar":
-                body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, {es}, 0, 0, 0), {pad})")
-            elif plan == "span":
-                pitch = _pitch(lay.span_len(i, lay.nc), es)
-                body += [f"span = (nc - 1) * {sc} + {1 + lay.span_extra(i)}",
-                         f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, span * {es}, ({sr} - span) * {es}, "
-                         f"gap_to(span * {es}, {pitch * es}), 0), {pad})"]
-            elif plan == "transposed":
-                tp = _pitch(lay.nr, es)
-                body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nc, nr * {es}, ({sc} - nr) * {es}, "
-                            f"gap_to(nr * {es}, {tp * es}), 0), {pad})")
-            else:   # elements: each element in its own 32 B block
-                rows = "nr" if sr else "1"
-                body += [f"for r in range({rows}):",
-                         f"    DataCopyPad(x[r * NC * {32 // es}], {g}[{b} + r * {sr}], "
-                         f"DataCopyExtParams(nc, {es}, {(sc - 1) * es}, 0, 0), {pad})"]
+            body += self.copy_lines(i)
             body.append(f"self.q{i}.EnQue(x)")
         return body or ["pass"]
+
+    def copy_lines(self, i: int) -> list[str]:
+        """The copy of leaf i's tile from GM into the UB tensor `x`."""
+        spec, lay = self.spec, self.lay
+        leaf = spec.leaves[i]
+        assert isinstance(leaf, Access)
+        copy_auto = lay.knobs.copy_mode == "auto"
+        es, plan = DTYPE_SIZE[leaf.dtype], lay.plans[i]
+        sr, sc = spec.strides_of(leaf)
+        g, b = f"self.g_{leaf.arg}", self._b("leaf", i)
+        pad = "DataCopyPadExtParams(False, 0, 0, 0)"
+        body: list[str] = []
+        if plan == "rows":
+            line = (f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, nc * {es}, ({sr} - nc) * {es}, "
+                    f"row_gap(nc, {es}), 0), {pad})")
+            if copy_auto:
+                body += [f"if (nc * {es}) % 32 == 0 and (nr == 1 or (nc == {sr} and nc % ALIGN == 0)):",
+                         f"    DataCopy(x, {g}[{b}], nr * nc)", "else:", f"    {line}"]
+            else:
+                body.append(line)
+        elif plan == "row_loop":
+            body += ["s = (nc + ALIGN - 1) // ALIGN * ALIGN", "for r in range(nr):",
+                     f"    DataCopyPad(x[r * s], {g}[{b} + r * {sr}], DataCopyExtParams(1, nc * {es}, 0, 0, 0), {pad})"]
+        elif plan == "row":
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, nc * {es}, 0, 0, 0), {pad})")
+        elif plan == "col":
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, nr * {es}, 0, 0, 0), {pad})")
+        elif plan == "col_strided":
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, {es}, {(sr - 1) * es}, 0, 0), {pad})")
+        elif plan == "scalar":
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, {es}, 0, 0, 0), {pad})")
+        elif plan == "span":
+            pitch = _pitch(lay.span_len(i, lay.nc), es)
+            body += [f"span = (nc - 1) * {sc} + {1 + lay.span_extra(i)}",
+                     f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, span * {es}, ({sr} - span) * {es}, "
+                     f"gap_to(span * {es}, {pitch * es}), 0), {pad})"]
+        elif plan == "transposed":
+            tp = _pitch(lay.nr, es)
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nc, nr * {es}, ({sc} - nr) * {es}, "
+                        f"gap_to(nr * {es}, {tp * es}), 0), {pad})")
+        else:   # elements: each element in its own 32 B block
+            rows = "nr" if sr else "1"
+            body += [f"for r in range({rows}):",
+                     f"    DataCopyPad(x[r * NC * {32 // es}], {g}[{b} + r * {sr}], "
+                     f"DataCopyExtParams(nc, {es}, {(sc - 1) * es}, 0, 0), {pad})"]
+        return body
 
     # -- Compute: operands ready for the lowering ------------------------------------------------
     def prepare(self, i: int, leaf: Access | Iota, ready: dict[int, Val] | None = None) -> tuple[Val, list[str], list[str]]:
@@ -497,6 +519,8 @@ class Emit:
             return self._window(i, kind, ready[lay.windows[i][0]].ref)
         plan, dt = lay.plans[i], dsl_dtype(leaf.dtype)
         count = {"full": "n", "row": "nc", "col": "nr", "scalar": "1"}[kind]
+        if i in lay.resident:
+            return self._resident(i, kind, count)
         # a sharer gathers out of its host's span (dequeued first, see `prepare_order`), shifted
         host, shift = lay.share.get(i, (i, 0))
         lines = [f"x{i} = self.q{i}.DeQue({dt})"] if host == i else []
@@ -516,6 +540,23 @@ class Emit:
         if kind == "scalar":
             return Val("scalar", f"sv{i}"), lines, [f"sv{i} = c{i}.GetValue(0)"]
         return Val(kind, f"c{i}"), lines, []
+
+    def _resident(self, i: int, kind: str, count: str) -> tuple[Val, list[str], list[str]]:
+        leaf = self.spec.leaves[i]
+        assert isinstance(leaf, Access)
+        ct, dt = self.spec.compute, dsl_dtype(leaf.dtype)
+        lines = [f"x{i} = self.r{i}.Get({dt})"]
+        convert: list[str] = []
+        ref = f"x{i}"
+        if self.lay.casts(i):
+            ref = f"c{i}"
+            lines.append(f"c{i} = self.b{i}.Get({dsl_dtype(ct)})")
+            convert = cast_lines(ref, f"x{i}", leaf.dtype, ct, count, _scratch) if leaf.dtype != ct else \
+                [f"Adds({ref}, x{i}, 0, {count})"]
+        lines += resident_lines(i, self._b("leaf", i), self.copy_lines(i), convert)
+        if kind == "scalar":
+            return Val("scalar", f"sv{i}"), lines, [f"sv{i} = {ref}.GetValue(0)"]
+        return Val(kind, ref), lines, []
 
     def _window(self, i: int, kind: str, host: str) -> tuple[Val, list[str], list[str]]:
         """A windowed leaf: zeros, and over its window its host's tile `shift` columns on,
