@@ -254,7 +254,9 @@ class TileGroup:
         if lead is None:
             return True
         red.sort(key=lambda i: -lead.strides[i])
-        return all(m.strides[a] == m.strides[b] * self.full[b] for m in maps for a, b in zip(red, red[1:]))
+        if self.row_mode:
+            return all(_run(m, red, self.full) for m in maps)
+        return all(_run(m, red, self.full) or seg_of(m, red, self.full) is not None for m in maps)
 
     def _accepts(self, node: Node, pw: Pointwise | None, virtual: dict[int, Virtual]) -> Expr | None:
         if pw is None:
@@ -296,6 +298,29 @@ class TileGroup:
         for leaf in leaves_of(expr):
             if leaf.buf is not None:
                 self.reads.setdefault(leaf.buf, set()).add(leaf.gmap)
+
+
+def _run(m: GMap, red: list[int], full: tuple[int, ...]) -> bool:
+    return all(m.strides[a] == m.strides[b] * full[b] for a, b in zip(red, red[1:]))
+
+
+# A segment's columns are whole 32 B blocks of float32, the dtype of a reducing program:
+# the lowering applies a segment value with one instruction starting at the segment.
+SEG_ALIGN = 8
+
+
+def seg_of(m: GMap, red: list[int], full: tuple[int, ...]) -> tuple[int, int] | None:
+    """A read that walks the reduced axes (outermost first, `red`) as one value per segment:
+    stride 1 along the outer ones (one contiguous run), 0 along the inner ones (group norm's
+    per-channel weight inside a (channels x positions) row). (segment length, 1), or None."""
+    zero = [i for i, a in enumerate(red) if m.strides[a] == 0]
+    p = len(red) - len(zero)
+    if not zero or p == 0 or zero != list(range(p, len(red))) or m.strides[red[p - 1]] != 1:
+        return None
+    if not _run(m, red[:p], full):
+        return None
+    length = math.prod(full[a] for a in red[p:])
+    return (length, 1) if length % SEG_ALIGN == 0 else None
 
 
 # A group's expressions share the values they read (a recurrence's step t reads step t-1

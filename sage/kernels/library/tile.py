@@ -254,7 +254,8 @@ class _Writer:
             # or mixed operand, one instruction per 256 B: 64 per 16 KB tile of a plain cast.
             kinds = ["full" if k == "row" else k for k in kinds]
             inputs = {i: Val("full", v.ref, v.temp) if v.kind == "row" else v for i, v in inputs.items()}
-        low = Lowerer(kinds=kinds, inputs=inputs, dtype=spec.compute, repeat_form=True, reduce_rows=self.rows)
+        low = Lowerer(kinds=kinds, inputs=inputs, dtype=spec.compute, repeat_form=True, reduce_rows=self.rows,
+                      segs=self.e.segs())
         results = low.lower_all(roots)
         post: list[str] = []
         folds: list[str] = []

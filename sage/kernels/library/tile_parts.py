@@ -16,6 +16,7 @@ from sage.kernels.library.knobs import UB_RESERVED, Knobs
 from sage.kernels.library.casts import SCRATCH_SLOT_BYTES, cast_lines, hops
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype, ub_helpers
 from sage.kernels.library.tile_resident import loop_order, resident_leaves, resident_lines
+from sage.kernels.library.tile_seg import seg_copy, seg_elems, seg_info, seg_shape
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind, load_plan
 from sage.kernels.lowering import Val
 from sage.kernels.target import Target
@@ -114,7 +115,7 @@ class TileLayout:
         the scalar unit may read)."""
         leaf = self.spec.leaves[i]
         return isinstance(leaf, Access) and (leaf.dtype != self.spec.compute or self.plans[i] in GATHER_PLANS
-                                             or self.plans[i] in ("col", "scalar") or i in self.windows)
+                                             or self.plans[i] in ("col", "scalar", "seg") or i in self.windows)
 
     # -- sizing -------------------------------------------------------------------------------
     def size(self, made: dict[str, int], masked: bool, int_temp: bool) -> None:
@@ -176,8 +177,8 @@ class TileLayout:
             total += bn * self._leaf_bytes(i, plan, es, nr, nc, s) if self.loads(i) else 0
             total += self._leaf_bytes(i, plan, es, nr, nc, s) if i in self.resident else 0
             if self.casts(i):
-                total += {"row": s + CMP_PAD, "col": nr + CMP_PAD, "col_strided": nr + CMP_PAD,
-                          "scalar": 8}.get(plan, tile) * csz
+                total += (seg_elems(spec, leaf, nr) if plan == "seg" else {
+                    "row": s + CMP_PAD, "col": nr + CMP_PAD, "col_strided": nr + CMP_PAD, "scalar": 8}.get(plan, tile)) * csz
             if plan in GATHER_PLANS:
                 total += (tile * 4 if self.loads(i) else 0) + tile * es
         for j, out in enumerate(spec.outputs):
@@ -204,6 +205,8 @@ class TileLayout:
         leaf = self.spec.leaves[i]
         assert isinstance(leaf, Access)
         _, sc = self.spec.strides_of(leaf)
+        if plan == "seg":
+            return seg_elems(self.spec, leaf, nr) * es
         return {"rows": nr * s + CMP_PAD, "row_loop": nr * s + CMP_PAD, "row": s + CMP_PAD,
                 "col": _ceil(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32, "scalar": 32 // es,
                 "span": nr * _pitch(self.span_len(i, nc), es), "transposed": nc * _pitch(nr, es),
@@ -365,6 +368,7 @@ class Emit:
                          f"self.last{i} = -1"]
             if lay.casts(i):
                 count = {"row": "S_PAD", "col": "NR_PAD", "col_strided": "NR_PAD", "scalar": "8"}.get(plan, "TILE_ELEMS")
+                count = str(seg_elems(spec, leaf, lay.nr)) if plan == "seg" else count
                 body += [f"self.b{i} = TBuf(TPosition.VECCALC)",
                          f"self.pipe.InitBuffer(self.b{i}, buf_bytes({count}, {lay.es_c}))"]
             if plan in GATHER_PLANS:
@@ -489,6 +493,8 @@ class Emit:
             body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, {es}, {(sr - 1) * es}, 0, 0), {pad})")
         elif plan == "scalar":
             body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, {es}, 0, 0, 0), {pad})")
+        elif plan == "seg":
+            body += seg_copy(spec, leaf, g, b, pad)
         elif plan == "span":
             pitch = _pitch(lay.span_len(i, lay.nc), es)
             body += [f"span = (nc - 1) * {sc} + {1 + lay.span_extra(i)}",
@@ -519,6 +525,9 @@ class Emit:
             return self._window(i, kind, ready[lay.windows[i][0]].ref)
         plan, dt = lay.plans[i], dsl_dtype(leaf.dtype)
         count = {"full": "n", "row": "nc", "col": "nr", "scalar": "1"}[kind]
+        if plan == "seg":
+            _, _, pitch, rows = seg_shape(spec, leaf)
+            count = f"{rows} * {pitch}"
         if i in lay.resident:
             return self._resident(i, kind, count)
         # a sharer gathers out of its host's span (dequeued first, see `prepare_order`), shifted
@@ -540,6 +549,11 @@ class Emit:
         if kind == "scalar":
             return Val("scalar", f"sv{i}"), lines, [f"sv{i} = c{i}.GetValue(0)"]
         return Val(kind, f"c{i}"), lines, []
+
+    def segs(self) -> dict[str, tuple[int, int, int]]:
+        """The prepared segment leaves, as the lowering reads them (tile_seg.py)."""
+        return {f"c{i}": seg_info(self.spec, leaf) for i, leaf in enumerate(self.spec.leaves)
+                if isinstance(leaf, Access) and self.lay.plans.get(i) == "seg"}
 
     def _resident(self, i: int, kind: str, count: str) -> tuple[Val, list[str], list[str]]:
         leaf = self.spec.leaves[i]
