@@ -23,6 +23,10 @@ RESIDENT_PLANS = ("rows", "row_loop", "row", "col", "scalar")
 
 # The row tiles' index in a loop order (the loop axes are the spec's axes).
 ROW_TILES = -1
+# Tiles in a row that must share a leaf's base for it to be resident: each change costs the
+# vector unit a wait for the copy (it is not prefetched like a queued one), so a base that
+# moves every other tile (a per-channel scalar over two row tiles) is better left queued.
+MIN_RUN = 4
 
 
 def loop_order(spec: TileSpec, plans: dict[int, str], tile_len: int) -> list[int]:
@@ -42,10 +46,17 @@ def loop_order(spec: TileSpec, plans: dict[int, str], tile_len: int) -> list[int
     return order if still(best) == 0 else [a for a in order if a != best] + [best]
 
 
+def _extent(spec: TileSpec, a: int, tile_len: int) -> int:
+    """Values index `a` takes (row tiles: the rows over the rows a tile of `tile_len` holds)."""
+    if a != ROW_TILES:
+        return spec.dims[a]
+    per = max(1, min(spec.rows, 255, tile_len // max(spec.cols, 1)))
+    return -(-spec.rows // per)
+
+
 def _moving(spec: TileSpec, order: list[int], tile_len: int) -> list[int]:
-    """The indices that take more than one value (row tiles: when the rows do not fit one
-    tile of `tile_len` elements)."""
-    return [a for a in order if (spec.rows * spec.cols > tile_len if a == ROW_TILES else spec.dims[a] > 1)]
+    """The indices that take more than one value."""
+    return [a for a in order if _extent(spec, a, tile_len) > 1]
 
 
 def _stride(spec: TileSpec, i: int, a: int) -> int:
@@ -56,16 +67,24 @@ def _stride(spec: TileSpec, i: int, a: int) -> int:
 
 def resident_leaves(spec: TileSpec, plans: dict[int, str], order: list[int], tile_len: int,
                     skip: set[int]) -> set[int]:
-    """Leaves whose GM base does not change between consecutive tiles (except where an outer
-    index moves): direct copies at stride 0 along the innermost moving index, one column
-    tile (the columns would move the base every tile)."""
+    """Leaves whose GM base stays put over at least MIN_RUN consecutive tiles (stride 0 along
+    the innermost moving indices): direct copies, one column tile (the columns would move
+    the base every tile)."""
     if spec.reduce_rows or spec.cols > tile_len:
         return set()
     moving = _moving(spec, order, tile_len)
-    inner = moving[-1] if moving else None
-    return {i for i, leaf in enumerate(spec.leaves)
-            if isinstance(leaf, Access) and i not in skip and plans.get(i) in RESIDENT_PLANS
-            and (inner is None or _stride(spec, i, inner) == 0)}
+    out = set()
+    for i, leaf in enumerate(spec.leaves):
+        if not isinstance(leaf, Access) or i in skip or plans.get(i) not in RESIDENT_PLANS:
+            continue
+        run = 1                   # consecutive tiles that share the leaf's base
+        for a in reversed(moving):
+            if _stride(spec, i, a):
+                break
+            run *= _extent(spec, a, tile_len)
+        if run >= MIN_RUN:
+            out.add(i)
+    return out
 
 
 def resident_lines(i: int, base: str, copy: list[str], convert: list[str]) -> list[str]:
