@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from sage.agent.compiler.ir import Layout, Node, Ref, contiguous_strides
 from sage.agent.compiler.pointwise import FLOATS, IotaOperand, Pointwise, prim_of, reduce_dims
+from sage.agent.compiler.refine import groups, refine_group, refinement, split
 from sage.kernels import Const, Expr, Inp, Op, Reduce
 
 
@@ -128,6 +129,11 @@ class TileGroup:
                 return "keep"
             if tuple(shape) == drop:
                 return "drop"
+            # a coarser view of the same index space (refine.py): the group seen before a refinement
+            if groups(tuple(shape), self.full) is not None:
+                return "full"
+            if groups(tuple(shape), drop) is not None:
+                return "keep"
         return None
 
     def gmap(self, layout: Layout, shape: tuple[int, ...]) -> GMap | None:
@@ -139,6 +145,9 @@ class TileGroup:
             lay = layout.broadcast_to(tuple(shape))
         except ValueError:
             return None
+        coarse = self._coarse(lay, tuple(shape), level)
+        if coarse is not None:
+            return coarse
         if level == "full":
             strides = list(lay.strides)
         elif level == "keep":
@@ -148,6 +157,32 @@ class TileGroup:
             strides = [0 if i in self.rdims else next(it) for i in range(len(self.full))]
         strides = [0 if d == 1 else s for s, d in zip(strides, self.full)]
         return GMap(tuple(strides), lay.offset)
+
+    def _coarse(self, lay: Layout, shape: tuple[int, ...], level: str) -> GMap | None:
+        """A map read over a coarser view of the group's space (refine.py), split over its axes."""
+        keep = tuple(1 if i in self.rdims else d for i, d in enumerate(self.full))
+        drop = tuple(d for i, d in enumerate(self.full) if i not in self.rdims)
+        if shape in (self.full, keep, drop):
+            return None
+        if level == "full":
+            parts = groups(shape, self.full)
+            assert parts is not None
+            strides = list(split(lay.strides, shape, self.full, parts))
+        else:
+            parts = groups(shape, drop)
+            assert parts is not None
+            it = iter(split(lay.strides, shape, drop, parts))
+            strides = [0 if i in self.rdims else next(it) for i in range(len(self.full))]
+        return GMap(tuple(0 if d == 1 else s for s, d in zip(strides, self.full)), lay.offset)
+
+    def maybe_refine(self, shape: tuple[int, ...]) -> None:
+        """A pointwise node over another grouping of a reducing group's space: the group is
+        re-expressed over the common refinement so that the node can join (refine.py)."""
+        if not self.rdims or self.row_mode or self.level_of(shape) is not None:
+            return
+        fine = refinement(self.full, tuple(shape))
+        if fine is not None and groups(self.full, fine) is not None and groups(tuple(shape), fine) is not None:
+            refine_group(self, fine)
 
     # -- building ---------------------------------------------------------------------------------
     def operand(self, ref: Ref, shape: tuple[int, ...], virtual: dict[int, Virtual]) -> Expr | LeafRef | None:
@@ -230,6 +265,8 @@ class TileGroup:
         return substitute(pw.expr, subs)
 
     def accepts(self, node: Node, pw: Pointwise | None, virtual: dict[int, Virtual]) -> Expr | None:
+        if pw is not None:
+            self.maybe_refine(tuple(node.outs[0].shape))
         expr = self._accepts(node, pw, virtual)
         if expr is None or tree_size(expr) > MAX_TREE:
             return None
