@@ -234,7 +234,7 @@ class _Writer:
             val, lines, reads = self.e.prepare(i, spec.leaves[i], inputs)
             pre += lines
             scalar_reads += reads
-            inputs[i] = val
+            inputs[i] = Val(val.kind, val.ref, temp=True) if self._lendable(i, val) else val
         for j in range(extra):
             inputs[len(spec.leaves) + j] = Val("row", f"acc{j}")
             pre.append(f"acc{j} = self.accb{j}.Get({dsl_dtype(spec.compute)})")
@@ -288,6 +288,15 @@ class _Writer:
             gets.append("ti = self.tib.Get(int32)")
         self.vector_lines += sum(1 for ln in low.lines if "(" in ln and not ln.lstrip().startswith(("for", "if", "else")))
         return pre + gets + low.lines + post
+
+    def _lendable(self, i: int, val: Val) -> bool:
+        """A leaf's tile-sized compute-dtype copy, written afresh every tile (a cast): after its
+        last use the lowering may compute into it, one full temporary fewer in UB (what lets
+        group_norm_swish's 10240-column rows double-buffer). Not a resident copy (kept across
+        tiles), a segment leaf's few values, or in row mode (folds reuse their operands)."""
+        lay = self.lay
+        return (not self.rows and val.kind == "full" and val.ref == f"c{i}" and lay.casts(i)
+                and i not in lay.resident and lay.plans.get(i) != "seg")
 
     def _fold(self, low: Lowerer, kind: str, x: Val, j: int, shared: bool = False) -> list[str]:
         """Row mode: the tile's rows folded onto its first row (halving), then into the
