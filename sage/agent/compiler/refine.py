@@ -83,7 +83,7 @@ def refine_group(tile, fine: Shape) -> None:
 
     def walk(e):
         if isinstance(e, LeafRef):
-            return LeafRef(e.buf, conv(e.gmap), e.dtype, e.window)
+            return LeafRef(e.buf, conv(e.gmap), e.dtype, e.window, e.fill)
         if isinstance(e, Op):
             return Op(e.name, tuple(walk(a) for a in e.args), e.params)
         if isinstance(e, Reduce):

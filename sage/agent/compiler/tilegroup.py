@@ -42,6 +42,8 @@ class LeafRef:
     # pieces.py): its map points outside its buffer's row elsewhere, so it is never loaded
     # itself but copied in UB out of a leaf of the same buffer the tile holds whole
     window: tuple[int, int] | None = None
+    # with a window: loaded itself over the window, `fill` elsewhere (a constant padding)
+    fill: float | None = None
 
 
 @dataclass

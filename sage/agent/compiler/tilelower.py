@@ -50,7 +50,7 @@ def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_
         else:
             buf = prog.buffers[lf.buf]
             accesses.append(Access(arg=buf.name, dtype=buf.dtype, numel=buf.numel, strides=strides[k],
-                                   offset=offsets[k], window=lf.window, seg=segs[k]))
+                                   offset=offsets[k], window=lf.window, seg=segs[k], fill=lf.fill))
     outputs = []
     for j, (expr, _, dtype, bid) in enumerate(outs):
         buf = prog.buffers[bid]

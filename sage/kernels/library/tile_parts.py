@@ -134,7 +134,7 @@ class TileLayout:
         budget = self.target.ub_bytes - UB_RESERVED
         cols = spec.cols
         # windowed leaves are copied out of their hosts' whole rows: no column tiles
-        persistent = self.reduce and not spec.reduce_rows or bool(self.windows)
+        persistent = self.reduce and not spec.reduce_rows or bool(self.windows) or "padded" in self.plans.values()
         nc = cols if persistent or cols <= knobs.tile_len else max(self.align, knobs.tile_len // self.align * self.align)
         if spec.reduce_rows:
             # a block takes whole column chunks: make enough of them for every core
@@ -207,7 +207,7 @@ class TileLayout:
         _, sc = self.spec.strides_of(leaf)
         if plan == "seg":
             return seg_elems(self.spec, leaf, nr) * es
-        return {"rows": nr * s + CMP_PAD, "row_loop": nr * s + CMP_PAD, "row": s + CMP_PAD,
+        return {"rows": nr * s + CMP_PAD, "row_loop": nr * s + CMP_PAD, "row": s + CMP_PAD, "padded": nr * s + CMP_PAD,
                 "col": _ceil(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32, "scalar": 32 // es,
                 "span": nr * _pitch(self.span_len(i, nc), es), "transposed": nc * _pitch(nr, es),
                 "elements": nr * nc * 32 // es}[plan] * es
@@ -296,7 +296,7 @@ def window_hosts(spec: TileSpec) -> dict[int, tuple[int, int, int, int]]:
     a 32 B block on (colsel.py checks that one exists)."""
     out: dict[int, tuple[int, int, int, int]] = {}
     for i, leaf in enumerate(spec.leaves):
-        if not isinstance(leaf, Access) or leaf.window is None:
+        if not isinstance(leaf, Access) or leaf.window is None or leaf.fill is not None:
             continue
         lo, hi = leaf.window
         _, sc = spec.strides_of(leaf)
@@ -495,6 +495,13 @@ class Emit:
             body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, {es}, 0, 0, 0), {pad})")
         elif plan == "seg":
             body += seg_copy(spec, leaf, g, b, pad)
+        elif plan == "padded":
+            # the window's elements, the fill on both sides as the copy's own padding
+            assert leaf.window is not None and sc == 1
+            lo, hi = leaf.window
+            body.append(f"DataCopyPad(x, {g}[{b} + {lo}], DataCopyExtParams(nr, {(hi - lo) * es}, {(sr - (hi - lo)) * es}, "
+                        f"gap_to({spec.cols * es}, S * {es}), 0), DataCopyPadExtParams(True, {lo}, {spec.cols - hi}, "
+                        f"{leaf.fill!r}))")
         elif plan == "span":
             pitch = _pitch(lay.span_len(i, lay.nc), es)
             body += [f"span = (nc - 1) * {sc} + {1 + lay.span_extra(i)}",

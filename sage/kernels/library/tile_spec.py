@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sage.kernels.chain import Expr, Kind
 
-LoadPlan = Literal["rows", "row_loop", "span", "transposed", "elements", "row", "col", "col_strided", "scalar", "seg"]
+LoadPlan = Literal["rows", "row_loop", "span", "transposed", "elements", "row", "col", "col_strided", "scalar", "seg", "padded"]
 
 
 class Access(BaseModel):
@@ -41,6 +41,9 @@ class Access(BaseModel):
     # per-group row of channels x positions): column c reads offset + (c // seg[0]) * seg[1]
     # (the column stride is 0); see tile_seg.py
     seg: tuple[int, int] | None = None
+    # with a window: copied in itself over the window with this value as the copy's padding
+    # on both sides (DataCopyPad's left/right padding, a constant pad of the last axis)
+    fill: float | None = None
 
 
 class Iota(BaseModel):
@@ -103,6 +106,8 @@ def load_plan(spec: TileSpec, leaf: Access, nc_max: int, span_limit: int) -> Loa
     may bring in per row)."""
     if leaf.seg is not None:
         return "seg"
+    if leaf.fill is not None:
+        return "padded"
     sr, sc = spec.strides_of(leaf)
     kind = leaf_kind(spec, leaf)
     if kind == "scalar":
