@@ -146,6 +146,10 @@ def program_of(spec: TileSpec, tiles: int) -> TileProgram:
             lo, hi = acc.window
             return Footprint(acc.arg, tuple(spec.dims[:-1]) + (hi - lo,), tuple(acc.strides),
                              acc.offset + lo * acc.strides[-1])
+        if getattr(acc, "seg", None) is not None:          # one value per segment of the columns
+            length, step = acc.seg
+            return Footprint(acc.arg, tuple(spec.dims[:-1]) + (-(-spec.dims[-1] // length),),
+                             tuple(acc.strides[:-1]) + (step,), acc.offset)
         return Footprint(acc.arg, tuple(spec.dims), tuple(acc.strides), acc.offset)
 
     # a windowed leaf reads what its host reads (its own map leaves the row outside its window)
