@@ -52,3 +52,20 @@ def test_cat_of_two_tensors_has_no_host_and_stays_in_pieces(compile_graph):
     (out,) = run(x, y)
     np.testing.assert_allclose(out[:, :16], 2.0)
     np.testing.assert_allclose(out[:, 16:], 7.0)
+
+
+def test_rotate_half_of_a_deinterleaved_tensor_is_one_launch(compile_graph):
+    # q = cat(x[0::2], x[1::2]); y = q * c + cat(-q[16:], q[:16]) * s: the inner cat's pieces
+    # are the outer cat's writers, split in turn (as level2/13_interleave_rope)
+    body = ("(lambda q: (lambda r: q * c + r * s)(torch.cat((-q[..., 16:], q[..., :16]), dim=-1)))"
+            "(torch.cat((x[..., 0::2], x[..., 1::2]), dim=-1))")
+    compiled, run = compile_graph("x, c, s", body, "torch.randn(4, 32), torch.randn(4, 32), torch.randn(4, 32)")
+    assert _launches(compiled.source) == 1
+    x = np.arange(4 * 32, dtype=np.float32).reshape(4, 32)
+    c = np.full((4, 32), 2.0, dtype=np.float32)
+    s = np.full((4, 32), 10.0, dtype=np.float32)
+    (out,) = run(x, c, s)
+    # row 0: q = [0, 2, .., 30, 1, 3, .., 31]; rotated = [-1, -3, .., -31, 0, 2, .., 30]
+    assert out[0, 0] == 2 * 0 + 10 * -1 and out[0, 16] == 2 * 1 + 10 * 0 and out[0, 31] == 2 * 31 + 10 * 30
+    q = np.concatenate((x[:, 0::2], x[:, 1::2]), axis=1)
+    np.testing.assert_allclose(out, q * 2 + np.concatenate((-q[:, 16:], q[:, :16]), axis=1) * 10)
