@@ -15,7 +15,7 @@ from sage.kernels.chain import Expr, Op, Reduce
 from sage.kernels.library.knobs import UB_RESERVED, Knobs
 from sage.kernels.library.casts import SCRATCH_SLOT_BYTES, cast_lines, hops
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype, ub_helpers
-from sage.kernels.library.tile_resident import loop_order, resident_leaves, resident_lines
+from sage.kernels.library.tile_resident import ROW_TILES, loop_order, resident_leaves, resident_lines
 from sage.kernels.library.tile_seg import seg_copy, seg_elems, seg_info, seg_shape
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind, load_plan
 from sage.kernels.lowering import Val
@@ -241,8 +241,12 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
     lay.windows = window_hosts(spec)
     for i in lay.windows:
         lay.plans[i] = "window"
+    skip = {*lay.share, *lay.windows}
     lay.loop_order = loop_order(spec, lay.plans, knobs.tile_len)
-    lay.resident = resident_leaves(spec, lay.plans, lay.loop_order, knobs.tile_len, {*lay.share, *lay.windows})
+    lay.resident = resident_leaves(spec, lay.plans, lay.loop_order, knobs.tile_len, skip)
+    if not lay.resident:          # no leaf gains from another order: the spec's own
+        lay.loop_order = list(spec.loops) + ([] if spec.reduce_rows else [ROW_TILES])
+        lay.resident = resident_leaves(spec, lay.plans, lay.loop_order, knobs.tile_len, skip)
     for out in spec.outputs:
         sr, sc = spec.strides_of(out.access)
         if sc == 0:
