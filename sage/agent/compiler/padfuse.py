@@ -7,6 +7,11 @@ itself: a copy of x's row with `leftPadding = lo` and `rightPadding = hi` elemen
 (`DataCopyPadExtParams`, at most 32 B a row, HARDWARE.md "Data movement") puts the whole
 output row in UB, and one program stores it. The fill and the copy become that program:
 its leaf is x over the window [lo, lo + n) of the output's columns, v outside.
+
+CANN's Ascend C API reference (DataCopyPad(ISASI), Atlas A2 supported, GM -> VECIN/VECOUT):
+`DataCopyPadExtParams<T>{isPad, leftPadding, rightPadding, paddingValue}` fills elements on
+the left or right of each copied block with the value, as this uses it
+(hiascend.com/document/detail/zh/CANNCommunityEdition/910beta2/API/ascendcopapi/atlasascendc_api_07_0265.html).
 """
 
 from __future__ import annotations
