@@ -54,6 +54,9 @@ class Lowerer:
     repeat_form: bool = False  # broadcasts and reductions in mask/repeat form (see the module doc)
     dying: list[Val] = field(default_factory=list)   # operands of the op being lowered on their last use
     reduce_rows: bool = False  # the tile program reduces over rows itself (Reduce nodes are its roots)
+    # segment operands (library/tile_seg.py): buffer -> (segment length, segments per row,
+    # pitch between rows' values or 0); "full" values held as one value per segment
+    segs: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
     # -- bookkeeping -------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -129,6 +132,10 @@ class Lowerer:
         return val
 
     def _apply(self, e: Op, args: list[Val]) -> Val:
+        if e.name == "colsel":
+            return self._colsel(e, args)
+        if any(a.ref in self.segs for a in args):
+            return self._with_segs(e, args)
         v = vector_op(e.name)
         if v.arity == 3:
             return self._where(*args)
@@ -249,6 +256,66 @@ class Lowerer:
                 if m is not orig:
                     self.release(m)
         return Val(kind, d, temp=True)
+
+    def _colsel(self, e: Op, args: list[Val]) -> Val:
+        """colsel(p0, p1, ...; c0, c1, ...): piece k over columns [c_k, c_k+1), each piece's
+        columns copied into the result, every row at once (repeat form; the tile holds whole
+        rows and the cuts start on 32 B blocks, see agent/compiler/colsel.py)."""
+        if not self.repeat_form:
+            raise ValueError("colsel needs the repeat-form lowering (tile programs)")
+        kind: Kind = "row" if all(a.kind in ("row", "scalar") for a in args) else "full"
+        rows = "nr" if kind == "full" else "1"
+        d = self.temp(kind)
+        for k, x in enumerate(args):
+            lo, hi = int(e.param(f"c{k}")), int(e.param(f"c{k + 1}"))
+            x2 = self._materialize(x, kind)
+            self.emit(f"for k in range(0, {hi - lo}, LANES):")
+            self.emit(f"    Adds({d}[{lo} + k], {x2.ref}[{lo} + k], {self._zero()}, min(LANES, {hi - lo} - k), {rows}, "
+                      f"UnaryRepeatParams(1, 1, {PITCH}, {PITCH}))")
+            if x2 is not x:
+                self.release(x2)
+        return Val(kind, d, temp=True)
+
+    # -- segment operands ---------------------------------------------------------------
+    def _with_segs(self, e: Op, args: list[Val]) -> Val:
+        """A binary op of a full value and a segment operand: the op's scalar form on each
+        segment of each row (the value read by the scalar unit); anything else on the
+        segment operand spread to a full temp first."""
+        v = vector_op(e.name)
+        if v.arity == 2 and v.vector is not None and (args[0].ref in self.segs) != (args[1].ref in self.segs):
+            seg, other = (args[0], args[1]) if args[0].ref in self.segs else (args[1], args[0])
+            if other.kind == "full" and (v.scalar_left if seg is args[0] else v.scalar_right) is not None:
+                d = self._dest("full")
+                self._segments(seg.ref, lambda at, value, n: self._with_scalar(
+                    v, f"{d}[{at}]", f"{other.ref}[{at}]", value, n, scalar_left=seg is args[0]))
+                return Val("full", d, temp=True)
+        spread = [self._spread_seg(a) if a.ref in self.segs else a for a in args]
+        val = self._apply(e, spread)
+        for a, b in zip(args, spread):
+            if b is not a and b.ref != val.ref:
+                self.release(b)
+        return val
+
+    def _spread_seg(self, x: Val) -> Val:
+        d = self.temp("full")
+        self._segments(x.ref, lambda at, value, n: self.emit(f"Duplicate({d}[{at}], {value}, {n})"))
+        return Val("full", d, temp=True)
+
+    def _segments(self, ref: str, body) -> None:
+        """`body(element offset, scalar value, count)` once per segment of every row."""
+        length, nseg, pitch = self.segs[ref]
+        # the values were written by V (their conversion): sync before the scalar reads
+        self.emit("SetFlag(HardEvent.V_S, 0)")
+        self.emit("WaitFlag(HardEvent.V_S, 0)")
+        self.emit("for r in range(nr):")
+        self.emit(f"    for k in range({nseg}):")
+        self.depth += 2
+        value = self.scalar_var(f"{ref}.GetValue(r * {pitch} + k)")
+        body(f"r * {self.row_stride} + k * {length}", value, str(length))
+        self.depth -= 2
+        # later vector writes to the values' buffer must wait for these scalar reads
+        self.emit("SetFlag(HardEvent.S_V, 0)")
+        self.emit("WaitFlag(HardEvent.S_V, 0)")
 
     # -- binary ------------------------------------------------------------------------
     def _binary(self, e: Op, v: VectorOp, a: Val, b: Val) -> Val:

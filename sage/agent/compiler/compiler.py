@@ -21,6 +21,7 @@ from sage.agent.compiler.fusion import Group, Plan, plan_groups
 from sage.agent.compiler.ir import Layout, Program, Ref
 from sage.agent.compiler.lowerings import TileDoesNotFit, lower_group
 from sage.agent.compiler.merge import merge_launches
+from sage.agent.compiler.padfuse import fuse_paddings
 from sage.agent.compiler.pieces import split_piecewise_reads
 from sage.agent.compiler.rewrite import absorb_index_wraps, absorb_upcasts, exact_integer_products, wrapping_int64
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
@@ -136,6 +137,7 @@ def _planned(graph: Any, n_args: int, merged_reads: bool = True) -> tuple[Built,
     check_dtypes(built.program)
     plan = plan_groups(built, merged_reads)
     split_piecewise_reads(plan, built.program)
+    fuse_paddings(plan, built.program)
     return built, plan
 
 

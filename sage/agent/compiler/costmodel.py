@@ -32,7 +32,7 @@ def _copy(hw: HardwareSpec, path: PathSpec, nbytes: float, bursts: int = 1) -> f
 
 _LEAF_SHAPE = {"rows": ("nr", "nc"), "row_loop": ("nr", "nc"), "row": (1, "nc"), "col": (1, "nr"),
                "col_strided": ("nr", 1), "scalar": (1, 1), "span": ("nr", "span"), "transposed": ("nc", "nr"),
-               "elements": ("nrnc", 1)}
+               "elements": ("nrnc", 1), "seg": ("nr", 1), "padded": ("nr", "nc")}
 
 
 def estimate_tile(spec: TileSpec, knobs: Knobs, target: Target, hw: HardwareSpec | None = None) -> Estimate:

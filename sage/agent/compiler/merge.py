@@ -142,9 +142,18 @@ def program_of(spec: TileSpec, tiles: int) -> TileProgram:
     from sage.kernels.library.tile import tile_args, tile_class
 
     def foot(acc) -> Footprint:
+        if getattr(acc, "fill", None) is not None and acc.window is not None:   # a padded copy: its window
+            lo, hi = acc.window
+            return Footprint(acc.arg, tuple(spec.dims[:-1]) + (hi - lo,), tuple(acc.strides),
+                             acc.offset + lo * acc.strides[-1])
+        if getattr(acc, "seg", None) is not None:          # one value per segment of the columns
+            length, step = acc.seg
+            return Footprint(acc.arg, tuple(spec.dims[:-1]) + (-(-spec.dims[-1] // length),),
+                             tuple(acc.strides[:-1]) + (step,), acc.offset)
         return Footprint(acc.arg, tuple(spec.dims), tuple(acc.strides), acc.offset)
 
-    leaves = [leaf for leaf in spec.leaves if isinstance(leaf, Access)]
+    # a windowed leaf reads what its host reads (its own map leaves the row outside its window)
+    leaves = [leaf for leaf in spec.leaves if isinstance(leaf, Access) and (leaf.window is None or leaf.fill is not None)]
     nbytes = sum(math.prod(spec.dims) * DTYPE_SIZE[a.dtype] for a in leaves + [o.access for o in spec.outputs])
     return TileProgram(cls=tile_class(spec), args=tile_args(spec),
                        tiles=tiles, nbytes=nbytes, reads=[foot(a) for a in leaves],

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sage.agent.compiler.fusion import Group, Plan
 from sage.agent.compiler.ir import BufferUses, Layout, Node, Program
 from sage.agent.compiler.tilegroup import GMap, LeafRef, TileGroup, has_reduce, leaves_of
+from sage.agent.compiler.colsel import column_select
 from sage.kernels import Expr, Op, Reduce
 
 # More boxes than this: the reader stays one program and the temporary stays in GM. Each
@@ -80,7 +81,10 @@ def _one_split(plan: Plan, prog: Program) -> bool:
             at = next(i for i, other in enumerate(plan.groups) if other is g)
             plan.groups[at:at + 1] = pieces
         for w in writers:
-            w.group.stores = [st for st in w.group.stores if st[1].buf != buf]
+            kept = [k for k, st in enumerate(w.group.stores) if st[1].buf != buf]
+            if w.group.maps:
+                w.group.maps = [w.group.maps[k] for k in kept]
+            w.group.stores = [w.group.stores[k] for k in kept]
         for i, group in enumerate(plan.groups):
             group.index = i
         return True
@@ -103,6 +107,14 @@ def _writers(uses: BufferUses, where: dict[int, Group], prog: Program, buf: int,
             return None
         view = node.outs[0].layout
         expr = g.tile.exprs.get(node.index)
+        if expr is None and g.maps:
+            # a piece of an earlier split (a cat of slices of another cat): its store of the
+            # node, over its box (rotate-half of a de-interleaved q in level2/13_interleave_rope)
+            k = next((k for k, st in enumerate(g.stores) if st[0] is node and st[1].buf == buf), None)
+            if k is None:
+                return None
+            view = Layout(tuple(g.tile.full), g.maps[k].strides, g.maps[k].offset)
+            expr = g.stores[k][2]
         if expr is None or g.tile.full != tuple(view.shape) or has_reduce(expr):
             return None
         leaves = [lf for lf in leaves_of(expr) if lf.buf is not None]
@@ -272,6 +284,10 @@ def _pieces(g: Group, buf: int, numel: int, writers: list[Writer]) -> list[Group
             min(math.prod(hi - lo for lo, hi in b) for b in boxes) < MIN_SHARE * math.prod(tile.full):
         return None
     maps = g.maps or [tile.gmap(ref.layout, ref.shape) for _, ref, _ in g.stores]
+    covers = [dict(zip(reads, _assign(box, reads, writers, sp) or [])) for box in boxes]
+    whole = column_select(g, buf, boxes, [{gm: _through(c, gm) for gm, c in cv.items()} for cv in covers], maps)
+    if whole is not None:
+        return [whole]
     out = []
     for box in boxes:
         covers = dict(zip(reads, _assign(box, reads, writers, sp) or []))

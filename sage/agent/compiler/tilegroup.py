@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from sage.agent.compiler.ir import Layout, Node, Ref, contiguous_strides
 from sage.agent.compiler.pointwise import FLOATS, IotaOperand, Pointwise, prim_of, reduce_dims
+from sage.agent.compiler.refine import groups, refine_group, refinement, split
 from sage.kernels import Const, Expr, Inp, Op, Reduce
 
 
@@ -37,6 +38,12 @@ class LeafRef:
     buf: int | None              # None: an iota
     gmap: GMap
     dtype: str
+    # read only over these columns of the tile (a slice of a `cat` along the columns, see
+    # pieces.py): its map points outside its buffer's row elsewhere, so it is never loaded
+    # itself but copied in UB out of a leaf of the same buffer the tile holds whole
+    window: tuple[int, int] | None = None
+    # with a window: loaded itself over the window, `fill` elsewhere (a constant padding)
+    fill: float | None = None
 
 
 @dataclass
@@ -111,6 +118,7 @@ class TileGroup:
     row_mode: bool = False       # the reduced axes are not innermost in memory: reduce over tile rows
     floats: bool = False         # a node reads or writes a float
     int_arithmetic: bool = False  # a node computes integers (exact only in an int32 program)
+    col_axis: int | None = None   # windowed leaves' axis: the tile's columns, never merged with another
 
     # -- levels ---------------------------------------------------------------------------------
     def level_of(self, shape: tuple[int, ...]) -> str | None:
@@ -123,6 +131,11 @@ class TileGroup:
                 return "keep"
             if tuple(shape) == drop:
                 return "drop"
+            # a coarser view of the same index space (refine.py): the group seen before a refinement
+            if groups(tuple(shape), self.full) is not None:
+                return "full"
+            if groups(tuple(shape), drop) is not None:
+                return "keep"
         return None
 
     def gmap(self, layout: Layout, shape: tuple[int, ...]) -> GMap | None:
@@ -134,6 +147,9 @@ class TileGroup:
             lay = layout.broadcast_to(tuple(shape))
         except ValueError:
             return None
+        coarse = self._coarse(lay, tuple(shape), level)
+        if coarse is not None:
+            return coarse
         if level == "full":
             strides = list(lay.strides)
         elif level == "keep":
@@ -143,6 +159,32 @@ class TileGroup:
             strides = [0 if i in self.rdims else next(it) for i in range(len(self.full))]
         strides = [0 if d == 1 else s for s, d in zip(strides, self.full)]
         return GMap(tuple(strides), lay.offset)
+
+    def _coarse(self, lay: Layout, shape: tuple[int, ...], level: str) -> GMap | None:
+        """A map read over a coarser view of the group's space (refine.py), split over its axes."""
+        keep = tuple(1 if i in self.rdims else d for i, d in enumerate(self.full))
+        drop = tuple(d for i, d in enumerate(self.full) if i not in self.rdims)
+        if shape in (self.full, keep, drop):
+            return None
+        if level == "full":
+            parts = groups(shape, self.full)
+            assert parts is not None
+            strides = list(split(lay.strides, shape, self.full, parts))
+        else:
+            parts = groups(shape, drop)
+            assert parts is not None
+            it = iter(split(lay.strides, shape, drop, parts))
+            strides = [0 if i in self.rdims else next(it) for i in range(len(self.full))]
+        return GMap(tuple(0 if d == 1 else s for s, d in zip(strides, self.full)), lay.offset)
+
+    def maybe_refine(self, shape: tuple[int, ...]) -> None:
+        """A pointwise node over another grouping of a reducing group's space: the group is
+        re-expressed over the common refinement so that the node can join (refine.py)."""
+        if not self.rdims or self.row_mode or self.level_of(shape) is not None:
+            return
+        fine = refinement(self.full, tuple(shape))
+        if fine is not None and groups(self.full, fine) is not None and groups(tuple(shape), fine) is not None:
+            refine_group(self, fine)
 
     # -- building ---------------------------------------------------------------------------------
     def operand(self, ref: Ref, shape: tuple[int, ...], virtual: dict[int, Virtual]) -> Expr | LeafRef | None:
@@ -225,6 +267,8 @@ class TileGroup:
         return substitute(pw.expr, subs)
 
     def accepts(self, node: Node, pw: Pointwise | None, virtual: dict[int, Virtual]) -> Expr | None:
+        if pw is not None:
+            self.maybe_refine(tuple(node.outs[0].shape))
         expr = self._accepts(node, pw, virtual)
         if expr is None or tree_size(expr) > MAX_TREE:
             return None
@@ -249,7 +293,9 @@ class TileGroup:
         if lead is None:
             return True
         red.sort(key=lambda i: -lead.strides[i])
-        return all(m.strides[a] == m.strides[b] * self.full[b] for m in maps for a, b in zip(red, red[1:]))
+        if self.row_mode:
+            return all(_run(m, red, self.full) for m in maps)
+        return all(_run(m, red, self.full) or seg_of(m, red, self.full) is not None for m in maps)
 
     def _accepts(self, node: Node, pw: Pointwise | None, virtual: dict[int, Virtual]) -> Expr | None:
         if pw is None:
@@ -291,6 +337,29 @@ class TileGroup:
         for leaf in leaves_of(expr):
             if leaf.buf is not None:
                 self.reads.setdefault(leaf.buf, set()).add(leaf.gmap)
+
+
+def _run(m: GMap, red: list[int], full: tuple[int, ...]) -> bool:
+    return all(m.strides[a] == m.strides[b] * full[b] for a, b in zip(red, red[1:]))
+
+
+# A segment's columns are whole 32 B blocks of float32, the dtype of a reducing program:
+# the lowering applies a segment value with one instruction starting at the segment.
+SEG_ALIGN = 8
+
+
+def seg_of(m: GMap, red: list[int], full: tuple[int, ...]) -> tuple[int, int] | None:
+    """A read that walks the reduced axes (outermost first, `red`) as one value per segment:
+    stride 1 along the outer ones (one contiguous run), 0 along the inner ones (group norm's
+    per-channel weight inside a (channels x positions) row). (segment length, 1), or None."""
+    zero = [i for i, a in enumerate(red) if m.strides[a] == 0]
+    p = len(red) - len(zero)
+    if not zero or p == 0 or zero != list(range(p, len(red))) or m.strides[red[p - 1]] != 1:
+        return None
+    if not _run(m, red[:p], full):
+        return None
+    length = math.prod(full[a] for a in red[p:])
+    return (length, 1) if length % SEG_ALIGN == 0 else None
 
 
 # A group's expressions share the values they read (a recurrence's step t reads step t-1

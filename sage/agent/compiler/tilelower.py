@@ -14,7 +14,7 @@ from __future__ import annotations
 from sage.agent.compiler.build import Unsupported
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Program
-from sage.agent.compiler.tilegroup import GMap, LeafRef, leaves_of
+from sage.agent.compiler.tilegroup import GMap, LeafRef, leaves_of, seg_of
 from sage.kernels import (
     VECTOR_OPS, Access, Const, Expr, Inp, Iota, Op, Reduce, TileOutput, TileSpec,
 )
@@ -41,7 +41,7 @@ def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_
             leaf_ids.setdefault(leaf, len(leaf_ids))
     leaves = list(leaf_ids)
     maps = [lf.gmap for lf in leaves] + [o[1] for o in outs]
-    dims, strides, row = _canonical(tile.full, tile.rdims, maps, outs, tile.row_mode)
+    dims, strides, row, segs = _canonical(tile.full, tile.rdims, maps, outs, tile.row_mode, tile.col_axis)
     offsets = [m.offset for m in maps]
     accesses: list[Access | Iota] = []
     for k, lf in enumerate(leaves):
@@ -50,7 +50,7 @@ def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_
         else:
             buf = prog.buffers[lf.buf]
             accesses.append(Access(arg=buf.name, dtype=buf.dtype, numel=buf.numel, strides=strides[k],
-                                   offset=offsets[k]))
+                                   offset=offsets[k], window=lf.window, seg=segs[k], fill=lf.fill))
     outputs = []
     for j, (expr, _, dtype, bid) in enumerate(outs):
         buf = prog.buffers[bid]
@@ -76,35 +76,45 @@ def _number(expr: Expr, ids: dict[LeafRef, int]) -> Expr:
 
 
 def _canonical(full: tuple[int, ...], rdims: frozenset[int], maps: list[GMap], outs: list,
-               row_mode: bool = False) -> tuple[tuple[int, ...], list[tuple[int, ...]], int | None]:
-    """(dims, strides of every map, the row axis when the program reduces over rows)."""
+               row_mode: bool = False, col_axis: int | None = None
+               ) -> tuple[tuple[int, ...], list[tuple[int, ...]], int | None, list]:
+    """(dims, strides of every map, the row axis when the program reduces over rows, each
+    map's segment form or None).
+    `col_axis` (windowed leaves' axis) stays the columns on its own."""
     kept = [i for i in range(len(full)) if i not in rdims and full[i] > 1]
     red = [i for i in range(len(full)) if i in rdims and full[i] > 1]
     n_leaves = len(maps) - len(outs)
     primary = next((m for m in maps[n_leaves:] if all(m.strides[i] for i in kept)), maps[n_leaves] if outs else None)
     lead = next((m for m in maps[:n_leaves] if all(m.strides[i] for i in red)), None)
     if row_mode and lead is not None and kept and red:
-        return _row_canonical(full, kept, red, maps, lead)
+        return (*_row_canonical(full, kept, red, maps, lead), [None] * len(maps))
     if primary is not None:
         kept.sort(key=lambda i: -primary.strides[i])
     if lead is not None:
         red.sort(key=lambda i: -lead.strides[i])
+    # per-segment reads (tile_seg.py) do not hold the reduced axes' run together
+    segs = [seg_of(m, red, full) if len(red) > 1 and not row_mode else None for m in maps]
+    runs = [m for m, sg in zip(maps, segs) if sg is None]
     axes: list[list[int]] = [[i] for i in kept] + [[i] for i in red]
     merged: list[list[int]] = []
     for ax in axes:
-        if merged and (merged[-1][0] in rdims) == (ax[0] in rdims) and _mergeable(merged[-1], ax, full, maps):
+        inside = (merged[-1][0] in rdims) if merged else False
+        if merged and inside == (ax[0] in rdims) and _mergeable(merged[-1], ax, full, runs if inside else maps) \
+                and col_axis not in ax + merged[-1]:
             merged[-1] = merged[-1] + ax
         else:
             merged.append(ax)
     if red and sum(1 for ax in merged if ax[0] in rdims) > 1:
         raise Unsupported("a reduction over axes that do not merge into one run in memory")
     if not merged:
-        return (1,), [(0,) for _ in maps], None
+        return (1,), [(0,) for _ in maps], None, [None] * len(maps)
+    if col_axis is not None and merged[-1] != [col_axis]:
+        raise Unsupported("a column selection whose axis is not the tile's columns")
     dims = tuple(_size(ax, full) for ax in merged)
     strides = [tuple(m.strides[ax[-1]] for ax in merged) for m in maps]
     if rdims and not red:            # reduced axes of size 1: a column axis of one element
         dims, strides = dims + (1,), [s + (0,) for s in strides]
-    return dims, strides, None
+    return dims, strides, None, segs
 
 
 def _row_canonical(full, kept: list[int], red: list[int], maps: list[GMap], lead: GMap):
@@ -177,7 +187,7 @@ def _compute_dtype(leaves: list, outputs: list[TileOutput], fp32: bool) -> str:
         return "float16"
     # A2's Select takes half/float only, so a comparison's 0/1 result (Compare, then Select)
     # and a reduction (ReduceSum/Max) compute in float32 (exact below 2**24)
-    if not reduce and all(VECTOR_OPS[n].int32 and not VECTOR_OPS[n].compare for n in ops):
+    if not reduce and all(n == "colsel" or VECTOR_OPS[n].int32 and not VECTOR_OPS[n].compare for n in ops):
         return "int32"
     return "float32"
 

@@ -25,6 +25,7 @@ from sage.kernels.chain import Expr, Inp, Op, Reduce, inputs_of, render
 from sage.kernels.library.knobs import VENDOR_KNOBS, Knobs
 from sage.kernels.library.source import HEADER, dsl_dtype, method
 from sage.kernels.library.tile_parts import Emit, TileLayout, plan_tile
+from sage.kernels.library.tile_resident import ROW_TILES
 from sage.kernels.library.tile_spec import Access, TileSpec, leaf_kind
 from sage.kernels.lowering import Lowerer, Val
 from sage.kernels.target import Target, target_for
@@ -71,7 +72,7 @@ def tile_geometry(spec: TileSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target
     return TileGeometry(nr=lay.nr, nc=lay.nc, pitch=lay.s, buffer_num=lay.bn,
                         tiles=loops * n_ct * (1 if spec.reduce_rows else n_rt),
                         rows_per_item=n_rt if spec.reduce_rows else 1, plans=dict(lay.plans),
-                        out_plans=list(lay.out_plans), shared=sorted(lay.share), vector_lines=w.vector_lines or source.count("\n") // 10)
+                        out_plans=list(lay.out_plans), shared=sorted({*lay.share, *lay.windows}), vector_lines=w.vector_lines or source.count("\n") // 10)
 
 
 def tile_args(spec: TileSpec) -> list[str]:
@@ -205,10 +206,11 @@ class _Writer:
     def process(self) -> list[str]:
         spec = self.spec
         body = ["for t in range(self.t0, self.t1):", "    c0 = t % N_CT * NC", "    o = t // N_CT"]
-        if not self.rows:
-            body += ["    j0 = o % N_RT * NR", "    o = o // N_RT"]
-        for ax in reversed(spec.loops):
-            body += [f"    i{ax} = o % {spec.dims[ax]}", f"    o = o // {spec.dims[ax]}"]
+        for ax in reversed(self.lay.loop_order):      # innermost first (tile_resident.py)
+            if ax == ROW_TILES:
+                body += ["    j0 = o % N_RT * NR", "    o = o // N_RT"]
+            else:
+                body += [f"    i{ax} = o % {spec.dims[ax]}", f"    o = o // {spec.dims[ax]}"]
         body.append("    nc = min(NC, C - c0)")
         tile = ["nr = min(NR, DR - j0)", f"bs = [{', '.join(self.e.bases())}]", "self.CopyIn(bs, nr, nc)",
                 "self.Compute(bs, nr, nc, j0)", "self.CopyOut(bs, nr, nc)"]
@@ -229,10 +231,10 @@ class _Writer:
         scalar_reads: list[str] = []
         used = set().union(*(inputs_of(r) for r in roots))
         for i in self.e.prepare_order({i for i in used if i < len(spec.leaves)}):
-            val, lines, reads = self.e.prepare(i, spec.leaves[i])
+            val, lines, reads = self.e.prepare(i, spec.leaves[i], inputs)
             pre += lines
             scalar_reads += reads
-            inputs[i] = val
+            inputs[i] = Val(val.kind, val.ref, temp=True) if self._lendable(i, val) else val
         for j in range(extra):
             inputs[len(spec.leaves) + j] = Val("row", f"acc{j}")
             pre.append(f"acc{j} = self.accb{j}.Get({dsl_dtype(spec.compute)})")
@@ -252,7 +254,8 @@ class _Writer:
             # or mixed operand, one instruction per 256 B: 64 per 16 KB tile of a plain cast.
             kinds = ["full" if k == "row" else k for k in kinds]
             inputs = {i: Val("full", v.ref, v.temp) if v.kind == "row" else v for i, v in inputs.items()}
-        low = Lowerer(kinds=kinds, inputs=inputs, dtype=spec.compute, repeat_form=True, reduce_rows=self.rows)
+        low = Lowerer(kinds=kinds, inputs=inputs, dtype=spec.compute, repeat_form=True, reduce_rows=self.rows,
+                      segs=self.e.segs())
         results = low.lower_all(roots)
         post: list[str] = []
         folds: list[str] = []
@@ -285,6 +288,15 @@ class _Writer:
             gets.append("ti = self.tib.Get(int32)")
         self.vector_lines += sum(1 for ln in low.lines if "(" in ln and not ln.lstrip().startswith(("for", "if", "else")))
         return pre + gets + low.lines + post
+
+    def _lendable(self, i: int, val: Val) -> bool:
+        """A leaf's tile-sized compute-dtype copy, written afresh every tile (a cast): after its
+        last use the lowering may compute into it, one full temporary fewer in UB (what lets
+        group_norm_swish's 10240-column rows double-buffer). Not a resident copy (kept across
+        tiles), a segment leaf's few values, or in row mode (folds reuse their operands)."""
+        lay = self.lay
+        return (not self.rows and val.kind == "full" and val.ref == f"c{i}" and lay.casts(i)
+                and i not in lay.resident and lay.plans.get(i) != "seg")
 
     def _fold(self, low: Lowerer, kind: str, x: Val, j: int, shared: bool = False) -> list[str]:
         """Row mode: the tile's rows folded onto its first row (halving), then into the

@@ -15,6 +15,8 @@ from sage.kernels.chain import Expr, Op, Reduce
 from sage.kernels.library.knobs import UB_RESERVED, Knobs
 from sage.kernels.library.casts import SCRATCH_SLOT_BYTES, cast_lines, hops
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype, ub_helpers
+from sage.kernels.library.tile_resident import ROW_TILES, loop_order, resident_leaves, resident_lines
+from sage.kernels.library.tile_seg import seg_copy, seg_elems, seg_info, seg_shape
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind, load_plan
 from sage.kernels.lowering import Val
 from sage.kernels.target import Target
@@ -83,6 +85,12 @@ class TileLayout:
     # span leaves that read inside another leaf's span (a pooling window's neighbours): leaf ->
     # (the leaf whose copy brings its elements in, its offset from that leaf's, in elements)
     share: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # windowed leaves (Access.window): leaf -> (its host, the shift from its columns to the
+    # host's, lo, hi); copied in UB out of the host's tile, never loaded
+    windows: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
+    # leaves copied once per change of their base into their own TBuf (tile_resident.py)
+    resident: set[int] = field(default_factory=set)
+    loop_order: list[int] = field(default_factory=list)
 
     @property
     def es_c(self) -> int:
@@ -99,14 +107,15 @@ class TileLayout:
 
     def loads(self, i: int) -> bool:
         """Leaf i is copied in by its own queue (not read from another leaf's span)."""
-        return isinstance(self.spec.leaves[i], Access) and i not in self.share
+        return isinstance(self.spec.leaves[i], Access) and i not in self.share and i not in self.windows \
+            and i not in self.resident
 
     def casts(self, i: int) -> bool:
         """Leaf i gets a compute-dtype copy (a cast, a gather target, or a V-written copy
         the scalar unit may read)."""
         leaf = self.spec.leaves[i]
         return isinstance(leaf, Access) and (leaf.dtype != self.spec.compute or self.plans[i] in GATHER_PLANS
-                                             or self.plans[i] in ("col", "scalar"))
+                                             or self.plans[i] in ("col", "scalar", "seg") or i in self.windows)
 
     # -- sizing -------------------------------------------------------------------------------
     def size(self, made: dict[str, int], masked: bool, int_temp: bool) -> None:
@@ -124,7 +133,8 @@ class TileLayout:
         spec, knobs = self.spec, self.knobs
         budget = self.target.ub_bytes - UB_RESERVED
         cols = spec.cols
-        persistent = self.reduce and not spec.reduce_rows
+        # windowed leaves are copied out of their hosts' whole rows: no column tiles
+        persistent = self.reduce and not spec.reduce_rows or bool(self.windows) or "padded" in self.plans.values()
         nc = cols if persistent or cols <= knobs.tile_len else max(self.align, knobs.tile_len // self.align * self.align)
         if spec.reduce_rows:
             # a block takes whole column chunks: make enough of them for every core
@@ -165,9 +175,10 @@ class TileLayout:
                 continue
             es, plan = DTYPE_SIZE[leaf.dtype], self.plans[i]
             total += bn * self._leaf_bytes(i, plan, es, nr, nc, s) if self.loads(i) else 0
+            total += self._leaf_bytes(i, plan, es, nr, nc, s) if i in self.resident else 0
             if self.casts(i):
-                total += {"row": s + CMP_PAD, "col": nr + CMP_PAD, "col_strided": nr + CMP_PAD,
-                          "scalar": 8}.get(plan, tile) * csz
+                total += (seg_elems(spec, leaf, nr) if plan == "seg" else {
+                    "row": s + CMP_PAD, "col": nr + CMP_PAD, "col_strided": nr + CMP_PAD, "scalar": 8}.get(plan, tile)) * csz
             if plan in GATHER_PLANS:
                 total += (tile * 4 if self.loads(i) else 0) + tile * es
         for j, out in enumerate(spec.outputs):
@@ -194,7 +205,9 @@ class TileLayout:
         leaf = self.spec.leaves[i]
         assert isinstance(leaf, Access)
         _, sc = self.spec.strides_of(leaf)
-        return {"rows": nr * s + CMP_PAD, "row_loop": nr * s + CMP_PAD, "row": s + CMP_PAD,
+        if plan == "seg":
+            return seg_elems(self.spec, leaf, nr) * es
+        return {"rows": nr * s + CMP_PAD, "row_loop": nr * s + CMP_PAD, "row": s + CMP_PAD, "padded": nr * s + CMP_PAD,
                 "col": _ceil(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32, "scalar": 32 // es,
                 "span": nr * _pitch(self.span_len(i, nc), es), "transposed": nc * _pitch(nr, es),
                 "elements": nr * nc * 32 // es}[plan] * es
@@ -225,6 +238,15 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
         if isinstance(leaf, Access):
             lay.plans[i] = load_plan(spec, leaf, spec.cols, SPAN_LIMIT)
     lay.share = shared_spans(spec, lay.plans)
+    lay.windows = window_hosts(spec)
+    for i in lay.windows:
+        lay.plans[i] = "window"
+    skip = {*lay.share, *lay.windows}
+    lay.loop_order = loop_order(spec, lay.plans, knobs.tile_len)
+    lay.resident = resident_leaves(spec, lay.plans, lay.loop_order, knobs.tile_len, skip)
+    if not lay.resident:          # no leaf gains from another order: the spec's own
+        lay.loop_order = list(spec.loops) + ([] if spec.reduce_rows else [ROW_TILES])
+        lay.resident = resident_leaves(spec, lay.plans, lay.loop_order, knobs.tile_len, skip)
     for out in spec.outputs:
         sr, sc = spec.strides_of(out.access)
         if sc == 0:
@@ -270,6 +292,29 @@ def shared_spans(spec: TileSpec, plans: dict[int, str]) -> dict[int, tuple[int, 
                     continue
             host = i
     return share
+
+
+def window_hosts(spec: TileSpec) -> dict[int, tuple[int, int, int, int]]:
+    """Each windowed leaf's host: a leaf of the same buffer, dtype and strides without a
+    window, whose row holds the window shifted by the offsets' difference (in columns) from
+    a 32 B block on (colsel.py checks that one exists)."""
+    out: dict[int, tuple[int, int, int, int]] = {}
+    for i, leaf in enumerate(spec.leaves):
+        if not isinstance(leaf, Access) or leaf.window is None or leaf.fill is not None:
+            continue
+        lo, hi = leaf.window
+        _, sc = spec.strides_of(leaf)
+        for h, host in enumerate(spec.leaves):
+            if not isinstance(host, Access) or host.window is not None or host.arg != leaf.arg \
+                    or host.dtype != leaf.dtype or host.strides != leaf.strides:
+                continue
+            d = leaf.offset - host.offset
+            if sc > 0 and d % sc == 0 and 0 <= lo + d // sc and hi + d // sc <= spec.cols:
+                out[i] = (h, d // sc, lo, hi)
+                break
+        else:
+            raise ValueError(f"windowed leaf {i} has no leaf of its buffer to be copied from")
+    return out
 
 
 def _scratch(slot: int, dtype: str) -> str:
@@ -321,8 +366,13 @@ class Emit:
                 nbytes = lay._leaf_bytes(i, plan, es, lay.nr, lay.nc, lay.s)
                 body += [f"self.q{i} = TQue(TPosition.VECIN, BUFFER_NUM)",
                          f"self.pipe.InitBuffer(self.q{i}, BUFFER_NUM, {_ceil(nbytes, 32)})"]
+            if i in lay.resident:
+                nbytes = lay._leaf_bytes(i, plan, es, lay.nr, lay.nc, lay.s)
+                body += [f"self.r{i} = TBuf(TPosition.VECIN)", f"self.pipe.InitBuffer(self.r{i}, {_ceil(nbytes, 32)})",
+                         f"self.last{i} = -1"]
             if lay.casts(i):
                 count = {"row": "S_PAD", "col": "NR_PAD", "col_strided": "NR_PAD", "scalar": "8"}.get(plan, "TILE_ELEMS")
+                count = str(seg_elems(spec, leaf, lay.nr)) if plan == "seg" else count
                 body += [f"self.b{i} = TBuf(TPosition.VECCALC)",
                          f"self.pipe.InitBuffer(self.b{i}, buf_bytes({count}, {lay.es_c}))"]
             if plan in GATHER_PLANS:
@@ -405,63 +455,92 @@ class Emit:
     def copy_in(self, only: set[int] | None = None) -> list[str]:
         spec, lay = self.spec, self.lay
         body: list[str] = []
-        copy_auto = self.lay.knobs.copy_mode == "auto"
         if only is not None:      # a sharer's elements arrive with its host's copy
-            only = only | {lay.share[i][0] for i in only if i in lay.share}
+            only = only | {lay.share[i][0] for i in only if i in lay.share} | \
+                {lay.windows[i][0] for i in only if i in lay.windows}
         for i, leaf in enumerate(spec.leaves):
             if not lay.loads(i) or (only is not None and i not in only):
                 continue
-            es, plan, dt = DTYPE_SIZE[leaf.dtype], lay.plans[i], dsl_dtype(leaf.dtype)
-            sr, sc = spec.strides_of(leaf)
-            g, b = f"self.g_{leaf.arg}", self._b("leaf", i)
-            pad = "DataCopyPadExtParams(False, 0, 0, 0)"
+            dt = dsl_dtype(leaf.dtype)
             body.append(f"x = self.q{i}.AllocTensor({dt})")
-            if plan == "rows":
-                line = (f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, nc * {es}, ({sr} - nc) * {es}, "
-                        f"row_gap(nc, {es}), 0), {pad})")
-                if copy_auto:
-                    body += [f"if (nc * {es}) % 32 == 0 and (nr == 1 or (nc == {sr} and nc % ALIGN == 0)):",
-                             f"    DataCopy(x, {g}[{b}], nr * nc)", "else:", f"    {line}"]
-                else:
-                    body.append(line)
-            elif plan == "row_loop":
-                body += ["s = (nc + ALIGN - 1) // ALIGN * ALIGN", "for r in range(nr):",
-                         f"    DataCopyPad(x[r * s], {g}[{b} + r * {sr}], DataCopyExtParams(1, nc * {es}, 0, 0, 0), {pad})"]
-            elif plan == "row":
-                body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, nc * {es}, 0, 0, 0), {pad})")
-            elif plan == "col":
-                body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, nr * {es}, 0, 0, 0), {pad})")
-            elif plan == "col_strided":
-                body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, {es}, {(sr - 1) * es}, 0, 0), {pad})")
-            elif plan == "scalar":
-                body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, {es}, 0, 0, 0), {pad})")
-            elif plan == "span":
-                pitch = _pitch(lay.span_len(i, lay.nc), es)
-                body += [f"span = (nc - 1) * {sc} + {1 + lay.span_extra(i)}",
-                         f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, span * {es}, ({sr} - span) * {es}, "
-                         f"gap_to(span * {es}, {pitch * es}), 0), {pad})"]
-            elif plan == "transposed":
-                tp = _pitch(lay.nr, es)
-                body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nc, nr * {es}, ({sc} - nr) * {es}, "
-                            f"gap_to(nr * {es}, {tp * es}), 0), {pad})")
-            else:   # elements: each element in its own 32 B block
-                rows = "nr" if sr else "1"
-                body += [f"for r in range({rows}):",
-                         f"    DataCopyPad(x[r * NC * {32 // es}], {g}[{b} + r * {sr}], "
-                         f"DataCopyExtParams(nc, {es}, {(sc - 1) * es}, 0, 0), {pad})"]
+            body += self.copy_lines(i)
             body.append(f"self.q{i}.EnQue(x)")
         return body or ["pass"]
 
+    def copy_lines(self, i: int) -> list[str]:
+        """The copy of leaf i's tile from GM into the UB tensor `x`."""
+        spec, lay = self.spec, self.lay
+        leaf = spec.leaves[i]
+        assert isinstance(leaf, Access)
+        copy_auto = lay.knobs.copy_mode == "auto"
+        es, plan = DTYPE_SIZE[leaf.dtype], lay.plans[i]
+        sr, sc = spec.strides_of(leaf)
+        g, b = f"self.g_{leaf.arg}", self._b("leaf", i)
+        pad = "DataCopyPadExtParams(False, 0, 0, 0)"
+        body: list[str] = []
+        if plan == "rows":
+            line = (f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, nc * {es}, ({sr} - nc) * {es}, "
+                    f"row_gap(nc, {es}), 0), {pad})")
+            if copy_auto:
+                body += [f"if (nc * {es}) % 32 == 0 and (nr == 1 or (nc == {sr} and nc % ALIGN == 0)):",
+                         f"    DataCopy(x, {g}[{b}], nr * nc)", "else:", f"    {line}"]
+            else:
+                body.append(line)
+        elif plan == "row_loop":
+            body += ["s = (nc + ALIGN - 1) // ALIGN * ALIGN", "for r in range(nr):",
+                     f"    DataCopyPad(x[r * s], {g}[{b} + r * {sr}], DataCopyExtParams(1, nc * {es}, 0, 0, 0), {pad})"]
+        elif plan == "row":
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, nc * {es}, 0, 0, 0), {pad})")
+        elif plan == "col":
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, nr * {es}, 0, 0, 0), {pad})")
+        elif plan == "col_strided":
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, {es}, {(sr - 1) * es}, 0, 0), {pad})")
+        elif plan == "scalar":
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, {es}, 0, 0, 0), {pad})")
+        elif plan == "seg":
+            body += seg_copy(spec, leaf, g, b, pad)
+        elif plan == "padded":
+            # the window's elements, the fill on both sides as the copy's own padding
+            assert leaf.window is not None and sc == 1
+            lo, hi = leaf.window
+            body.append(f"DataCopyPad(x, {g}[{b} + {lo}], DataCopyExtParams(nr, {(hi - lo) * es}, {(sr - (hi - lo)) * es}, "
+                        f"gap_to({spec.cols * es}, S * {es}), 0), DataCopyPadExtParams(True, {lo}, {spec.cols - hi}, "
+                        f"{leaf.fill!r}))")
+        elif plan == "span":
+            pitch = _pitch(lay.span_len(i, lay.nc), es)
+            body += [f"span = (nc - 1) * {sc} + {1 + lay.span_extra(i)}",
+                     f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, span * {es}, ({sr} - span) * {es}, "
+                     f"gap_to(span * {es}, {pitch * es}), 0), {pad})"]
+        elif plan == "transposed":
+            tp = _pitch(lay.nr, es)
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nc, nr * {es}, ({sc} - nr) * {es}, "
+                        f"gap_to(nr * {es}, {tp * es}), 0), {pad})")
+        else:   # elements: each element in its own 32 B block
+            rows = "nr" if sr else "1"
+            body += [f"for r in range({rows}):",
+                     f"    DataCopyPad(x[r * NC * {32 // es}], {g}[{b} + r * {sr}], "
+                     f"DataCopyExtParams(nc, {es}, {(sc - 1) * es}, 0, 0), {pad})"]
+        return body
+
     # -- Compute: operands ready for the lowering ------------------------------------------------
-    def prepare(self, i: int, leaf: Access | Iota) -> tuple[Val, list[str], list[str]]:
-        """(the operand as the lowering sees it, lines, scalar reads to run after a V->S flag)."""
+    def prepare(self, i: int, leaf: Access | Iota, ready: dict[int, Val] | None = None) -> tuple[Val, list[str], list[str]]:
+        """(the operand as the lowering sees it, lines, scalar reads to run after a V->S flag);
+        `ready`: the leaves prepared before (a windowed leaf's host)."""
         spec, lay = self.spec, self.lay
         ct = spec.compute
         kind = leaf_kind(spec, leaf)
         if isinstance(leaf, Iota):
             return self._iota(i, leaf, kind)
+        if i in lay.windows:
+            assert ready is not None
+            return self._window(i, kind, ready[lay.windows[i][0]].ref)
         plan, dt = lay.plans[i], dsl_dtype(leaf.dtype)
         count = {"full": "n", "row": "nc", "col": "nr", "scalar": "1"}[kind]
+        if plan == "seg":
+            _, _, pitch, rows = seg_shape(spec, leaf)
+            count = f"{rows} * {pitch}"
+        if i in lay.resident:
+            return self._resident(i, kind, count)
         # a sharer gathers out of its host's span (dequeued first, see `prepare_order`), shifted
         host, shift = lay.share.get(i, (i, 0))
         lines = [f"x{i} = self.q{i}.DeQue({dt})"] if host == i else []
@@ -481,6 +560,41 @@ class Emit:
         if kind == "scalar":
             return Val("scalar", f"sv{i}"), lines, [f"sv{i} = c{i}.GetValue(0)"]
         return Val(kind, f"c{i}"), lines, []
+
+    def segs(self) -> dict[str, tuple[int, int, int]]:
+        """The prepared segment leaves, as the lowering reads them (tile_seg.py)."""
+        return {f"c{i}": seg_info(self.spec, leaf) for i, leaf in enumerate(self.spec.leaves)
+                if isinstance(leaf, Access) and self.lay.plans.get(i) == "seg"}
+
+    def _resident(self, i: int, kind: str, count: str) -> tuple[Val, list[str], list[str]]:
+        leaf = self.spec.leaves[i]
+        assert isinstance(leaf, Access)
+        ct, dt = self.spec.compute, dsl_dtype(leaf.dtype)
+        lines = [f"x{i} = self.r{i}.Get({dt})"]
+        convert: list[str] = []
+        ref = f"x{i}"
+        if self.lay.casts(i):
+            ref = f"c{i}"
+            lines.append(f"c{i} = self.b{i}.Get({dsl_dtype(ct)})")
+            convert = cast_lines(ref, f"x{i}", leaf.dtype, ct, count, _scratch) if leaf.dtype != ct else \
+                [f"Adds({ref}, x{i}, 0, {count})"]
+        lines += resident_lines(i, self._b("leaf", i), self.copy_lines(i), convert)
+        if kind == "scalar":
+            return Val("scalar", f"sv{i}"), lines, [f"sv{i} = {ref}.GetValue(0)"]
+        return Val(kind, ref), lines, []
+
+    def _window(self, i: int, kind: str, host: str) -> tuple[Val, list[str], list[str]]:
+        """A windowed leaf: zeros, and over its window its host's tile `shift` columns on,
+        every row at once (one instruction per 256 B of the window)."""
+        _, shift, lo, hi = self.lay.windows[i]
+        ct = self.spec.compute
+        zero = "0" if ct == "int32" else "0.0"
+        rows, count = ("nr", "n") if kind == "full" else ("1", "nc")
+        return Val(kind, f"c{i}"), [
+            f"c{i} = self.b{i}.Get({dsl_dtype(ct)})", f"Duplicate(c{i}, {zero}, {count})",
+            f"for k in range(0, {hi - lo}, LANES):",
+            f"    Adds(c{i}[{lo} + k], {host}[{lo + shift} + k], 0, min(LANES, {hi - lo} - k), {rows}, "
+            "UnaryRepeatParams(1, 1, s // EPB, s // EPB))"], []
 
     def _iota(self, i: int, leaf: Iota, kind: str) -> tuple[Val, list[str], list[str]]:
         b = self._b("leaf", i)
@@ -538,8 +652,9 @@ class Emit:
     def prepare_order(self, used: set[int]) -> list[int]:
         """The leaves a phase prepares: the used ones and the hosts of used sharers, hosts first."""
         share = self.lay.share
-        leaves = used | {share[i][0] for i in used if i in share}
-        return sorted(leaves, key=lambda i: (i in share, i))
+        windows = self.lay.windows
+        leaves = used | {share[i][0] for i in used if i in share} | {windows[i][0] for i in used if i in windows}
+        return sorted(leaves, key=lambda i: (i in share or i in windows, i))
 
     def free_leaves(self, leaves: list[int]) -> list[str]:
         return [f"self.q{i}.FreeTensor(x{i})" for i in leaves if self.lay.loads(i)]

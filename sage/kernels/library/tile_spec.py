@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from sage.kernels.chain import Expr, Kind
 
-LoadPlan = Literal["rows", "row_loop", "span", "transposed", "elements", "row", "col", "col_strided", "scalar"]
+LoadPlan = Literal["rows", "row_loop", "span", "transposed", "elements", "row", "col", "col_strided", "scalar", "seg", "padded"]
 
 
 class Access(BaseModel):
@@ -34,6 +34,16 @@ class Access(BaseModel):
     numel: int                     # the buffer's elements
     strides: tuple[int, ...]       # element stride per iteration axis
     offset: int = 0
+    # read only over columns [lo, hi) (a `colsel` piece): copied in UB from the leaf of the
+    # same buffer and strides without a window, shifted by the offsets' difference
+    window: tuple[int, int] | None = None
+    # a per-segment value along the columns (group norm's per-channel weight inside a
+    # per-group row of channels x positions): column c reads offset + (c // seg[0]) * seg[1]
+    # (the column stride is 0); see tile_seg.py
+    seg: tuple[int, int] | None = None
+    # with a window: copied in itself over the window with this value as the copy's padding
+    # on both sides (DataCopyPad's left/right padding, a constant pad of the last axis)
+    fill: float | None = None
 
 
 class Iota(BaseModel):
@@ -83,6 +93,8 @@ class TileSpec(BaseModel):
 
 
 def leaf_kind(spec: TileSpec, leaf: Access | Iota) -> Kind:
+    if isinstance(leaf, Access) and leaf.seg is not None:
+        return "full"              # varies along the columns, by segments
     sr, sc = spec.strides_of(leaf)
     if sc == 0:
         return "scalar" if sr == 0 else "col"
@@ -92,6 +104,10 @@ def leaf_kind(spec: TileSpec, leaf: Access | Iota) -> Kind:
 def load_plan(spec: TileSpec, leaf: Access, nc_max: int, span_limit: int) -> LoadPlan:
     """How a tile of `leaf` is copied into UB (`span_limit`: the most elements a span copy
     may bring in per row)."""
+    if leaf.seg is not None:
+        return "seg"
+    if leaf.fill is not None:
+        return "padded"
     sr, sc = spec.strides_of(leaf)
     kind = leaf_kind(spec, leaf)
     if kind == "scalar":

@@ -1,0 +1,33 @@
+"""nll_loss over short class rows picks each row's target by comparing the class index with
+it over the row (one streaming program with the weights), not by a gather and an
+index_select of one element a row; ignored targets weigh zero either way."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _launches(source: str) -> int:
+    return sum(1 for ln in source.splitlines() if ln.startswith("# ---- v0 launch"))
+
+
+def test_weighted_sum_over_short_rows_has_no_gather(compile_graph):
+    body = "torch.nn.functional.nll_loss(x, t, weight=w, ignore_index=-100, reduction='sum')"
+    compiled, run = compile_graph("x, t, w", body,
+                                  "torch.randn(6, 10), torch.tensor([0, 3, -100, 9, 3, 1]), torch.rand(10)")
+    assert "gather" not in compiled.source.lower() and _launches(compiled.source) == 2
+    x = -np.arange(60, dtype=np.float32).reshape(6, 10)        # x[i, c] = -(10 i + c)
+    t = np.array([0, 3, -100, 9, 3, 1], dtype=np.int64)
+    w = np.arange(1, 11, dtype=np.float32)                      # w[c] = c + 1
+    (out,) = run(x, t, w)
+    # rows 0, 1, 3, 4, 5 pick 0, 13, 39, 43, 51 with weights 1, 4, 10, 4, 2; row 2 is ignored
+    assert out == 0 * 1 + 13 * 4 + 39 * 10 + 43 * 4 + 51 * 2
+
+
+def test_none_reduction_with_an_ignored_class_inside_the_row(compile_graph):
+    body = "torch.nn.functional.nll_loss(x, t, ignore_index=2, reduction='none')"
+    compiled, run = compile_graph("x, t", body, "torch.randn(4, 5).half(), torch.tensor([2, 4, 0, 2])")
+    x = (-np.arange(20, dtype=np.float32).reshape(4, 5)).astype(np.float16)
+    t = np.array([2, 4, 0, 2], dtype=np.int64)
+    (out,) = run(x, t)
+    np.testing.assert_array_equal(out.astype(np.float32), [0.0, 9.0, 10.0, 0.0])
