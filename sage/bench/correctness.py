@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -148,11 +149,56 @@ def compare_array(expected: np.ndarray, actual: np.ndarray, *, truth: np.ndarray
     if tol is None:
         step = int_step if np.issubdtype(expected.dtype, np.integer) else 0
         return _compare_exact(expected, actual, common, step)
+    acc = _Sums()
+    e_all, a_all = expected.reshape(-1), actual.reshape(-1)
+    t_all = None if truth is None else np.asarray(truth).reshape(-1)
+    # In slices: the float64 temporaries of a whole 268M-element output came to over 20 GB.
+    for lo in range(0, expected.size, CHUNK_ELEMENTS):
+        hi = lo + CHUNK_ELEMENTS
+        _compare_slice(acc, e_all[lo:hi], a_all[lo:hi], None if t_all is None else t_all[lo:hi], lo,
+                       expected.dtype, name, tol)
+    rel_l2 = math.inf if acc.unbounded else _l2_ratio(acc.err_sq, acc.ref_sq, acc.finite)
+    ref_l2 = _l2_ratio(acc.eager_err_sq, acc.eager_ref_sq, acc.both) if truth is not None else 0.0
+    l2_limit = max(tol, C * ref_l2)
+    first = [_failure_text(expected.shape, *f) for f in acc.first]
+    return OutputStats(**common, mismatches=acc.mismatches,
+                       max_abs_error=math.inf if acc.unbounded else acc.max_abs,
+                       max_rel_error=math.inf if acc.unbounded else acc.max_rel,
+                       rel_l2_error=rel_l2, rel_l2_limit=l2_limit,
+                       reference_rel_l2_error=ref_l2 if truth is not None else None,
+                       nonfinite_mismatches=acc.nonfinite,
+                       first_failures=first, truth=truth is not None,
+                       correct=acc.mismatches == 0 and rel_l2 < l2_limit)
+
+
+# Elements compared per pass: each float64 temporary of a slice is 32 MB.
+CHUNK_ELEMENTS = 1 << 22
+
+
+@dataclass
+class _Sums:
+    """What compare_array gathers over the slices of one output."""
+    mismatches: int = 0
+    nonfinite: int = 0
+    unbounded: bool = False
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    err_sq: float = 0.0          # kernel against truth, over the finite elements
+    ref_sq: float = 0.0
+    finite: int = 0
+    eager_err_sq: float = 0.0    # eager against truth, where both are finite
+    eager_ref_sq: float = 0.0
+    both: int = 0
+    first: list = field(default_factory=list)     # (flat index, kernel, eager, truth, eager error)
+
+
+def _compare_slice(acc: _Sums, expected: np.ndarray, actual: np.ndarray, truth: np.ndarray | None, offset: int,
+                   dtype: np.dtype, name: str, tol: float) -> None:
     e = expected.astype(np.float64)
     a = actual.astype(np.float64)
-    t = e if truth is None else np.asarray(truth).astype(np.float64)
+    t = e if truth is None else truth.astype(np.float64)
     # Where the truth does not fit the output dtype, the representable truth is inf.
-    t_out = _round_to(t, expected.dtype)
+    t_out = _round_to(t, dtype)
 
     t_nan, a_nan = np.isnan(t_out), np.isnan(a)
     t_inf, a_inf = np.isinf(t_out), np.isinf(a)
@@ -167,25 +213,40 @@ def compare_array(expected: np.ndarray, actual: np.ndarray, *, truth: np.ndarray
     rel = np.divide(diff, np.abs(t), where=finite & (t != 0), out=np.zeros_like(t))
     # An element with a zero truth and a nonzero error has an unbounded relative error.
     rel[finite & (t == 0) & (diff > 0)] = np.inf
-    element_bad = finite & (diff > allowed)
+    bad = (finite & (diff > allowed)) | nonfinite_bad
 
-    mismatches = int(np.count_nonzero(element_bad | nonfinite_bad))
+    acc.mismatches += int(np.count_nonzero(bad))
+    acc.nonfinite += int(np.count_nonzero(nonfinite_bad))
     # A NaN or inf where the truth is finite (an output never written holds NaN) is an
     # unbounded error: the figures say so instead of measuring only the finite elements.
-    unbounded = bool(np.any(nonfinite_bad & np.isfinite(t_out)))
-    rel_l2 = math.inf if unbounded else _rel_l2(t[finite], a[finite])
-    both = finite & np.isfinite(e)
-    ref_l2 = _rel_l2(t[both], e[both]) if truth is not None else 0.0
-    l2_limit = max(tol, C * ref_l2)
-    first = _first_failures(element_bad | nonfinite_bad, a, e, t, ref_err) if mismatches else []
-    return OutputStats(**common, mismatches=mismatches,
-                       max_abs_error=math.inf if unbounded else float(diff.max(initial=0.0)),
-                       max_rel_error=math.inf if unbounded else float(rel.max(initial=0.0)),
-                       rel_l2_error=rel_l2, rel_l2_limit=l2_limit,
-                       reference_rel_l2_error=ref_l2 if truth is not None else None,
-                       nonfinite_mismatches=int(np.count_nonzero(nonfinite_bad)),
-                       first_failures=first, truth=truth is not None,
-                       correct=mismatches == 0 and rel_l2 < l2_limit)
+    acc.unbounded = acc.unbounded or bool(np.any(nonfinite_bad & np.isfinite(t_out)))
+    acc.max_abs = max(acc.max_abs, float(diff.max(initial=0.0)))
+    acc.max_rel = max(acc.max_rel, float(rel.max(initial=0.0)))
+    tf, af = t[finite], a[finite]
+    acc.err_sq += float(np.dot(af - tf, af - tf))
+    acc.ref_sq += float(np.dot(tf, tf))
+    acc.finite += tf.size
+    if truth is not None:
+        both = finite & np.isfinite(e)
+        tb, eb = t[both], e[both]
+        acc.eager_err_sq += float(np.dot(eb - tb, eb - tb))
+        acc.eager_ref_sq += float(np.dot(tb, tb))
+        acc.both += tb.size
+    for k in np.flatnonzero(bad)[:FIRST_SHOWN - len(acc.first)]:
+        acc.first.append((offset + int(k), a[k], e[k], t[k], ref_err[k]))
+
+
+def _l2_ratio(err_sq: float, ref_sq: float, n: int) -> float:
+    """The relative L2 error from its sums (over n elements): |a - e| / |e|, or |a - e| / sqrt(n)
+    when e is all zeros."""
+    if n == 0:
+        return 0.0
+    return math.sqrt(err_sq) / (math.sqrt(ref_sq) if ref_sq else math.sqrt(n))
+
+
+def _failure_text(shape: tuple, flat: int, a: float, e: float, t: float, ref_err: float) -> str:
+    at = [int(i) for i in np.unravel_index(flat, shape)] if shape else []
+    return f"{at}: kernel={a:.6g}, eager={e:.6g}, truth={t:.6g} (eager error {ref_err:.3g})"
 
 
 def unwritten_elements(actual: np.ndarray, expected: np.ndarray) -> int:
@@ -206,16 +267,6 @@ def unwritten_elements(actual: np.ndarray, expected: np.ndarray) -> int:
 def _round_to(t: np.ndarray, dtype: np.dtype) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         return t.astype(dtype).astype(np.float64)
-
-
-def _first_failures(bad: np.ndarray, a: np.ndarray, e: np.ndarray, t: np.ndarray, ref_err: np.ndarray) -> list[str]:
-    out = []
-    for flat in np.flatnonzero(bad.reshape(-1))[:FIRST_SHOWN]:
-        idx = np.unravel_index(int(flat), bad.shape) if bad.ndim else ()
-        at = tuple(int(i) for i in idx)
-        out.append(f"{list(at)}: kernel={a[at]:.6g}, eager={e[at]:.6g}, truth={t[at]:.6g} "
-                   f"(eager error {ref_err[at]:.3g})")
-    return out
 
 
 def _compare_exact(expected: np.ndarray, actual: np.ndarray, common: dict, step: int) -> OutputStats:

@@ -216,3 +216,30 @@ def test_truth_positions_of_inf_count_after_rounding_to_the_output_dtype():
     t = np.array([70000.0, 1.0], dtype=np.float64)           # beyond fp16: the representable truth is inf
     out = np.array([np.inf, 1.0], dtype=np.float16)
     assert compare_array(out, out.copy(), truth=t).correct
+
+
+def test_a_large_output_is_compared_in_slices_with_the_same_verdict_and_figures(monkeypatch):
+    # slices of 1,000 elements over a 10,003-element output (the last slice partial): the
+    # counts, maxima, relative L2 errors and first failing positions come out as in one pass
+    import sage.bench.correctness as corr
+
+    rng = np.random.default_rng(5)
+    truth = rng.standard_normal((7, 1429))
+    eager = (truth + rng.standard_normal(truth.shape) * 1e-7).astype(np.float32)
+    kernel = eager.copy()
+    kernel[3, 5] += 1.0                      # flat 4292, in the fifth slice
+    kernel[6, 1000] = np.nan                 # flat 9574, in the last slice
+    whole = corr.compare_array(eager, kernel, truth=truth)
+    monkeypatch.setattr(corr, "CHUNK_ELEMENTS", 1000)
+    sliced = corr.compare_array(eager, kernel, truth=truth)
+    assert sliced.mismatches == whole.mismatches == 2 and sliced.nonfinite_mismatches == 1
+    assert sliced.first_failures == whole.first_failures
+    assert sliced.first_failures[0].startswith("[3, 5]: ") and sliced.first_failures[1].startswith("[6, 1000]: ")
+    assert sliced.rel_l2_error == whole.rel_l2_error == float("inf")
+    kernel[6, 1000] = eager[6, 1000]
+    ok_whole = corr.compare_array(eager, kernel, truth=truth)
+    monkeypatch.setattr(corr, "CHUNK_ELEMENTS", 1000)
+    ok_sliced = corr.compare_array(eager, kernel, truth=truth)
+    assert ok_sliced.max_abs_error == ok_whole.max_abs_error
+    assert ok_sliced.rel_l2_error == pytest.approx(ok_whole.rel_l2_error, rel=1e-12)
+    assert ok_sliced.reference_rel_l2_error == pytest.approx(ok_whole.reference_rel_l2_error, rel=1e-12)
