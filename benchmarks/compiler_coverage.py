@@ -35,6 +35,8 @@ REASON_CLASSES = [
     ("data-dependent output shape", ("output shape depends on the input values",)),
     ("host reads tensor data", ("reads tensor data on the host", "tensor values it reads on the host")),
     ("dtype without a 910B kernel type", ("no 910B kernel type holds",)),
+    ("host computes a tensor outside torch", ("computes a tensor on the host outside torch",)),
+    ("reference draws random tensors per call", ("draws new random tensors on every call",)),
     ("captured tensor constant", ("tensor constant captured",)),
     ("does not fit UB", ("does not fit in UB", "do not fit in UB")),
     ("kernel file over the sandbox's size limit", ("exceed the sandbox's", "exceeds the sandbox's")),

@@ -12,6 +12,12 @@ from benchmarks.compiler_coverage import classify
      "(.tolist()/.item() driving Python control flow); no static kernel program matches it", "host reads tensor data"),
     ("cannot compile: aten.nonzero.default: its output shape depends on the input values; a kernel allocates "
      "its outputs before it reads any data", "data-dependent output shape"),
+    ("cannot compile: the reference computes a tensor on the host outside torch (numpy, or Python on tensor "
+     "values) from its inputs: the trace holds it as a captured constant, which a kernel cannot compute",
+     "host computes a tensor outside torch"),
+    ("cannot compile: the reference draws new random tensors on every call (torch.randn, or a module built "
+     "inside forward, as a fresh nn.Conv2d is): the trace holds one draw as a captured constant, and no kernel "
+     "reproduces the next", "reference draws random tensors per call"),
 ])
 def test_a_refusal_is_filed_under_its_class(reason, expected):
     assert classify({"status": "no_kernel", "reason": reason}) == expected

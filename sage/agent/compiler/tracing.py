@@ -3,7 +3,8 @@
 A case the plain reference raises on (its own inputs out of range) is not the compiler's to
 judge; a reference whose operations change with its input values (Python control flow on
 .tolist()/.item()), or that computes a tensor on the host outside torch (numpy) from its
-inputs, has no static kernel program: both are refused here, saying which.
+inputs, or that draws random tensors on every call, has no static kernel program: each is
+refused here, saying which.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ def check_static(model: torch.nn.Module, graph: Any, case: list, again: list | N
     """Unsupported when `graph` (the trace of `case`) is not the same program on other inputs:
     `again` is the case drawn under another seed, and a graph that captured tensors is also
     traced once more with other floating-point values; its captured contents must not change."""
+    if graph.captured and _captured(graph) != _captured(traced(model, case) or graph):
+        raise Unsupported("the reference draws new random tensors on every call (torch.randn, or a module "
+                          "built inside forward, as a fresh nn.Conv2d is): the trace holds one draw as a "
+                          "captured constant, and no kernel reproduces the next")
     twin = traced(model, again) if again is not None else None
     if twin is not None and _fingerprint(graph) != _fingerprint(twin):
         raise Unsupported("the reference's operations depend on tensor values it reads on the host "

@@ -53,3 +53,13 @@ def test_a_constant_over_4_kb_is_refused_with_the_captured_constant_reason(task_
     task = task_file("x", "x + torch.tensor([float(i) for i in range(2048)])", ["torch.randn(2048)"])
     with pytest.raises(Unsupported, match="tensor constant captured by the model"):
         trace_cases(task)
+
+
+def test_a_tensor_drawn_at_random_in_every_forward_is_refused_as_such(task_file):
+    # the public conv task files build nn.Conv2d inside forward: fresh random weights per call
+    from sage.agent.compiler.build import Unsupported
+    from sage.agent.compiler.compiler import trace_cases
+
+    task = task_file("x", "torch.nn.Linear(4, 2)(x)", ["torch.randn(3, 4)"])
+    with pytest.raises(Unsupported, match="draws new random tensors on every call"):
+        trace_cases(task)
