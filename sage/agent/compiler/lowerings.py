@@ -46,7 +46,9 @@ def tile_launch(spec: TileSpec, knobs: Knobs, target: Target, label: str) -> Lau
         raise TileDoesNotFit(f"{label}: {exc}") from None
     outs = "; ".join(render(o.expr) for o in spec.outputs)
     args = tile_args(spec)
-    program = program_of(spec, tile_geometry(spec, knobs, target=target).tiles)
+    geo = tile_geometry(spec, knobs, target=target)
+    # a program whose blocks meet at SyncAll cannot share its launch with other programs' blocks
+    program = program_of(spec, geo.tiles) if geo.row_parts == 1 else None
     return Launch(source, f"{spec.name}_launch({', '.join(args)})", f"{label}: {outs}", args, program)
 
 

@@ -32,6 +32,8 @@ class Knobs(BaseModel):
     )
     fp32_compute: bool = Field(True, description="cast float16/bfloat16 to float32 for the arithmetic")
     fold_reduce: bool = Field(False, description="row kernels: halve rows with Add/Max/Min before Reduce*")
+    row_split: bool = Field(True, description="reductions over rows: split the rows across blocks (partials "
+                            "through a GM workspace, then SyncAll) rather than narrow the column chunks")
 
 
 class CubeKnobs(BaseModel):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from sage.kernels.chain import Expr, Inp, Op, Reduce, inputs_of, render
+from sage.kernels.library import tile_split
 from sage.kernels.library.knobs import VENDOR_KNOBS, Knobs
 from sage.kernels.library.source import HEADER, dsl_dtype, method
 from sage.kernels.library.tile_parts import Emit, TileLayout, plan_tile
@@ -53,6 +54,7 @@ class TileGeometry(BaseModel):
     buffer_num: int
     tiles: int                     # units of work dealt to blocks (tiles, or row-mode column chunks)
     rows_per_item: int             # row tiles per unit of work (row mode), else 1
+    row_parts: int = 1             # row mode: parts the rows are split into (tile_split.py; one launch alone)
     plans: dict[int, str]
     out_plans: list[str]
     shared: list[int] = []         # leaves read out of another leaf's span (no copy of their own)
@@ -70,8 +72,9 @@ def tile_geometry(spec: TileSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target
     for a in spec.loops:
         loops *= spec.dims[a]
     return TileGeometry(nr=lay.nr, nc=lay.nc, pitch=lay.s, buffer_num=lay.bn,
-                        tiles=loops * n_ct * (1 if spec.reduce_rows else n_rt),
-                        rows_per_item=n_rt if spec.reduce_rows else 1, plans=dict(lay.plans),
+                        tiles=loops * n_ct * (lay.parts if spec.reduce_rows else n_rt),
+                        rows_per_item=-(-n_rt // lay.parts) if spec.reduce_rows else 1, row_parts=lay.parts,
+                        plans=dict(lay.plans),
                         out_plans=list(lay.out_plans), shared=sorted({*lay.share, *lay.windows}), vector_lines=w.vector_lines or source.count("\n") // 10)
 
 
@@ -151,8 +154,9 @@ class _Writer:
         lines += [f"# out{j} = {render(o.expr)}" for j, o in enumerate(spec.outputs)]
         lines += self.lay.constants(self.knobs, self.target, work_items=self.rows) + ["", ""]
         lines.append(f"class {self.cls}:")
+        split = self.lay.parts > 1
         # blk: the block's index among the blocks of this program (a launch may run several)
-        lines.append(method("Init", ", ".join(self.args + ["tpb", "blk"]), self.init()))
+        lines.append(method("Init", ", ".join(self.args + (["ws"] if split else []) + ["tpb", "blk"]), self.init()))
         lines.append(method("Process", "", self.process()))
         pre_leaves = set().union(*(inputs_of(r) for r in roots)) if roots else set()
         lines.append(method("CopyIn", "bs, nr, nc", self.e.copy_in(pre_leaves)))
@@ -164,7 +168,15 @@ class _Writer:
                 range(len(spec.leaves), len(spec.leaves) + len(self.reduces)))
             lines.append(method("Finish", "bs, nc", ["nr = 1", "j0 = 0", *self.e.copy_in(late_leaves), *finish,
                                                     *self.e.copy_out(self.late)]))
+        ct, csz = dsl_dtype(spec.compute), self.lay.es_c
+        kinds = [r.kind for r in self.reduces]
+        if split:
+            lines.append(method("Spill", "t, nc", tile_split.spill(kinds, ct, csz)))
+            lines.append(method("Combine", "u, nc", tile_split.combine(kinds, ct, csz)))
+            lines.append(method("WsIn", "j, row, nc", tile_split.ws_in(ct, csz)))
         lines.append(self.e.helpers())
+        if split:
+            return "\n".join(lines + tile_split.kernel_and_launch(spec.name, self.cls, self.args, len(kinds), ct))
         args = ", ".join(self.args + ["tpb"])
         lines.append(f"@kernel\ndef {spec.name}_kernel({args}):\n    op = {self.cls}()\n"
                      f"    op.Init({args}, GetBlockIdx())\n    op.Process()\n\n")
@@ -188,6 +200,8 @@ class _Writer:
         for arg in self.args:
             body += [f"self.g_{arg} = GlobalTensor()", f"self.g_{arg}.SetGlobalBuffer({arg})"]
         body += self.e.init_buffers() + self.e.iota_buffers()
+        if self.lay.parts > 1:
+            body += tile_split.init_lines(dsl_dtype(self.spec.compute), self.lay.es_c)
         csz = self.lay.es_c
         for k, count in (("full", "TILE_ELEMS"), ("row", "S_PAD"), ("col", "NR_PAD"), ("brcb", "BRCB_PAD * EPB")):
             for j in range(self.made.get(k, 0)):
@@ -205,19 +219,30 @@ class _Writer:
     # -- Process ------------------------------------------------------------------------------
     def process(self) -> list[str]:
         spec = self.spec
-        body = ["for t in range(self.t0, self.t1):", "    c0 = t % N_CT * NC", "    o = t // N_CT"]
-        for ax in reversed(self.lay.loop_order):      # innermost first (tile_resident.py)
-            if ax == ROW_TILES:
-                body += ["    j0 = o % N_RT * NR", "    o = o // N_RT"]
-            else:
-                body += [f"    i{ax} = o % {spec.dims[ax]}", f"    o = o // {spec.dims[ax]}"]
+        bases = ", ".join(self.e.bases())
+        if self.lay.parts > 1:
+            # the first tile of a part starts the accumulator (Compute's j0 == 0)
+            return tile_split.process(self._decode("u"), [f"bs = [{bases}]", "self.CopyIn(bs, nr, nc)",
+                                                          "self.Compute(bs, nr, nc, j0 - r0)", "self.CopyOut(bs, nr, nc)"],
+                                      bases)
+        body = ["for t in range(self.t0, self.t1):"] + ["    " + ln for ln in self._decode("t")]
         body.append("    nc = min(NC, C - c0)")
-        tile = ["nr = min(NR, DR - j0)", f"bs = [{', '.join(self.e.bases())}]", "self.CopyIn(bs, nr, nc)",
+        tile = ["nr = min(NR, DR - j0)", f"bs = [{bases}]", "self.CopyIn(bs, nr, nc)",
                 "self.Compute(bs, nr, nc, j0)", "self.CopyOut(bs, nr, nc)"]
         if not self.rows:
             return body + ["    " + ln for ln in tile]
         body += ["    for j0 in range(0, DR, NR):"] + ["        " + ln for ln in tile]
         return body + ["    j0 = 0", f"    bs = [{', '.join(self.e.bases())}]", "    self.Finish(bs, nc)"]
+
+    def _decode(self, unit: str) -> list[str]:
+        """c0, the loop indices (and j0 outside row mode) of work unit `unit`."""
+        body = [f"c0 = {unit} % N_CT * NC", f"o = {unit} // N_CT"]
+        for ax in reversed(self.lay.loop_order):      # innermost first (tile_resident.py)
+            if ax == ROW_TILES:
+                body += ["j0 = o % N_RT * NR", "o = o // N_RT"]
+            else:
+                body += [f"i{ax} = o % {self.spec.dims[ax]}", f"o = o // {self.spec.dims[ax]}"]
+        return body
 
     # -- Compute -------------------------------------------------------------------------------
     def phase(self, roots: list[Expr], outs: list[int], fold: bool = False, extra: int = 0) -> list[str]:

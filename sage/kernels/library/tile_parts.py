@@ -17,6 +17,8 @@ from sage.kernels.library.casts import SCRATCH_SLOT_BYTES, cast_lines, hops
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype, ub_helpers
 from sage.kernels.library.tile_resident import ROW_TILES, loop_order, resident_leaves, resident_lines
 from sage.kernels.library.tile_seg import seg_copy, seg_elems, seg_info, seg_shape
+from sage.kernels.library.tile_split import constants as split_constants
+from sage.kernels.library.tile_split import SPLIT_CHUNK_BYTES, narrow_hurts, row_parts
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind, load_plan
 from sage.kernels.lowering import Val
 from sage.kernels.target import Target
@@ -91,6 +93,10 @@ class TileLayout:
     # leaves copied once per change of their base into their own TBuf (tile_resident.py)
     resident: set[int] = field(default_factory=set)
     loop_order: list[int] = field(default_factory=list)
+    # row mode: rows split across blocks (tile_split.py), into `parts` per column chunk
+    split: bool = False
+    accumulators: int = 0       # distinct reductions (row mode: one accumulator row each)
+    parts: int = 1
 
     @property
     def es_c(self) -> int:
@@ -134,6 +140,7 @@ class TileLayout:
         budget = self.target.ub_bytes - UB_RESERVED
         cols = spec.cols
         # windowed leaves are copied out of their hosts' whole rows: no column tiles
+        self.split, self.parts = False, 1
         persistent = self.reduce and not spec.reduce_rows or bool(self.windows) or "padded" in self.plans.values()
         nc = cols if persistent or cols <= knobs.tile_len else max(self.align, knobs.tile_len // self.align * self.align)
         if spec.reduce_rows:
@@ -143,7 +150,13 @@ class TileLayout:
             per = -(-cores // max(loops, 1))
             if per > 1:
                 want = max(256 // self.es_c, _ceil(-(-cols // per), self.align))
-                nc = min(nc, want)
+                # narrow chunks, or the rows split across blocks (tile_split.py)
+                self.split = knobs.row_split and want < nc and narrow_hurts(want, 32 // self.align) \
+                    and row_parts(loops * -(-cols // nc), spec.rows, cores) > 1
+                if self.split:
+                    nc = min(nc, max(self.align, SPLIT_CHUNK_BYTES // self.es_c // self.align * self.align))
+                else:
+                    nc = min(nc, want)
         side = square_side(knobs.tile_len, self.align, cols) if self.transposes() and not persistent \
             and not spec.reduce_rows and spec.rows > 1 and cols > self.align else None
         square = side is not None
@@ -156,6 +169,9 @@ class TileLayout:
             while nr >= 1:
                 if self._bytes(nr, nc, s, made, masked, int_temp) <= budget:
                     self.nr, self.nc, self.s = nr, nc, s
+                    if self.split:
+                        loops = math.prod(spec.dims[a] for a in spec.loops)
+                        self.parts = row_parts(loops * -(-cols // nc), spec.rows, knobs.block_dim or self.target.vector_cores)
                     return
                 nr = nr // 2 if nr > 1 else 0
             if persistent or nc <= self.align:
@@ -192,7 +208,9 @@ class TileLayout:
         total += made.get("col", 0) * (_ceil(nr, 64) + CMP_PAD) * csz
         total += made.get("brcb", 0) * brcb_pad(nr) * 32
         if spec.reduce_rows:
-            total += (s + CMP_PAD) * csz * 4     # accumulators
+            total += (s + CMP_PAD) * csz * self.accumulators
+        if self.split:
+            total += 2 * (s + CMP_PAD) * csz     # the workspace rows' queue
         total += (tile // 8 + 64) if masked else 0
         total += tile * 4 if int_temp else 0
         total += self.cvt_slots * tile * SCRATCH_SLOT_BYTES
@@ -219,13 +237,14 @@ class TileLayout:
         n_ct, n_rt = -(-spec.cols // self.nc), -(-spec.rows // self.nr)
         loops = math.prod(spec.dims[a] for a in spec.loops)
         if work_items:
-            n_rt = 1
+            n_rt = self.parts
         return [f"BUFFER_NUM = {self.bn}", f"CORES = {target.vector_cores}", f"BLOCK_DIM = {knobs.block_dim}",
                 f"ALIGN = {self.align}", f"LANES = {256 // self.es_c}", f"EPB = {32 // self.es_c}",
                 f"C = {spec.cols}", f"DR = {spec.rows}", f"NC = {self.nc}", f"NR = {self.nr}", f"S = {self.s}",
                 f"N_CT = {n_ct}", f"N_RT = {-(-spec.rows // self.nr)}", f"T = {loops * n_ct * n_rt}",
                 f"CMP_PAD = {CMP_PAD}", f"TILE_ELEMS = {self.nr * self.s + CMP_PAD}", f"S_PAD = {self.s + CMP_PAD}",
-                f"NR_PAD = {_ceil(self.nr, 64) + CMP_PAD}", f"BRCB_PAD = {brcb_pad(self.nr)}", f"RAMP = {max(self.s, self.nr, self.nc) + 64}"]
+                f"NR_PAD = {_ceil(self.nr, 64) + CMP_PAD}", f"BRCB_PAD = {brcb_pad(self.nr)}", f"RAMP = {max(self.s, self.nr, self.nc) + 64}"
+                ] + (split_constants(self.parts, spec.rows, loops * n_ct, self.nc, self.es_c) if self.parts > 1 else [])
 
 
 def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
@@ -233,7 +252,11 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
     sizes = [DTYPE_SIZE[spec.compute]] + [DTYPE_SIZE[l.dtype] for l in spec.leaves if isinstance(l, Access)]
     sizes += [DTYPE_SIZE[o.access.dtype] for o in spec.outputs]
     lay.align = target.block_bytes // min(sizes)
-    lay.reduce = any(isinstance(e, Reduce) for o in spec.outputs for e in walk(o.expr))
+    reduces: list[Expr] = []
+    for e in (e for o in spec.outputs for e in walk(o.expr) if isinstance(e, Reduce)):
+        if e not in reduces:
+            reduces.append(e)
+    lay.reduce, lay.accumulators = bool(reduces), len(reduces)
     for i, leaf in enumerate(spec.leaves):
         if isinstance(leaf, Access):
             lay.plans[i] = load_plan(spec, leaf, spec.cols, SPAN_LIMIT)

@@ -69,8 +69,14 @@ def resident_leaves(spec: TileSpec, plans: dict[int, str], order: list[int], til
                     skip: set[int]) -> set[int]:
     """Leaves whose GM base stays put over at least MIN_RUN consecutive tiles (stride 0 along
     the innermost moving indices): direct copies, one column tile (the columns would move
-    the base every tile)."""
-    if spec.reduce_rows or spec.cols > tile_len:
+    the base every tile). In row mode a block's unit is one column chunk whose row tiles run
+    innermost: a leaf that does not vary along the rows keeps its base over all of them."""
+    if spec.reduce_rows:
+        if _extent(spec, ROW_TILES, tile_len) < MIN_RUN:
+            return set()
+        return {i for i, leaf in enumerate(spec.leaves) if isinstance(leaf, Access) and i not in skip
+                and plans.get(i) in RESIDENT_PLANS and spec.strides_of(leaf)[0] == 0}
+    if spec.cols > tile_len:
         return set()
     moving = _moving(spec, order, tile_len)
     out = set()
