@@ -399,6 +399,14 @@ def _triple(v, n: int) -> list[int]:
     return [v] * n
 
 
+def _spatial_rank(x, kernel_size) -> int:
+    """Spatial axes of a pooling: the kernel's length when it names them all (an unbatched
+    [C, D, H, W] input to avg_pool3d has 3, not 2), else from the input's rank."""
+    if isinstance(kernel_size, (list, tuple)) and len(kernel_size) > 1:
+        return len(kernel_size)
+    return 3 if x.dim() >= 5 else 2 if x.dim() >= 4 else 1
+
+
 def _windows(x, kernel, stride, padding, dilation, fill):
     """Every window offset as one strided view of the (padded) input, and the output shape."""
     n = len(kernel)
@@ -431,7 +439,7 @@ def _offsets(kernel: list[int]) -> list[tuple[int, ...]]:
 
 def avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
              divisor_override=None):
-    n = 3 if x.dim() >= 5 else 2 if x.dim() >= 4 else 1
+    n = _spatial_rank(x, kernel_size)
     kernel = _triple(kernel_size, n)
     stride = _triple(stride if stride else kernel_size, n)
     padding = _triple(padding, n)
@@ -446,7 +454,7 @@ def avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_incl
 
 
 def max_pool_with_indices(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    n = 3 if x.dim() >= 5 else 2 if x.dim() >= 4 else 1
+    n = _spatial_rank(x, kernel_size)
     kernel = _triple(kernel_size, n)
     stride = _triple(stride if stride else kernel_size, n)
     if ceil_mode:

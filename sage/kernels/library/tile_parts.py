@@ -293,10 +293,13 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
 
 
 def shared_spans(spec: TileSpec, plans: dict[int, str]) -> dict[int, tuple[int, int]]:
-    """Span leaves of one tensor with the same strides whose elements sit at most one column
-    stride after another's (the taps of a strided pooling window: x[2i] and x[2i + 1]):
-    each reads out of the first one's span, made that much longer, instead of copying its
-    own. One copy then moves each input byte once, not once per tap."""
+    """Span leaves of one tensor with the same strides whose elements sit a little after
+    another's (the taps of a strided pooling window: x[2i] and x[2i + 1], and the next input
+    row's x[W + 2i]): each reads out of the first one's span, made that much longer, instead
+    of copying its own. One copy then moves each input byte once, not once per tap, in
+    fewer and longer bursts (CANN: bandwidth grows with the bytes of one copy). A tap joins
+    while the longer span stays inside one row stride and reads no more elements than the
+    taps' own spans would (a tap far away starts its own copy)."""
     share: dict[int, tuple[int, int]] = {}
     runs: dict[tuple, list[int]] = {}
     for i, leaf in enumerate(spec.leaves):
@@ -305,15 +308,18 @@ def shared_spans(spec: TileSpec, plans: dict[int, str]) -> dict[int, tuple[int, 
             runs.setdefault((leaf.arg, leaf.dtype, leaf.strides), []).append(i)
     for members in runs.values():
         host = None
+        taps = 0
         for i in sorted(members, key=lambda k: spec.leaves[k].offset):
             sr, sc = spec.strides_of(spec.leaves[i])
+            own = (spec.cols - 1) * sc + 1
             if host is not None:
                 d = spec.leaves[i].offset - spec.leaves[host].offset
-                span = (spec.cols - 1) * sc + 1 + max([d, *(e for h, e in share.values() if h == host)])
-                if d <= sc and span <= min(sr, SPAN_LIMIT):
+                span = own + max([d, *(e for h, e in share.values() if h == host)])
+                if span <= min(sr, SPAN_LIMIT) and (d <= sc or span <= (taps + 1) * own):
                     share[i] = (host, d)
+                    taps += 1
                     continue
-            host = i
+            host, taps = i, 1
     return share
 
 

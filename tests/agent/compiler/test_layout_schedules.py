@@ -130,13 +130,25 @@ def test_a_padding_read_through_wide_enough_boxes_reads_the_fill_and_the_input(c
 
 def test_strided_window_taps_share_one_span_copy(compile_graph):
     # a 2 x 2 max pool with stride 2 over [2, 3, 8, 12]: x[.., 2i, 2j] and x[.., 2i, 2j + 1] sit in
-    # the same span of each input row, so only the taps of even columns copy from GM (2 copies
-    # per tile, not 4) and the odd taps gather from those spans shifted by one element
+    # the same span of each input row, and x[.., 2i + 1, 2j] 12 elements further, inside the row
+    # stride of 24: one span of 24 elements (both input rows, 23 + 1 of the four taps' own 4 x 11)
+    # brings every tap in, so one copy per tile, not 4; the other taps gather from it shifted by
+    # 1, 12 and 13 elements
     compiled, run = compile_graph("x", "torch.nn.functional.max_pool2d(x, 2, 2)", "torch.randn(2, 3, 8, 12)")
-    assert compiled.source.count("DataCopyPad(x, self.g_") == 2
+    assert compiled.source.count("DataCopyPad(x, self.g_") == 1
     x = np.random.default_rng(0).standard_normal((2, 3, 8, 12)).astype(F32)
     (out,) = run(x)
     np.testing.assert_array_equal(out, x.reshape(2, 3, 4, 2, 6, 2).max(axis=(3, 5)))
+
+
+def test_a_far_tap_starts_its_own_span_copy(compile_graph):
+    # a 2 x 2 x 2 pool over [1, 4, 8, 16]: the taps of the next depth plane sit 128 elements on,
+    # more than the four taps' own spans would read (4 x 15), so they copy their own span
+    compiled, run = compile_graph("x", "torch.nn.functional.avg_pool3d(x, 2, 2)", "torch.randn(1, 4, 8, 16)")
+    assert compiled.source.count("DataCopyPad(x, self.g_") == 2
+    x = np.random.default_rng(2).standard_normal((1, 4, 8, 16)).astype(F32)
+    (out,) = run(x)
+    np.testing.assert_allclose(out, x.reshape(1, 2, 2, 4, 2, 8, 2).mean(axis=(2, 4, 6)), rtol=1e-6, atol=1e-6)
 
 
 def test_a_shared_span_with_padding_taps(compile_graph):
