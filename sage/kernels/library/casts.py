@@ -70,6 +70,11 @@ def _mode(src: str, dst: str) -> str:
     return next((m for m in want if m in modes), sorted(modes)[0])
 
 
+def direct_modes(src: str, dst: str) -> frozenset[str]:
+    """The round modes of a single Cast from `src` to `dst` (empty: no direct Cast)."""
+    return _pairs().get((_as_table(src), _as_table(dst)), frozenset())
+
+
 def _view(name: str, dtype: str) -> str:
     return f"{name}.ReinterpretCast(uint8)" if dtype == "bool" else name
 

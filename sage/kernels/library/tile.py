@@ -27,6 +27,7 @@ from sage.kernels.library.knobs import VENDOR_KNOBS, Knobs
 from sage.kernels.library.source import HEADER, dsl_dtype, method
 from sage.kernels.library.tile_parts import Emit, TileLayout, plan_tile
 from sage.kernels.library.tile_resident import ROW_TILES
+from sage.kernels.library.tile_round import rounded_store
 from sage.kernels.library.tile_spec import Access, TileSpec, leaf_kind
 from sage.kernels.lowering import Lowerer, Val
 from sage.kernels.target import Target, target_for
@@ -96,21 +97,6 @@ def tile_class(spec: TileSpec) -> str:
 
 
 _FOLD = {"sum": "Add", "max": "Max", "min": "Min"}
-# A float result rounded and stored as int32 (floor_divide, x.round().int()): the store's own
-# Cast rounds in that mode, instead of rounding in float (two casts, a magnitude guard and a
-# select) and then truncating in the cast.
-_CAST_MODES = {"floor": "CAST_FLOOR", "ceil": "CAST_CEIL", "round": "CAST_RINT", "trunc": "CAST_TRUNC"}
-
-
-def _rounded_store(e: Expr, compute: str, out_dtype: str) -> tuple[Expr, str] | None:
-    """(what to lower, the store's cast mode) for an output `rounding(x)` stored as int32."""
-    while isinstance(e, Op) and e.name == "identity":
-        e = e.args[0]
-    if compute != "float32" or out_dtype != "int32" or not isinstance(e, Op) or e.name not in _CAST_MODES:
-        return None
-    return e.args[0], _CAST_MODES[e.name]
-
-
 class _Writer:
     def __init__(self, spec: TileSpec, knobs: Knobs, target: Target, lay: TileLayout) -> None:
         self.spec, self.knobs, self.target, self.lay = spec, knobs, target, lay
@@ -269,7 +255,7 @@ class _Writer:
         n_fold = len(self.reduces) if fold else 0
         modes = {}
         for k, j in enumerate(outs):
-            got = _rounded_store(roots[n_fold + k], spec.compute, spec.outputs[j].access.dtype)
+            got = rounded_store(roots[n_fold + k], spec.compute, spec.outputs[j].access.dtype)
             if got is not None:
                 roots[n_fold + k], modes[j] = got
         kinds = [leaf_kind(spec, leaf) for leaf in spec.leaves] + ["row"] * extra

@@ -15,6 +15,7 @@ from sage.kernels.chain import Expr, Op, Reduce
 from sage.kernels.library.knobs import UB_RESERVED, Knobs
 from sage.kernels.library.casts import SCRATCH_SLOT_BYTES, cast_lines, hops
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype, ub_helpers
+from sage.kernels.library.tile_round import rounded_lines, rounded_slots, rounded_store
 from sage.kernels.library.tile_resident import ROW_TILES, loop_order, resident_leaves, resident_lines
 from sage.kernels.library.tile_seg import seg_copy, seg_elems, seg_info, seg_shape
 from sage.kernels.library.tile_split import constants as split_constants
@@ -289,6 +290,9 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
         any(isinstance(leaf, Iota) for leaf in spec.leaves)
     if lay.needs_ramp and ct != "int32":
         lay.cvt_slots = max(lay.cvt_slots, hops("int32", ct))
+    for o in spec.outputs:
+        if rounded_store(o.expr, ct, o.access.dtype) is not None:
+            lay.cvt_slots = max(lay.cvt_slots, rounded_slots(o.access.dtype))
     return lay
 
 
@@ -666,7 +670,7 @@ class Emit:
         if target != f"y{j}":
             lines.append(f"z{j} = self.yb{j}.Get({dt})")
         if mode is not None:
-            lines.append(f"Cast({target}, {ref}, RoundMode.{mode}, {count})")
+            lines += rounded_lines(target, ref, od, mode, count, _scratch)
         elif od != ct:
             lines += cast_lines(target, ref, ct, od, count, _scratch)
         else:

@@ -42,3 +42,18 @@ def test_an_int32_floor_division_rounds_in_its_store_cast(compile_graph):
     b = (rng.integers(1, 40, (4, 96)) * rng.choice([-1, 1], (4, 96))).astype(np.int32)
     (out,) = run(a, b)
     np.testing.assert_array_equal(out, np.floor_divide(a, b))
+
+
+def test_an_int8_quantiser_rounds_in_its_store_cast(compile_graph):
+    # round(x / 0.5).to(int8): the store rounds half to even in its float32 -> int32 Cast, then
+    # takes int8's route (int32 -> float32 -> float16 -> int8, exact inside int8's range): no
+    # float round (guard, two casts, select) before it
+    compiled, run = compile_graph("x", "torch.round(x / 0.5).to(torch.int8)", "torch.randn(4, 128)")
+    src = compiled.source
+    assert "CompareScalar(" not in src and "Select(" not in src
+    assert "Cast(self.cvt.Get(int32)" in src and "RoundMode.CAST_RINT" in src
+    x = (np.arange(512, dtype=np.float32).reshape(4, 128) - 256.0) / 5.0    # inside int8 once doubled
+    x[0, :6] = [1.25, 1.75, -1.25, -1.75, 0.25, -0.25]                       # 2.5, 3.5, -2.5, -3.5, .5, -.5
+    (out,) = run(x)
+    assert out[0, :6].tolist() == [2, 4, -2, -4, 0, 0]                      # half to even, as torch.round
+    np.testing.assert_array_equal(out, np.round(x / 0.5).astype(np.int8))
