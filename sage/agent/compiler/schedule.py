@@ -1,7 +1,8 @@
 """Schedules: the knobs of one group's kernel, and what a group is for choosing them.
 
 A `Schedule` holds every knob a lowering reads (tile, buffers, blocks, copy mode,
-precision, the tile's row axis; the cube's base tile and K steps). A `GroupKey` names a
+precision, the tile's row axis, whether a reduction over rows splits them across blocks;
+the cube's base tile and K steps). A `GroupKey` names a
 group and the facts a decision is keyed on when it is remembered: the op class, the
 dtype, the shape regime (how many elements, how long a row) — what memory stores as
 {op_class, dtype, shape regime, bottleneck} -> chosen knobs.
@@ -28,6 +29,7 @@ class Schedule(BaseModel):
     copy_mode: Literal["pad", "auto"] = "auto"
     fp32_compute: bool = True
     row_axis: int | None = None
+    row_split: bool = True
     base_m: int = Field(128, ge=16, multiple_of=16)
     base_n: int = Field(256, ge=16, multiple_of=16)
     base_k: int = Field(64, ge=16, multiple_of=16)
@@ -35,7 +37,7 @@ class Schedule(BaseModel):
 
     def knobs(self) -> Knobs:
         return Knobs(tile_len=self.tile_len, buffer_num=self.buffer_num, block_dim=self.block_dim,
-                     copy_mode=self.copy_mode, fp32_compute=self.fp32_compute)
+                     copy_mode=self.copy_mode, fp32_compute=self.fp32_compute, row_split=self.row_split)
 
     def cube_knobs(self) -> CubeKnobs:
         return CubeKnobs(base_m=self.base_m, base_n=self.base_n, base_k=self.base_k, l1_k=self.l1_k,

@@ -31,7 +31,7 @@ DEFAULT_BUDGET = 4
 # but tile and buffer moves mostly come out within a few percent of the start, ties it
 # cannot break. A move estimated no worse than this over the start is measured.
 TIE = 1.05
-KNOB_FIELDS = ("tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute", "row_axis")
+KNOB_FIELDS = ("tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute", "row_axis", "row_split")
 
 
 class Decision(BaseModel):
@@ -68,8 +68,9 @@ def knob_diff(s: Schedule) -> dict[str, Any]:
     return {f: getattr(s, f) for f in KNOB_FIELDS if getattr(s, f) != getattr(base, f)}
 
 
-def moves(start: Schedule, outer_axes: int, half: bool) -> list[tuple[str, Schedule]]:
-    """Single-knob moves from `start`, named."""
+def moves(start: Schedule, outer_axes: int, half: bool, row_mode: bool = False) -> list[tuple[str, Schedule]]:
+    """Single-knob moves from `start`, named (`row_mode`: the group reduces over rows, where
+    splitting the rows across blocks or narrowing the column chunks is a choice)."""
     out = []
     if start.tile_len < 16384:
         out.append((f"tile_len {start.tile_len * 2}", start.model_copy(update={"tile_len": start.tile_len * 2})))
@@ -84,6 +85,8 @@ def moves(start: Schedule, outer_axes: int, half: bool) -> list[tuple[str, Sched
     for axis in range(outer_axes):
         if axis != start.row_axis:
             out.append((f"row_axis {axis}", start.model_copy(update={"row_axis": axis})))
+    if row_mode:
+        out.append((f"row_split {not start.row_split}", start.model_copy(update={"row_split": not start.row_split})))
     return out
 
 
@@ -104,7 +107,7 @@ def rank(state: SearchState, starts: dict[str, tuple[Schedule, str]]) -> None:
             half = bool({l.dtype for l in spec.leaves if hasattr(l, "dtype")} & {"float16"}) and \
                 spec.compute == "float32" and not spec.reduce_rows
             cands = [(est.time_us, start, "start")]
-            for name, cand in moves(start, len(spec.dims) - 1, half):
+            for name, cand in moves(start, len(spec.dims) - 1, half, spec.reduce_rows):
                 e = _estimate(group, prog, cand, state.target)
                 if e is not None:
                     cands.append((e.time_us, cand, name))

@@ -28,6 +28,8 @@ _WHY = {
     "fp32_compute": "float32 arithmetic for half inputs keeps reductions and long chains accurate",
     "row_axis": "the tile's rows along this axis let every operand be copied in whole rows",
     "block_dim": "more blocks keep every core busy",
+    "row_split": "a reduction over many rows and few columns splits its rows across blocks (partials through GM)"
+                 " rather than narrow its column chunks to short bursts",
 }
 
 

@@ -1,7 +1,7 @@
 """Knob hints: what an experience or rule advises, as the offline agent applies it.
 
 A hint is a dict of knobs (`tile_len`, `buffer_num`, `block_dim`, `copy_mode`,
-`fp32_compute`, `row_axis`, the cube's `base_m`/`base_n`/`base_k`/`l1_k`), optionally
+`fp32_compute`, `row_axis`, `row_split`, the cube's `base_m`/`base_n`/`base_k`/`l1_k`), optionally
 scoped to the groups it was learned on: `op_class`, `dtype`, `regime`
 ("<log2 elements>/<log2 row>"). A scoped hint applies to a group of that op class and
 dtype whose regime is within two powers of two; an unscoped one to every group.
@@ -17,8 +17,8 @@ SCOPE = ("op_class", "dtype", "regime")
 # Hint keys of older experiences (before the compiler) mapped to the schedule's fields.
 ALIASES = {"cube_buffer_num": "buffer_num", "cube_block_dim": "block_dim"}
 CUBE = {"base_m", "base_n", "base_k", "l1_k"}
-KNOBS = {"tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute", "row_axis", "base_m", "base_n", "base_k",
-         "l1_k"}
+KNOBS = {"tile_len", "buffer_num", "block_dim", "copy_mode", "fp32_compute", "row_axis", "row_split", "base_m", "base_n",
+         "base_k", "l1_k"}
 
 
 def knobs_of(hints: dict[str, Any]) -> dict[str, Any] | None:

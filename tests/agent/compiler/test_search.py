@@ -89,3 +89,18 @@ def test_search_budget_reaches_the_offline_agent(two_group_task, monkeypatch):
     assert make_backend(load_settings(), two_group_task).budget == 3
     solver = AgentSolver.from_bench_config(BenchConfig(out="/tmp/unused"), memory_url="sqlite://")
     assert solver.search_budget == 3
+
+
+def test_a_reduction_over_rows_can_toggle_the_row_split(tmp_path: Path):
+    from sage.bench.tasks import load_task
+
+    # a column sum: the search may split its rows across blocks or narrow its columns; an
+    # elementwise group has no such move
+    path = tmp_path / "colsum.py"
+    write_task(path, "x, y", "(x.sum(dim=0), y + 1.0)", ["torch.randn(2048, 512), torch.randn(64, 64)"])
+    state = _search(load_task(path), budget=0)
+    names = {gid: {m for _, _, m in ranked} for gid, ranked in state.ranked.items()}
+    assert sorted("row_split False" in n for n in names.values()) == [False, True]
+    split = next(r for r in state.ranked.values() if any(m == "row_split False" for _, _, m in r))
+    narrow = next(s for _, s, m in split if m == "row_split False")
+    assert not narrow.row_split and narrow.knobs().row_split is False
