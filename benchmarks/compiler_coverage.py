@@ -21,6 +21,7 @@ import multiprocessing
 import statistics
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -135,6 +136,7 @@ def main() -> None:
             if args.workers > 1 else None
         with rows_path.open("a") as fh:
             for row in (pool.map(run_task, todo) if pool else map(run_task, todo)):
+                row["commit"] = meta["commit"]      # a resumed run mixes rows of several commits
                 fh.write(json.dumps(row) + "\n")
                 fh.flush()
                 print(f"[{time.perf_counter() - began:7.0f} s] {row['task']}: {row['status']} "
@@ -152,6 +154,14 @@ def main() -> None:
     if args.results is not None:
         write_section(args.results, text, json.loads((args.out / "meta.json").read_text()))
         print(f"wrote the compiler section of {args.results}")
+
+
+def _commits(rows: list[dict]) -> str:
+    """Which code measured the rows: one commit, or each commit with its row count."""
+    counts = Counter(r.get("commit", "not recorded") for r in rows)
+    if len(counts) == 1:
+        return f"commit {next(iter(counts))}"
+    return "rows from commits " + ", ".join(f"{c} ({n})" for c, n in counts.most_common())
 
 
 def write_section(doc: Path, text: str, meta: dict) -> None:
@@ -172,8 +182,8 @@ def write_section(doc: Path, text: str, meta: dict) -> None:
 def report(rows: list[dict], meta: dict) -> str:
     lines = [f"Command: `{meta['command']}`; cases: {'all' if meta['cases'] is None else meta['cases']}; "
              f"suite: {meta['suite']}" + (f" ({meta['source']})" if meta.get("source") else "")
-             + f"; commit {meta.get('commit', 'not recorded')}; {meta.get('skipped', 0)} task files skipped by the "
-             f"loader; rows written {meta.get('finished', '-')} (the per-mode tables above "
+             + f"; {_commits(rows)}; {meta.get('skipped', 0)} task files skipped by the "
+             f"loader; last rows written {meta.get('finished', '-')} (the per-mode tables above "
              "come from their own run, dated in their header).", "",
              "| level | tasks | correct | faster than reference (of correct) | median speedup (correct) | "
              "median roofline (correct) | simulator runs (mean) |", "|---|---|---|---|---|---|---|"]

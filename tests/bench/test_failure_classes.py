@@ -27,3 +27,15 @@ def test_a_wrong_result_and_a_compiler_crash_are_their_own_classes():
     assert classify({"status": "incorrect", "reason": "outside tolerance"}) == "wrong result"
     assert classify({"status": "compiler_error", "error": "IndexError: list index out of range"}) == \
         "compiler error (a bug)"
+
+
+def test_a_resumed_coverage_run_names_the_commit_of_every_row():
+    from benchmarks.compiler_coverage import report
+
+    rows = [{"task": "level0/a", "level": 0, "status": "correct", "speedup": 1.2, "roofline": 0.5, "commit": "aaa"},
+            {"task": "level0/b", "level": 0, "status": "correct", "speedup": 1.1, "roofline": 0.5, "commit": "bbb"},
+            {"task": "level0/c", "level": 0, "status": "correct", "speedup": 1.3, "roofline": 0.5, "commit": "bbb"}]
+    meta = {"command": "x", "cases": 1, "suite": "s", "commit": "bbb"}
+    head = report(rows, meta).splitlines()[0]
+    assert "rows from commits bbb (2), aaa (1)" in head
+    assert "; commit bbb;" in report(rows[1:], meta).splitlines()[0]
