@@ -8,7 +8,7 @@ are windowed (`LeafRef.window`): their maps hold only inside the window (x2 read
 column c is x[c + D/2], past the row for c >= D/2). Each windowed leaf must have a host,
 a leaf of the same buffer and strides without a window whose row holds the window
 shifted by the offsets' difference; the kernel copies it out of the host in UB
-(`tile_parts.py`). So x is copied in once in whole rows, the rotated halves read in UB,
+(`tile_prepare.py`). So x is copied in once in whole rows, the rotated halves read in UB,
 instead of two programs each copying both halves of x (and cos, sin) in half rows.
 """
 

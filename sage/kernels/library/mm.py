@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict
 from sage.kernels.library.knobs import VENDOR_CUBE_KNOBS, CubeKnobs, Knobs
 from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype, method, suffixed
 from sage.kernels.library.tile import _Writer, tile_args
-from sage.kernels.library.tile_parts import plan_tile
+from sage.kernels.library.tile_emit import Emit
+from sage.kernels.library.tile_plan import plan_tile
 from sage.kernels.library.tile_spec import TileSpec
 from sage.kernels.target import Target, target_for
 
@@ -173,8 +174,6 @@ def _cube_class(spec: MmSpec, dt: str, sz: int, acc: str, f: int) -> str:
 
 def _mix_kernel(spec: MmSpec, args: list[str], lay) -> str:
     ep = spec.epilogue
-    from sage.kernels.library.tile_parts import Emit
-
     bases = Emit(ep, lay).bases()
     ep_args = tile_args(ep)
     cube_args = [spec.a.arg] + ([spec.b.arg] if spec.b.arg != spec.a.arg else []) + ["ws"]

@@ -1,5 +1,6 @@
 """The tile program kernel: pointwise work and reductions over strided tensors of any rank
-(spec and copy plans in `tile_spec.py`, layout and copy code in `tile_parts.py`).
+(spec and copy plans in `tile_spec.py`, the plan and size of a tile in `tile_plan.py` and
+`tile_layout.py`, copy and preparation code in `tile_copy_in.py`, `tile_prepare.py` and `tile_emit.py`).
 
 Tiles are NR rows x NC columns of the iteration space; rows sit in UB at a pitch of `s`
 elements (a multiple of the 32 B block for every dtype involved), so one vector
@@ -25,7 +26,9 @@ from sage.kernels.chain import Expr, Inp, Op, Reduce, inputs_of, render
 from sage.kernels.library import tile_split
 from sage.kernels.library.knobs import VENDOR_KNOBS, Knobs
 from sage.kernels.library.source import HEADER, dsl_dtype, method
-from sage.kernels.library.tile_parts import Emit, TileLayout, plan_tile
+from sage.kernels.library.tile_emit import Emit
+from sage.kernels.library.tile_layout import TileLayout
+from sage.kernels.library.tile_plan import plan_tile
 from sage.kernels.library.tile_resident import ROW_TILES
 from sage.kernels.library.tile_round import rounded_store
 from sage.kernels.library.tile_spec import Access, TileSpec, leaf_kind

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sage.kernels.library.tile_parts import square_side
+from sage.kernels.library.tile_layout import square_side
 
 F32 = np.float32
 

@@ -1,0 +1,237 @@
+"""The tile program's layout: each tensor's copy plan, the tile's rows and columns and its buffers.
+
+`TileLayout` holds what `plan_tile` (tile_plan.py) decided about each tensor's copy and,
+once the compute's temporaries are known, sizes the tile (`size`) so that every buffer
+fits in UB; `constants` writes the sizes as the program's module constants. The UB
+geometry helpers (`round_up`, `ub_pitch`, `brcb_pad`, `square_side`) and the plan
+constants live here too, for the planner and the emitters.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from sage.kernels.library.knobs import UB_RESERVED, Knobs
+from sage.kernels.library.casts import SCRATCH_SLOT_BYTES
+from sage.kernels.library.source import DTYPE_SIZE
+from sage.kernels.library.tile_seg import seg_elems
+from sage.kernels.library.tile_split import constants as split_constants
+from sage.kernels.library.tile_split import SPLIT_CHUNK_BYTES, narrow_hurts, row_parts
+from sage.kernels.library.tile_spec import Access, TileSpec
+from sage.kernels.target import Target
+
+MAX_ROWS = 255             # repeat-form instructions repeat once per row
+CMP_PAD = 128              # comparisons work on whole 256 B repeats: buffers hold this much slack
+GATHER_PLANS = ("span", "transposed", "elements", "col_strided")
+
+
+def round_up(n: int, m: int) -> int:
+    """n rounded up to a multiple of m."""
+    return -(-n // m) * m
+
+
+def square_side(tile_len: int, align: int, cols: int) -> int | None:
+    """Columns of a near-square tile of `tile_len` elements, or None. A transposing copy
+    moves one burst per tile column (NR elements each) on one side and one per tile row on
+    the other, so NR + NC bursts per tile: fewest when the tile is square (a 4 x 1024 tile
+    of a float32 transpose moves 1024 bursts of 16 B; a 64 x 64 one, 128 bursts of 256 B).
+    The last column chunk must keep the full chunk's UB pitch, because the gather tables
+    are built once for the pitch S: cols % NC is 0 or rounds up to NC."""
+    side = math.isqrt(tile_len)
+    fits = [nc for nc in range(align, min(cols, 4 * side) + 1, align)
+            if cols % nc == 0 or cols % nc > nc - align]
+    return min(fits, key=lambda nc: abs(math.log(nc / side)), default=None)
+
+
+def brcb_pad(nr: int) -> int:
+    """32 B blocks of a Brcb temporary (one block per tile row): Brcb writes whole repeats of
+    8 blocks, and readers take one block per row; one repeat of slack. (Sized like the
+    comparison buffers before, 64-row multiples plus CMP_PAD blocks, it took 6 KB for a
+    one-row tile: what a 10240-column group norm row lacked to fit UB.)"""
+    return round_up(nr, 8) + 8
+
+
+def ub_pitch(n: int, es: int) -> int:
+    """Elements of a UB row of n elements of es bytes, padded to the 32 B block."""
+    return round_up(n * es, 32) // es
+
+
+@dataclass
+class TileLayout:
+    spec: TileSpec
+    knobs: Knobs
+    target: Target
+    plans: dict[int, str] = field(default_factory=dict)
+    out_plans: list[str] = field(default_factory=list)
+    out_level: list[str] = field(default_factory=list)
+    align: int = 8
+    reduce: bool = False
+    needs_ramp: bool = False
+    bn: int = 2                 # buffers per queue (the knob, or 1 when two do not fit)
+    nr: int = 1
+    nc: int = 1
+    s: int = 8
+    cvt_slots: int = 0          # scratch slots for multi-step conversions (casts.py)
+    # span leaves that read inside another leaf's span (a pooling window's neighbours): leaf ->
+    # (the leaf whose copy brings its elements in, its offset from that leaf's, in elements)
+    share: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # windowed leaves (Access.window): leaf -> (its host, the shift from its columns to the
+    # host's, lo, hi); copied in UB out of the host's tile, never loaded
+    windows: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
+    # leaves copied once per change of their base into their own TBuf (tile_resident.py)
+    resident: set[int] = field(default_factory=set)
+    loop_order: list[int] = field(default_factory=list)
+    # row mode: rows split across blocks (tile_split.py), into `parts` per column chunk
+    split: bool = False
+    accumulators: int = 0       # distinct reductions (row mode: one accumulator row each)
+    parts: int = 1
+
+    @property
+    def es_c(self) -> int:
+        return DTYPE_SIZE[self.spec.compute]
+
+    def span_extra(self, i: int) -> int:
+        """Elements leaf i's span copy brings in past its own last one, for its sharers."""
+        return max((d for host, d in self.share.values() if host == i), default=0)
+
+    def span_len(self, i: int, nc: int) -> int:
+        """Elements of one row of leaf i's span copy."""
+        _, sc = self.spec.strides_of(self.spec.leaves[i])
+        return (nc - 1) * sc + 1 + self.span_extra(i)
+
+    def loads(self, i: int) -> bool:
+        """Leaf i is copied in by its own queue (not read from another leaf's span)."""
+        return isinstance(self.spec.leaves[i], Access) and i not in self.share and i not in self.windows \
+            and i not in self.resident
+
+    def casts(self, i: int) -> bool:
+        """Leaf i gets a compute-dtype copy (a cast, a gather target, or a V-written copy
+        the scalar unit may read)."""
+        leaf = self.spec.leaves[i]
+        return isinstance(leaf, Access) and (leaf.dtype != self.spec.compute or self.plans[i] in GATHER_PLANS
+                                             or self.plans[i] in ("col", "scalar", "seg") or i in self.windows)
+
+    # -- sizing -------------------------------------------------------------------------------
+    def size(self, made: dict[str, int], masked: bool, int_temp: bool) -> None:
+        """Rows and columns per tile for the knobs; when not even one row fits with the
+        knob's buffers, one buffer per queue (no double buffering) is tried before giving up."""
+        try:
+            self._size(made, masked, int_temp)
+        except ValueError:
+            if self.bn == 1:
+                raise
+            self.bn = 1
+            self._size(made, masked, int_temp)
+
+    def _size(self, made: dict[str, int], masked: bool, int_temp: bool) -> None:
+        spec, knobs = self.spec, self.knobs
+        budget = self.target.ub_bytes - UB_RESERVED
+        cols = spec.cols
+        # windowed leaves are copied out of their hosts' whole rows: no column tiles
+        self.split, self.parts = False, 1
+        persistent = self.reduce and not spec.reduce_rows or bool(self.windows) or "padded" in self.plans.values()
+        nc = cols if persistent or cols <= knobs.tile_len else max(self.align, knobs.tile_len // self.align * self.align)
+        if spec.reduce_rows:
+            # a block takes whole column chunks: make enough of them for every core
+            cores = knobs.block_dim or self.target.vector_cores
+            loops = math.prod(spec.dims[a] for a in spec.loops)
+            per = -(-cores // max(loops, 1))
+            if per > 1:
+                want = max(256 // self.es_c, round_up(-(-cols // per), self.align))
+                # narrow chunks, or the rows split across blocks (tile_split.py)
+                self.split = knobs.row_split and want < nc and narrow_hurts(want, 32 // self.align) \
+                    and row_parts(loops * -(-cols // nc), spec.rows, cores) > 1
+                if self.split:
+                    nc = min(nc, max(self.align, SPLIT_CHUNK_BYTES // self.es_c // self.align * self.align))
+                else:
+                    nc = min(nc, want)
+        side = square_side(knobs.tile_len, self.align, cols) if self.transposes() and not persistent \
+            and not spec.reduce_rows and spec.rows > 1 and cols > self.align else None
+        square = side is not None
+        if side is not None:
+            nc = min(nc, side)
+        while True:
+            s = round_up(nc, self.align)
+            whole = nc >= cols or spec.reduce_rows or square
+            nr = max(1, min(spec.rows, MAX_ROWS, knobs.tile_len // s)) if whole else 1
+            while nr >= 1:
+                if self._bytes(nr, nc, s, made, masked, int_temp) <= budget:
+                    self.nr, self.nc, self.s = nr, nc, s
+                    if self.split:
+                        loops = math.prod(spec.dims[a] for a in spec.loops)
+                        self.parts = row_parts(loops * -(-cols // nc), spec.rows, knobs.block_dim or self.target.vector_cores)
+                    return
+                nr = nr // 2 if nr > 1 else 0
+            if persistent or nc <= self.align:
+                raise ValueError(f"a tile row of {cols} columns does not fit in UB with the program's buffers")
+            nc = max(self.align, nc // 2 // self.align * self.align)
+
+    def transposes(self) -> bool:
+        """A leaf or output crosses rows and columns: its GM bursts are tile columns, NR long."""
+        return "transposed" in self.plans.values() or "transposed" in self.out_plans
+
+    def _bytes(self, nr: int, nc: int, s: int, made: dict[str, int], masked: bool, int_temp: bool) -> int:
+        spec, bn, csz = self.spec, self.bn, self.es_c
+        tile = nr * s + CMP_PAD
+        total = 0
+        for i, leaf in enumerate(spec.leaves):
+            if not isinstance(leaf, Access):
+                continue
+            es, plan = DTYPE_SIZE[leaf.dtype], self.plans[i]
+            total += bn * self.leaf_bytes(i, plan, es, nr, nc, s) if self.loads(i) else 0
+            total += self.leaf_bytes(i, plan, es, nr, nc, s) if i in self.resident else 0
+            if self.casts(i):
+                total += (seg_elems(spec, leaf, nr) if plan == "seg" else {
+                    "row": s + CMP_PAD, "col": nr + CMP_PAD, "col_strided": nr + CMP_PAD, "scalar": 8}.get(plan, tile)) * csz
+            if plan in GATHER_PLANS:
+                total += (tile * 4 if self.loads(i) else 0) + tile * es
+        for j, out in enumerate(spec.outputs):
+            es, plan = DTYPE_SIZE[out.access.dtype], self.out_plans[j]
+            total += bn * {"col": round_up(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32,
+                           "transposed": nc * ub_pitch(nr, es), "elements": nr * nc * 32 // es}.get(plan, tile) * es
+            if plan in ("transposed", "elements", "col_strided"):
+                total += tile * es + 4 * {"transposed": nc * ub_pitch(nr, es), "elements": nr * nc * 32 // es,
+                                          "col_strided": nr * 32 // es}[plan]
+        total += made.get("full", 0) * tile * csz + made.get("row", 0) * (s + CMP_PAD) * csz
+        total += made.get("col", 0) * (round_up(nr, 64) + CMP_PAD) * csz
+        total += made.get("brcb", 0) * brcb_pad(nr) * 32
+        if spec.reduce_rows:
+            total += (s + CMP_PAD) * csz * self.accumulators
+        if self.split:
+            total += 2 * (s + CMP_PAD) * csz     # the workspace rows' queue
+        total += (tile // 8 + 64) if masked else 0
+        total += tile * 4 if int_temp else 0
+        total += self.cvt_slots * tile * SCRATCH_SLOT_BYTES
+        if self.needs_ramp:
+            total += (max(s, nr, nc) + 64) * (4 + csz)  # index ramps
+        n_bufs = 4 * (len(spec.leaves) + len(spec.outputs)) + sum(made.values()) + 4
+        return total + 32 * n_bufs
+
+    def leaf_bytes(self, i: int, plan: str, es: int, nr: int, nc: int, s: int) -> int:
+        leaf = self.spec.leaves[i]
+        assert isinstance(leaf, Access)
+        _, sc = self.spec.strides_of(leaf)
+        if plan == "seg":
+            return seg_elems(self.spec, leaf, nr) * es
+        return {"rows": nr * s + CMP_PAD, "row_loop": nr * s + CMP_PAD, "row": s + CMP_PAD, "padded": nr * s + CMP_PAD,
+                "col": round_up(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32, "scalar": 32 // es,
+                "span": nr * ub_pitch(self.span_len(i, nc), es), "transposed": nc * ub_pitch(nr, es),
+                "elements": nr * nc * 32 // es}[plan] * es
+
+    def constants(self, knobs: Knobs, target: Target, work_items: bool = False) -> list[str]:
+        """Module constants; with `work_items` a block's unit of work is a column chunk
+        with all its rows (row-mode reductions), else one tile."""
+        spec = self.spec
+        n_ct, n_rt = -(-spec.cols // self.nc), -(-spec.rows // self.nr)
+        loops = math.prod(spec.dims[a] for a in spec.loops)
+        if work_items:
+            n_rt = self.parts
+        return [f"BUFFER_NUM = {self.bn}", f"CORES = {target.vector_cores}", f"BLOCK_DIM = {knobs.block_dim}",
+                f"ALIGN = {self.align}", f"LANES = {256 // self.es_c}", f"EPB = {32 // self.es_c}",
+                f"C = {spec.cols}", f"DR = {spec.rows}", f"NC = {self.nc}", f"NR = {self.nr}", f"S = {self.s}",
+                f"N_CT = {n_ct}", f"N_RT = {-(-spec.rows // self.nr)}", f"T = {loops * n_ct * n_rt}",
+                f"CMP_PAD = {CMP_PAD}", f"TILE_ELEMS = {self.nr * self.s + CMP_PAD}", f"S_PAD = {self.s + CMP_PAD}",
+                f"NR_PAD = {round_up(self.nr, 64) + CMP_PAD}", f"BRCB_PAD = {brcb_pad(self.nr)}", f"RAMP = {max(self.s, self.nr, self.nc) + 64}"
+                ] + (split_constants(self.parts, spec.rows, loops * n_ct, self.nc, self.es_c) if self.parts > 1 else [])
+
