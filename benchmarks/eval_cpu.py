@@ -103,7 +103,7 @@ def main() -> None:
         print(f"  {name:8} {run['commit']}: {run['cpu_s']:7.1f} CPU s  {run['wall_s']:6.1f} wall s  "
               f"idle {run['idle_share']:.0%}  exit {run['returncode']}")
         for line in run["tail"] + run["stderr"]:
-            print(f"           | {line[:100]}")
+            print(f"           | {line[:66]}")
     print(f"CPU ratio baseline / current: {result['cpu_ratio']}x (target >= {result['target']}x)")
 
 
