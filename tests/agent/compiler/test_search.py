@@ -104,3 +104,14 @@ def test_a_reduction_over_rows_can_toggle_the_row_split(tmp_path: Path):
     split = next(r for r in state.ranked.values() if any(m == "row_split False" for _, _, m in r))
     narrow = next(s for _, s, m in split if m == "row_split False")
     assert not narrow.row_split and narrow.knobs().row_split is False
+
+
+def test_the_blocks_a_group_runs_on_are_a_move():
+    from sage.agent.compiler.schedule import Schedule
+    from sage.agent.compiler.search import moves
+
+    names = dict(moves(Schedule(), 1, False, cores=48))
+    assert names["block_dim 24"].block_dim == 24                        # half the vector cores
+    back = dict(moves(Schedule(block_dim=24), 1, False, cores=48))
+    assert back["block_dim all"].block_dim is None
+    assert not any(n.startswith("block_dim") for n in dict(moves(Schedule(), 1, False)))
