@@ -157,3 +157,55 @@ def test_the_burst_overlap_of_two_strided_transfers_is_the_byte_sets_intersectio
         else:
             lo, hi = found
             assert lo < hi and set(range(lo, hi)) <= common
+
+
+# One core's scalar unit writes a GM value, then MTE2 reads the page back, N times in order
+# (PipeBarrier between them); then one last write with no barrier after a read. Only the last
+# pair races: the ordered history before it (checked against only what each pipe does not
+# know of the other) must not hide it, nor be reported.
+SCALAR_LOOP = """
+@kernel
+def k(y, z, n):
+    pipe = TPipe(); q = TQue(TPosition.VECIN, 1); pipe.InitBuffer(q, 1, 256)
+    yg = GlobalTensor(); yg.SetGlobalBuffer(y); zg = GlobalTensor(); zg.SetGlobalBuffer(z)
+    for i in range(n):
+        yg.SetValue(i % 64, float(i))
+        PipeBarrier(PIPE_ALL)
+        t = q.AllocTensor(float32)
+        DataCopy(t, yg[0], 64)  # @read
+        q.EnQue(t); t = q.DeQue(float32)
+        q.FreeTensor(t)
+        BARRIER
+    yg.SetValue(0, 1.0)  # @write
+    PipeBarrier(PIPE_ALL)
+    t = q.AllocTensor(float32)
+    DataCopy(t, yg[0], 64)
+    q.EnQue(t); t = q.DeQue(float32)
+    PipeBarrier(PIPE_ALL)
+    DataCopy(zg[0], t, 64)
+    q.FreeTensor(t)
+
+def forward(y, n):
+    z = empty_like(y)
+    k[1](y, z, n)
+    return z
+"""
+
+
+def test_a_long_ordered_history_on_one_page_is_legal(run):
+    y = np.zeros(64, dtype=np.float32)
+    _, result = run(SCALAR_LOOP.replace("BARRIER", "PipeBarrier(PIPE_ALL)"), [y, 300])
+    assert result.error is None, result.error
+    want = np.zeros(64, dtype=np.float32)
+    for i in range(300):
+        want[i % 64] = i
+    want[0] = 1.0
+    np.testing.assert_array_equal(result.outputs[0], want)
+
+
+def test_the_one_unordered_pair_after_a_long_ordered_history_is_a_race(run):
+    src, result = run(SCALAR_LOOP.replace("BARRIER", "if i < n - 1: PipeBarrier(PIPE_ALL)"),
+                      [np.zeros(64, dtype=np.float32), 300])
+    assert result.error is not None and result.error.type == "RaceError"
+    assert result.error.line == _line(src, "# @write") and f"(kernel line {_line(src, '# @read')})" in result.error.message
+    assert "MTE2" in result.error.message and " S " in result.error.message

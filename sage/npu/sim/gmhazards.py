@@ -11,12 +11,18 @@ race with each other. Every transfer is a set of bursts (count x length, a fixed
 two transfers conflict only if a byte of one burst of each is the same: disjoint stripes of
 the same rows are legal.
 
-Accesses are indexed by 4 KB GM pages, so a check looks only at accesses that can overlap.
+Accesses are indexed by 4 KB GM pages, so a check looks only at accesses that can overlap,
+and within a page by actor in program order: a new access is ordered after every access of
+an actor up to the last one it knows of (the order is a counter per pipe), so only that
+actor's later accesses are compared (bisected), not its whole history. One pipe touching
+one page over and over (a scalar loop of SetValue and DataCopy) cost a check per earlier
+access: 919 us per iteration after 4,000.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_right
+from dataclasses import dataclass, field
 
 from sage.npu.errors import RaceError
 from sage.npu.results import PIPES
@@ -91,12 +97,32 @@ def _bursts_meet(a: Access, b: Access) -> bool:
     return k <= a.count - 1 and d + k * p < b.length
 
 
+@dataclass(slots=True)
+class Trail:
+    """One actor's accesses of one kind on one page (or one buffer's wide list), in program
+    order, with their sequence numbers for bisection."""
+
+    seqs: list[int] = field(default_factory=list)
+    accesses: list[Access] = field(default_factory=list)
+
+    def add(self, acc: Access) -> None:
+        self.seqs.append(acc.seq)
+        self.accesses.append(acc)
+
+    def unordered(self, known: int) -> list[Access]:
+        """The accesses after the `known`-th instruction of the actor's pipe."""
+        return self.accesses[bisect_right(self.seqs, known):]
+
+
+Trails = dict  # (stream, pipe) -> Trail
+
+
 class GmHazards:
-    """The GM accesses of one launch so far, per allocation and page."""
+    """The GM accesses of one launch so far, per allocation and page, per actor."""
 
     def __init__(self) -> None:
-        self.pages: dict[int, dict[int, tuple[list[Access], list[Access]]]] = {}   # buf -> page -> (reads, writes)
-        self.wide: dict[int, list[Access]] = {}
+        self.pages: dict[int, dict[int, tuple[Trails, Trails]]] = {}   # buf -> page -> (reads, writes) by actor
+        self.wide: dict[int, Trails] = {}
 
     def access(self, buf: int, label: str, acc: Access) -> None:
         """Check `acc` against what other actors did to `buf`, then record it."""
@@ -115,27 +141,39 @@ class GmHazards:
         wide = self.wide.get(buf)
         if wide:
             self._check(acc, wide, seen, label)
+        actor = (acc.stream, acc.pipe)
         if last - first >= _MAX_PAGES:
-            self.wide.setdefault(buf, []).append(acc)
+            _trail(self.wide.setdefault(buf, {}), actor).add(acc)
             return
         for p in span:
             entry = pages.get(p)
             if entry is None:
-                entry = pages[p] = ([], [])
-            entry[1 if acc.write else 0].append(acc)
+                entry = pages[p] = ({}, {})
+            _trail(entry[1 if acc.write else 0], actor).add(acc)
 
-    def _check(self, acc: Access, others, seen: set[int], label: str) -> None:
-        for o in others:
-            if id(o) in seen or (o.stream == acc.stream and o.pipe == acc.pipe):
+    def _check(self, acc: Access, trails: Trails, seen: set[int], label: str) -> None:
+        for (stream, pipe), trail in trails.items():
+            if stream == acc.stream and pipe == acc.pipe:
                 continue
-            seen.add(id(o))
-            if not (o.write or acc.write) or (o.atomic and acc.atomic):
-                continue
-            if acc.after(o) or o.after(acc):
-                continue
-            both = overlap(acc, o)
-            if both is not None:
-                raise RaceError(_message(acc, o, both, label), line=acc.line)
+            known = acc.own[pipe] if stream == acc.stream else acc.knows.get((stream, pipe), 0)
+            for o in trail.unordered(known):        # the earlier ones: acc is ordered after them
+                if id(o) in seen:
+                    continue
+                seen.add(id(o))
+                if not (o.write or acc.write) or (o.atomic and acc.atomic):
+                    continue
+                if o.after(acc):
+                    continue
+                both = overlap(acc, o)
+                if both is not None:
+                    raise RaceError(_message(acc, o, both, label), line=acc.line)
+
+
+def _trail(trails: Trails, actor: tuple[int, int]) -> Trail:
+    trail = trails.get(actor)
+    if trail is None:
+        trail = trails[actor] = Trail()
+    return trail
 
 
 def _message(b: Access, a: Access, both: tuple[int, int], label: str) -> str:
