@@ -17,6 +17,7 @@ import argparse
 import json
 import platform
 import shlex
+import shutil
 import sys
 import time
 from datetime import datetime, timezone
@@ -30,6 +31,7 @@ from sage.bench.ablation import (COMPARE_FILE, MEMORY_MODES, ablation_level_metr
                                  load_mode_rows, run_compare, run_memory_url)
 from benchmarks.compiler_coverage import COMPILER_BEGIN, COMPILER_END, checkout_commit, classify  # noqa: E402
 from benchmarks.suite_summary import pct as _pct, readme_summary, write_block, x as _x  # noqa: E402
+from sage.bench.ablation_stats import IntervalSection  # noqa: E402
 from sage.bench.metrics import SuiteMetrics  # noqa: E402
 from sage.bench.runner import BenchConfig, ResultRow, final_rows  # noqa: E402
 
@@ -77,7 +79,13 @@ def main() -> None:
         (args.out / COMPARE_FILE).write_text(json.dumps(record, indent=2) + "\n")
         print(f"all modes in {run.wall_s:.0f} s; report {run.report}")
     kept = compiler_block(args.results.read_text(encoding="utf-8")) if args.results.exists() else ""
-    args.results.write_text(results_markdown(args.out, args.expert_run) + kept, encoding="utf-8")
+    curve = args.out / "learning_curve.png"
+    image = None
+    if curve.exists():          # the doc is committed, the run folder is not: the plot goes beside the doc
+        image = Path("img") / f"{args.out.name}_learning_curve.png"
+        (args.results.parent / image).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(curve, args.results.parent / image)
+    args.results.write_text(results_markdown(args.out, args.expert_run, image) + kept, encoding="utf-8")
     print(f"wrote {args.results}")
     if args.readme.exists() and write_block(args.readme, readme_summary(args.out, classify)):
         print(f"wrote the summary into {args.readme}")
@@ -92,7 +100,7 @@ def compiler_block(text: str) -> str:
     return "\n" + text[start:end + len(COMPILER_END)] + "\n" if 0 <= start < end else ""
 
 
-def results_markdown(out: Path, expert_run: Path | None = None) -> str:
+def results_markdown(out: Path, expert_run: Path | None = None, curve: Path | None = None) -> str:
     record = json.loads((out / COMPARE_FILE).read_text())
     rows = load_mode_rows(out)
     metrics, levels = ablation_metrics(rows), ablation_level_metrics(rows)
@@ -127,6 +135,10 @@ def results_markdown(out: Path, expert_run: Path | None = None) -> str:
         "all counted tasks with a task that is not correct counted as 1x. Roofline: the mean fraction of the "
         "essential-work bound (launch excluded) over device time, of the correct tasks.", "",
         *_table(("mode", "epoch"), [((m, str(e + 1)), s) for m, ep in metrics.items() for e, s in ep.items()]),
+        "", IntervalSection().render(rows, out) or "",
+        *(["", "## Learning curve", "", f"![learning curve]({curve.as_posix()})",
+           "", "Correct share and geometric-mean speedup of the solved tasks per epoch, one line and 95 % band "
+           "per mode (sage.bench.plots.learning_curve)."] if curve is not None and len(metrics) > 1 else []),
         "", "## Per level", "",
         *_table(("mode", "epoch", "level"), [((m, str(e + 1), lv), s) for m, ep in levels.items()
                                               for e, lvs in ep.items() for lv, s in lvs.items()]),

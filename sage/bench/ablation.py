@@ -109,13 +109,13 @@ def load_mode_rows(out: Path) -> list[ResultRow]:
 def ablation_metrics(rows: list[ResultRow]) -> dict[str, dict[int, SuiteMetrics]]:
     """mode -> epoch -> suite metrics of that epoch's final kernel rows."""
     return {mode: {e: compute_metrics(r.evaluation for r in finals) for e, finals in epochs.items()}
-            for mode, epochs in _finals_by_mode_epoch(rows).items()}
+            for mode, epochs in finals_by_mode_epoch(rows).items()}
 
 
 def ablation_level_metrics(rows: list[ResultRow]) -> dict[str, dict[int, dict[str, SuiteMetrics]]]:
     """mode -> epoch -> level ("level0".., "other") -> metrics."""
     return {mode: {e: metrics_by_level(r.evaluation for r in finals) for e, finals in epochs.items()}
-            for mode, epochs in _finals_by_mode_epoch(rows).items()}
+            for mode, epochs in finals_by_mode_epoch(rows).items()}
 
 
 class AblationTableSection:
@@ -153,13 +153,15 @@ class LearningCurveSection:
         from sage.bench.plots import learning_curve
 
         finals = {mode: {e: [r.evaluation for r in rs] for e, rs in epochs.items()}
-                  for mode, epochs in _finals_by_mode_epoch(rows).items()}
+                  for mode, epochs in finals_by_mode_epoch(rows).items()}
         plot = learning_curve(finals, Path(out))
         return "\n".join(["## Learning curve", "", plot.markdown()]) if plot is not None else None
 
 
 def ablation_sections() -> list[ReportSection]:
-    return [AblationTableSection(), LevelAblationSection(), LearningCurveSection()]
+    from sage.bench.ablation_stats import IntervalSection
+
+    return [AblationTableSection(), IntervalSection(), LevelAblationSection(), LearningCurveSection()]
 
 
 def write_ablation_report(out: Path, sections: Sequence[ReportSection] = ()) -> Path:
@@ -179,7 +181,7 @@ def write_ablation_report(out: Path, sections: Sequence[ReportSection] = ()) -> 
     return path
 
 
-def _finals_by_mode_epoch(rows: list[ResultRow]) -> dict[str, dict[int, list[ResultRow]]]:
+def finals_by_mode_epoch(rows: list[ResultRow]) -> dict[str, dict[int, list[ResultRow]]]:
     by_mode: dict[str, list[ResultRow]] = {}
     for r in rows:
         by_mode.setdefault(r.extra.get(MODE_KEY, "?"), []).append(r)

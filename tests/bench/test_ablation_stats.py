@@ -1,0 +1,46 @@
+"""The ablation's intervals and adoption precision, against hand-made rows."""
+
+from __future__ import annotations
+
+from sage.bench.ablation_stats import IntervalSection, adoption_precision, bootstrap
+from sage.bench.evaluate import TaskEvaluation
+from sage.bench.runner import ResultRow
+
+
+def _ev(task: str, correct: bool, speedup: float | None = None) -> TaskEvaluation:
+    return TaskEvaluation(task=task, status="correct" if correct else "incorrect", executed=True, correct=correct,
+                          speedup=speedup)
+
+
+def _row(mode: str, task: str, ev: TaskEvaluation, adopted=(), epoch=0, attempt=0, **extra) -> ResultRow:
+    return ResultRow(task=task, status=ev.status, evaluation=ev, epoch=epoch, attempt=attempt, seed=0,
+                     extra={"ablation_mode": mode, "adopted": list(adopted), **extra})
+
+
+def test_an_all_correct_suite_has_a_point_interval_and_the_interval_is_seeded():
+    evals = [_ev(f"t{i}", True, 1.5) for i in range(20)]
+    assert bootstrap(evals, lambda m: m.correctness_rate) == (1.0, 1.0)
+    half = [_ev(f"t{i}", i % 2 == 0, 2.0) for i in range(100)]
+    ci = bootstrap(half, lambda m: m.correctness_rate)
+    assert ci == bootstrap(half, lambda m: m.correctness_rate)
+    # a share of 0.5 over 100 tasks: standard error 0.05, so about 0.5 -/+ 0.1
+    assert 0.38 <= ci[0] <= 0.44 and 0.56 <= ci[1] <= 0.62
+
+
+def test_adoption_precision_compares_with_the_same_attempt_without_memory():
+    rows = [_row("none", "a", _ev("a", True, 1.0)), _row("atu", "a", _ev("a", True, 1.2), ["E1"]),   # faster: a win
+            _row("none", "b", _ev("b", True, 1.3)), _row("atu", "b", _ev("b", True, 1.1), ["E1"]),   # slower
+            _row("none", "c", _ev("c", False)), _row("atu", "c", _ev("c", True, 0.8), ["E2"]),       # correct: a win
+            _row("none", "d", _ev("d", True, 1.0)), _row("atu", "d", _ev("d", True, 5.0)),           # adopted nothing
+            _row("atu", "e", _ev("e", True, 2.0), ["E3"])]                                          # nothing to compare
+    assert adoption_precision(rows, "atu") == (2, 3)
+
+
+def test_the_section_lists_every_mode_and_epoch(tmp_path):
+    rows = [_row(m, t, _ev(t, True, 1.1), ["E1"] if m == "atu" else (), epoch=e, promoted={"R1": "x"} if e else {})
+            for m in ("none", "atu") for e in (0, 1) for t in ("a", "b")]
+    text = IntervalSection().render(rows, tmp_path)
+    lines = [ln for ln in text.splitlines() if ln.startswith("| none") or ln.startswith("| atu")]
+    assert len(lines) == 4
+    atu2 = next(ln for ln in lines if ln.startswith("| atu | 2 |"))
+    assert "| 2 | 0/2 (0%) | 2 | 0 |" in atu2          # 2 adopting attempts, none beat none's equal ones; 2 promotions
