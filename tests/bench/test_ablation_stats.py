@@ -44,3 +44,21 @@ def test_the_section_lists_every_mode_and_epoch(tmp_path):
     assert len(lines) == 4
     atu2 = next(ln for ln in lines if ln.startswith("| atu | 2 |"))
     assert "| 2 | 0/2 (0%) | 2 | 0 |" in atu2          # 2 adopting attempts, none beat none's equal ones; 2 promotions
+
+
+def test_the_spread_over_seed_runs_is_the_mean_and_range(tmp_path):
+    from benchmarks.ablation_seeds import markdown, spread
+
+    def run(name: str, correct: int) -> object:
+        folder = tmp_path / name / "none"
+        folder.mkdir(parents=True)
+        rows = [_row("none", f"t{i}", _ev(f"t{i}", i < correct, 2.0)) for i in range(4)]
+        (folder / "results.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in rows))
+        return tmp_path / name
+
+    runs = [run("s0", 1), run("s1", 3)]
+    table = spread(runs)
+    assert table["none"][0]["correct"] == [1.0, 3.0]
+    # geomean over all 4 tasks, failures as 1x: 2^(1/4) and 2^(3/4)
+    assert [round(v, 4) for v in table["none"][0]["geomean_all"]] == [round(2 ** 0.25, 4), round(2 ** 0.75, 4)]
+    assert "| none | 1 | 2 | 2.0 (1.0-3.0) |" in markdown(table, runs)
