@@ -47,10 +47,11 @@ def _score(row: ResultRow) -> tuple[int, float]:
     return (1, ev.speedup or 0.0)
 
 
-def adoption_precision(rows: Sequence[ResultRow], mode: str) -> tuple[int, int]:
-    """(adopting attempts that beat the no-memory attempt, adopting attempts with one to compare)."""
+def adoption_precision(rows: Sequence[ResultRow], mode: str) -> tuple[int, int, int]:
+    """(adopting attempts that beat the no-memory attempt, that tied with it, adopting attempts
+    with one to compare)."""
     base = {(r.task, r.epoch, r.attempt): r for r in rows if r.extra.get(MODE_KEY) == BASELINE_MODE}
-    wins = total = 0
+    wins = ties = total = 0
     for r in rows:
         if r.extra.get(MODE_KEY) != mode or not r.extra.get("adopted"):
             continue
@@ -59,7 +60,8 @@ def adoption_precision(rows: Sequence[ResultRow], mode: str) -> tuple[int, int]:
             continue
         total += 1
         wins += _score(r) > _score(other)
-    return wins, total
+        ties += _score(r) == _score(other)
+    return wins, ties, total
 
 
 def _epoch_rows(rows: Sequence[ResultRow], mode: str, epoch: int) -> list[ResultRow]:
@@ -81,15 +83,15 @@ class IntervalSection:
             return None
         pct = lambda v: f"{100 * v:.1f}%"                                  # noqa: E731
         times = lambda v: f"{v:.3f}x"                                      # noqa: E731
-        seeds = sorted({r.seed for r in rows if r.seed is not None})
         lines = ["## Intervals, adoptions and promotions", "",
-                 f"95 % bootstrap intervals over tasks ({RESAMPLES} resamples; seeds in these rows: "
-                 f"{', '.join(map(str, seeds)) or '-'}: the spread over seeds needs one run per seed). Geomean: "
-                 "end to end over all counted tasks, a task not correct counting as 1x. Adoption precision: "
-                 f"attempts that applied memory items and beat the same attempt in mode {BASELINE_MODE}. "
+                 f"95 % bootstrap intervals over tasks ({RESAMPLES} resamples, within this one run; the spread "
+                 "over seeds needs one run per seed: benchmarks/ablation_seeds.py). Geomean: end to end over "
+                 "all counted tasks, a task not correct counting as 1x. Adoption precision: of the attempts "
+                 f"that applied memory items, those that beat the same attempt in mode {BASELINE_MODE} (a "
+                 "correct kernel beats a wrong one, then the faster wins); ties: the same status and speedup. "
                  "Promoted / demoted: rules the episodes' consolidation promoted, items they demoted.", "",
                  "| mode | epoch | tasks | correct | fast_1 | geomean (all) | adopting attempts | "
-                 "adoption precision | promoted | demoted |", "|---|---|---|---|---|---|---|---|---|---|"]
+                 "adoption precision | ties | promoted | demoted |", "|---|---|---|---|---|---|---|---|---|---|---|"]
         for mode, epochs in finals.items():
             for e, final in epochs.items():
                 evals = [r.evaluation for r in final if r.evaluation is not None]
@@ -99,13 +101,14 @@ class IntervalSection:
                          _interval(m.geomean_speedup_all, bootstrap(evals, lambda s: s.geomean_speedup_all), times)]
                 epoch_rows = _epoch_rows(rows, mode, e)
                 adopting = sum(1 for r in epoch_rows if r.extra.get("adopted"))
-                wins, total = adoption_precision([r for r in rows if r.epoch == e], mode) \
-                    if mode != BASELINE_MODE else (0, 0)
+                wins, ties, total = adoption_precision([r for r in rows if r.epoch == e], mode) \
+                    if mode != BASELINE_MODE else (0, 0, 0)
                 precision = f"{wins}/{total} ({100 * wins / total:.0f}%)" if total else "-"
+                tied = f"{ties}/{total}" if total else "-"
                 promoted = sum(len(r.extra.get("promoted") or {}) for r in epoch_rows)
                 demoted = sum(len(r.extra.get("demoted") or []) for r in epoch_rows)
                 lines.append(f"| {mode} | {e + 1} | {m.tasks} | " + " | ".join(cells)
-                             + f" | {adopting} | {precision} | {promoted} | {demoted} |")
+                             + f" | {adopting} | {precision} | {tied} | {promoted} | {demoted} |")
         return "\n".join(lines)
 
 

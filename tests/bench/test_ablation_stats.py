@@ -33,7 +33,7 @@ def test_adoption_precision_compares_with_the_same_attempt_without_memory():
             _row("none", "c", _ev("c", False)), _row("atu", "c", _ev("c", True, 0.8), ["E2"]),       # correct: a win
             _row("none", "d", _ev("d", True, 1.0)), _row("atu", "d", _ev("d", True, 5.0)),           # adopted nothing
             _row("atu", "e", _ev("e", True, 2.0), ["E3"])]                                          # nothing to compare
-    assert adoption_precision(rows, "atu") == (2, 3)
+    assert adoption_precision(rows, "atu") == (2, 0, 3)
 
 
 def test_the_section_lists_every_mode_and_epoch(tmp_path):
@@ -43,7 +43,7 @@ def test_the_section_lists_every_mode_and_epoch(tmp_path):
     lines = [ln for ln in text.splitlines() if ln.startswith("| none") or ln.startswith("| atu")]
     assert len(lines) == 4
     atu2 = next(ln for ln in lines if ln.startswith("| atu | 2 |"))
-    assert "| 2 | 0/2 (0%) | 2 | 0 |" in atu2          # 2 adopting attempts, none beat none's equal ones; 2 promotions
+    assert "| 2 | 0/2 (0%) | 2/2 | 2 | 0 |" in atu2    # 2 adopting attempts tying none's equal ones; 2 promotions
 
 
 def test_the_spread_over_seed_runs_is_the_mean_and_range(tmp_path):
