@@ -27,17 +27,24 @@ RESAMPLES = 1000
 BASELINE_MODE = "none"
 
 
-def bootstrap(evals: Sequence[TaskEvaluation], stat: Callable[[SuiteMetrics], float | None],
-              resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float] | None:
-    """The 2.5th and 97.5th percentiles of `stat` over task resamples."""
-    if not evals:
-        return None
+def resampled(evals: Sequence[TaskEvaluation], resamples: int = RESAMPLES, seed: int = 0) -> list[SuiteMetrics]:
+    """The suite metrics of `resamples` draws of the tasks with replacement (seeded)."""
     rng = random.Random(seed)
-    values = sorted(v for _ in range(resamples)
-                    if (v := stat(compute_metrics(rng.choice(evals) for _ in range(len(evals))))) is not None)
+    return [compute_metrics(rng.choice(evals) for _ in range(len(evals))) for _ in range(resamples)] if evals else []
+
+
+def interval(samples: Sequence[SuiteMetrics], stat: Callable[[SuiteMetrics], float | None]) -> tuple[float, float] | None:
+    """The 2.5th and 97.5th percentiles of `stat` over resampled metrics."""
+    values = sorted(v for m in samples if (v := stat(m)) is not None)
     if not values:
         return None
     return values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))]
+
+
+def bootstrap(evals: Sequence[TaskEvaluation], stat: Callable[[SuiteMetrics], float | None],
+              resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float] | None:
+    """The 95 % interval of `stat` over task resamples."""
+    return interval(resampled(evals, resamples, seed), stat)
 
 
 def _score(row: ResultRow) -> tuple[int, float]:
@@ -95,10 +102,10 @@ class IntervalSection:
         for mode, epochs in finals.items():
             for e, final in epochs.items():
                 evals = [r.evaluation for r in final if r.evaluation is not None]
-                m = compute_metrics(evals)
-                cells = [_interval(m.correctness_rate, bootstrap(evals, lambda s: s.correctness_rate), pct),
-                         _interval(m.fast_1, bootstrap(evals, lambda s: s.fast_1), pct),
-                         _interval(m.geomean_speedup_all, bootstrap(evals, lambda s: s.geomean_speedup_all), times)]
+                m, samples = compute_metrics(evals), resampled(evals)     # one set of resamples for all three
+                cells = [_interval(m.correctness_rate, interval(samples, lambda s: s.correctness_rate), pct),
+                         _interval(m.fast_1, interval(samples, lambda s: s.fast_1), pct),
+                         _interval(m.geomean_speedup_all, interval(samples, lambda s: s.geomean_speedup_all), times)]
                 epoch_rows = _epoch_rows(rows, mode, e)
                 adopting = sum(1 for r in epoch_rows if r.extra.get("adopted"))
                 wins, ties, total = adoption_precision([r for r in rows if r.epoch == e], mode) \
@@ -112,4 +119,4 @@ class IntervalSection:
         return "\n".join(lines)
 
 
-__all__ = ["IntervalSection", "adoption_precision", "bootstrap"]
+__all__ = ["IntervalSection", "adoption_precision", "bootstrap", "interval", "resampled"]

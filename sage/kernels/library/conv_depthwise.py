@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sage.kernels.library.conv_gemm import conv_out_len
 from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 from sage.kernels.target import Target
 
@@ -58,9 +59,8 @@ class DepthwiseSpec:
 
     @property
     def out_hw(self) -> tuple[int, int]:
-        (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
-        return ((self.h + 2 * ph - dh * (self.kh - 1) - 1) // sh + 1,
-                (self.w + 2 * pw - dw * (self.kw - 1) - 1) // sw + 1)
+        return (conv_out_len(self.h, self.kh, self.stride[0], self.padding[0], self.dilation[0]),
+                conv_out_len(self.w, self.kw, self.stride[1], self.padding[1], self.dilation[1]))
 
     @property
     def shifted(self) -> bool:

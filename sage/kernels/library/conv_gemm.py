@@ -49,6 +49,11 @@ def _ceil(n: int, unit: int) -> int:
     return -(-n // unit) * unit
 
 
+def conv_out_len(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """Output positions of a convolution along one axis (torch's formula, floor mode)."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
 @dataclass(frozen=True)
 class ConvSpec:
     name: str
@@ -69,8 +74,7 @@ class ConvSpec:
 
     @property
     def out_size(self) -> tuple[int, ...]:
-        return tuple((s + 2 * p - d * (k - 1) - 1) // st + 1 for s, k, st, p, d in
-                     zip(self.size, self.kernel, self.stride, self.padding, self.dilation))
+        return tuple(map(conv_out_len, self.size, self.kernel, self.stride, self.padding, self.dilation))
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from sage.kernels.library.knobs import UB_RESERVED, VENDOR_KNOBS, Knobs
 from sage.kernels.library.source import (
-    DTYPE_SIZE, FLOATS, HEADER, cast_line, compute_dtype, dsl_dtype, method, ub_helpers,
+    DTYPE_SIZE, FLOATS, FOLD_OPS, HEADER, cast_line, compute_dtype, dsl_dtype, method, ub_helpers,
 )
 from sage.kernels.target import Target, target_for
 
@@ -94,7 +94,7 @@ class _RowWriter:
             # repeat first does the same work in a third of the vector time. Accumulators of
             # the long-row path are dead once reduced and fold in place; in the rows-fit path
             # `self.acc` is free scratch of a whole tile.
-            half = {"sum": "Add", "max": "Max", "min": "Min"}[kind]
+            half = FOLD_OPS[kind]
             buf = src if src in ("self.acc", "self.acc2") else "self.acc"
             fold = [f"fr, fn = fold_rows({half}, {buf}, {src}, {count}, {self.target.repeat_bytes // self.csz})"]
             src, count = "fr", "fn"
@@ -293,7 +293,7 @@ class _RowWriter:
 
         if op in REDUCTIONS:
             kind = "sum" if op in ("sum", "mean") else op
-            fn = {"sum": "Add", "max": "Max", "min": "Min"}[kind]
+            fn = FOLD_OPS[kind]
             ch += [loop, *chunk, *accumulate(fn, "self.acc", "self.xc"), *finish(kind, "v", "self.acc")]
             if op == "mean":
                 ch.append("v = v / self.C")

@@ -20,6 +20,10 @@ KERNEL_DTYPES = LIB_DTYPES | {"bool"}
 HEADER = "from sage.npu.ascendc import *\nimport math\n"
 
 
+# The vector op that combines two partial results of a reduction (halving folds, accumulators).
+FOLD_OPS = {"sum": "Add", "max": "Max", "min": "Min"}
+
+
 def dsl_dtype(name: str) -> str:
     """The DSL's name for a numpy/torch dtype name."""
     return {"bool": "bool_"}.get(name, name)

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from sage.kernels.chain import Expr, Inp, Op, Reduce, inputs_of, render
 from sage.kernels.library import tile_split
 from sage.kernels.library.knobs import VENDOR_KNOBS, Knobs
-from sage.kernels.library.source import HEADER, dsl_dtype, method
+from sage.kernels.library.source import FOLD_OPS, HEADER, dsl_dtype, method
 from sage.kernels.library.tile_emit import Emit
 from sage.kernels.library.tile_layout import TileLayout
 from sage.kernels.library.tile_plan import plan_tile
@@ -99,7 +99,6 @@ def tile_class(spec: TileSpec) -> str:
     return "Kernel" + "".join(p.capitalize() for p in spec.name.split("_"))
 
 
-_FOLD = {"sum": "Add", "max": "Max", "min": "Min"}
 class _Writer:
     def __init__(self, spec: TileSpec, knobs: Knobs, target: Target, lay: TileLayout) -> None:
         self.spec, self.knobs, self.target, self.lay = spec, knobs, target, lay
@@ -160,8 +159,8 @@ class _Writer:
         ct, csz = dsl_dtype(spec.compute), self.lay.es_c
         kinds = [r.kind for r in self.reduces]
         if split:
-            lines.append(method("Spill", "t, nc", tile_split.spill(kinds, ct, csz)))
-            lines.append(method("Combine", "u, nc", tile_split.combine(kinds, ct, csz)))
+            lines.append(method("Spill", "t, nc", tile_split.spill(len(kinds), ct, csz)))
+            lines.append(method("Combine", "u, nc", tile_split.combine(kinds, ct)))
             lines.append(method("WsIn", "j, row, nc", tile_split.ws_in(ct, csz)))
         lines.append(self.e.helpers())
         if split:
@@ -190,7 +189,7 @@ class _Writer:
             body += [f"self.g_{arg} = GlobalTensor()", f"self.g_{arg}.SetGlobalBuffer({arg})"]
         body += self.e.init_buffers() + self.e.iota_buffers()
         if self.lay.parts > 1:
-            body += tile_split.init_lines(dsl_dtype(self.spec.compute), self.lay.es_c)
+            body += tile_split.init_lines(self.lay.es_c)
         csz = self.lay.es_c
         for k, count in (("full", "TILE_ELEMS"), ("row", "S_PAD"), ("col", "NR_PAD"), ("brcb", "BRCB_PAD * EPB")):
             for j in range(self.made.get(k, 0)):
@@ -315,7 +314,7 @@ class _Writer:
     def _fold(self, low: Lowerer, kind: str, x: Val, j: int, shared: bool = False) -> list[str]:
         """Row mode: the tile's rows folded onto its first row (halving), then into the
         accumulator (the first row tile starts it)."""
-        fn = _FOLD[kind]
+        fn = FOLD_OPS[kind]
         src = x.ref
         lines = []
         if not x.temp or x.kind != "full" or shared:

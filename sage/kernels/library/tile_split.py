@@ -18,6 +18,8 @@ This is the standard Ascend C pattern for cross-core reductions (workspace plus 
 
 from __future__ import annotations
 
+from sage.kernels.library.source import FOLD_OPS
+
 # Column chunks whose row burst is shorter than this are worth a split (CANN: GM accesses
 # are most efficient 512 B aligned, and copies want 16 KB or more).
 MIN_BURST_BYTES = 512
@@ -27,8 +29,6 @@ MIN_BURST_BYTES = 512
 SPLIT_CHUNK_BYTES = 2048
 # A part shorter than this spends more on its workspace row and the barrier than it saves.
 MIN_PART_ROWS = 8
-
-_FOLD = {"sum": "Add", "max": "Max", "min": "Min"}
 
 
 def row_parts(units: int, rows: int, cores: int) -> int:
@@ -65,30 +65,30 @@ def process(decode: list[str], tile: list[str], bases: str) -> list[str]:
     return body
 
 
-def init_lines(ct: str, csz: int) -> list[str]:
+def init_lines(csz: int) -> list[str]:
     return ["self.blk = blk", "self.g_ws = GlobalTensor()", "self.g_ws.SetGlobalBuffer(ws)",
             "self.qw = TQue(TPosition.VECIN, 2)", f"self.pipe.InitBuffer(self.qw, 2, buf_bytes(S_PAD, {csz}))"]
 
 
-def spill(kinds: list[str], ct: str, csz: int) -> list[str]:
+def spill(accumulators: int, ct: str, csz: int) -> list[str]:
     """Spill(t, nc): each accumulator to row t of its workspace region (the vector unit's
     writes done first; the next item's vector writes wait for the copy)."""
     body = []
-    for j in range(len(kinds)):
+    for j in range(accumulators):
         body += [f"acc = self.accb{j}.Get({ct})", "SetFlag(HardEvent.V_MTE3, 0)", "WaitFlag(HardEvent.V_MTE3, 0)",
                  f"DataCopyPad(self.g_ws[{j} * T * NCP + t * NCP], acc, DataCopyExtParams(1, nc * {csz}, 0, 0, 0))",
                  "SetFlag(HardEvent.MTE3_V, 0)", "WaitFlag(HardEvent.MTE3_V, 0)"]
     return body
 
 
-def combine(kinds: list[str], ct: str, csz: int) -> list[str]:
+def combine(kinds: list[str], ct: str) -> list[str]:
     """Combine(u, nc): each accumulator = the fold of unit u's P partial rows, the next row's
     copy in flight while one is added."""
     body = []
     for j, kind in enumerate(kinds):
         body += [f"acc = self.accb{j}.Get({ct})", f"self.WsIn({j}, u * P, nc)", "for p in range(P):",
                  "    if p + 1 < P:", f"        self.WsIn({j}, u * P + p + 1, nc)", f"    x = self.qw.DeQue({ct})",
-                 "    if p == 0:", "        Adds(acc, x, 0, nc)", "    else:", f"        {_FOLD[kind]}(acc, acc, x, nc)",
+                 "    if p == 0:", "        Adds(acc, x, 0, nc)", "    else:", f"        {FOLD_OPS[kind]}(acc, acc, x, nc)",
                  "    self.qw.FreeTensor(x)"]
     return body
 
