@@ -49,7 +49,8 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(MEMORY_MODES))
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--cases", type=int, default=None, help="first K cases per task (default all)")
-    parser.add_argument("--iterations", type=int, default=4, help="refinement turns per task")
+    parser.add_argument("--iterations", type=int, default=1,
+                        help="refinement turns per task (default 1: the offline agent's default, 2 attempts)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resume", action="store_true")

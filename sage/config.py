@@ -14,6 +14,8 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 OFFLINE_MODEL = "offline"   # `--model offline`: the built-in synthesizer, as leaving the model unset
+OFFLINE_REFINEMENTS = 1     # default refinement turns per task of the offline agent
+LLM_REFINEMENTS = 4         # ... and of an LLM
 
 
 def sage_home() -> Path:
@@ -55,10 +57,20 @@ class Settings(BaseSettings):
     max_tokens: int = 4096
     llm_timeout_s: float = 120.0
     llm_retries: int = 4
-    iterations: int = 4
+    iterations: int | None = Field(None, ge=0, description="refinement turns after the first answer (unset: "
+                                   f"{OFFLINE_REFINEMENTS} for the offline agent, {LLM_REFINEMENTS} with an LLM)")
     search_budget: int = Field(4, ge=0, description="simulator runs of the offline agent's schedule search per task")
     seed: int = 0
     runs_dir: Path = Path("runs")
+
+    @property
+    def refinements(self) -> int:
+        """The refinement turns per task: as set, else the backend's default. The offline
+        agent gets 2 evaluated attempts (issue 13: small enough that what memory brings
+        shows); a model, which learns from feedback, gets 5."""
+        if self.iterations is not None:
+            return self.iterations
+        return OFFLINE_REFINEMENTS if self.model is None else LLM_REFINEMENTS
 
     @field_validator("model")
     @classmethod

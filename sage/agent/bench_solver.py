@@ -44,7 +44,7 @@ class AgentSolver(BaseModel):
         return cls(budget=overrides.get("budget"), model=s.model, base_url=s.base_url, temperature=s.temperature,
                    max_tokens=s.max_tokens, search_budget=s.search_budget,
                    llm_timeout_s=s.llm_timeout_s, llm_retries=s.llm_retries, memory_url=s.memory_url,
-                   memory_mode=s.memory_mode, iterations=s.iterations, preset=config.preset, cases=config.cases)
+                   memory_mode=s.memory_mode, iterations=s.refinements, preset=config.preset, cases=config.cases)
 
     @property
     def name(self) -> str:
@@ -86,12 +86,14 @@ class AgentSolver(BaseModel):
                 continue
             index_of[i] = len(attempts)
             attempts.append(Attempt(source=turn.source, evaluation=turn.evaluation, extra={
-                "turn": turn.index, "adopted": turn.adopted, "rejected": turn.rejected, "plan": turn.plan,
+                "turn": turn.index, "adopted": turn.adopted, "rejected": turn.rejected, "trials": turn.trials,
+                "plan": turn.plan,
                 "prompt_tokens": turn.prompt_tokens, "completion_tokens": turn.completion_tokens}))
         best = index_of.get(result.best) if result.best is not None else None
         extra = {
             "backend": result.backend, "memory_mode": result.memory_mode, "episode_id": result.episode_id,
             "reward": result.reward, "adopted": result.adopted, "rejected": result.rejected,
+            "trials": {k: v for t in result.turns for k, v in t.trials.items()},
             "utilities": {k: list(v) for k, v in result.utilities.items()},
             "new_experiences": result.new_experiences, "promoted": result.promoted, "demoted": result.demoted,
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,

@@ -165,6 +165,10 @@ def _judge(task: Any, completion: Completion, index: int, seen: dict[str, Turn],
                     message=f"the same kernel as attempt {original.index}")
     turn = Turn(**base, status="error", plan=answer.plan, source=answer.source)
     seen[key] = turn
+    for trial in completion.trials:
+        if episode is not None and episode.record_effect(trial.item, effect=trial.effect, attempt=index,
+                                                         note=trial.note):
+            turn.trials[trial.item] = round(trial.effect, 4)
     if answer.adopted:
         # Only ids this episode showed can be adopted; the memory checks again (and keeps the rejections).
         adoption = episode.declare_adopted(answer.adopted, attempt=index, reason=answer.plan[:500]) \

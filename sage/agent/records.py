@@ -28,6 +28,7 @@ class Turn(BaseModel):
     repeat_of: int | None = None                 # a repeat: the attempt whose kernel it repeats
     adopted: list[str] = []                      # accepted by the memory
     rejected: list[str] = []                     # declared but never shown: not credited
+    trials: dict[str, float] = {}                # shown item -> effect the backend measured (without / with)
     plan: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0

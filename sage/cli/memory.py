@@ -142,12 +142,18 @@ def show(
                       f"(succeeded {r.adopted_succeeded})", highlight=False)
     if not detail.history:
         console.print("Never adopted.")
-        return
-    cols = [Col("episode", "right", wrap=False), Col("operator"), Col("mode", wrap=False),
-            Col("attempt", "right", wrap=False), Col("reward", "right", wrap=False), Col("reason")]
-    rows = [[str(h.episode_id), h.task, h.mode, str(h.attempt), "-" if h.reward is None else f"{h.reward:+.3f}",
-             h.reason] for h in detail.history]
-    console.print(fitted_table(cols, rows, console.width, title="Adoption history"))
+    else:
+        cols = [Col("episode", "right", wrap=False), Col("operator"), Col("mode", wrap=False),
+                Col("attempt", "right", wrap=False), Col("reward", "right", wrap=False), Col("reason")]
+        rows = [[str(h.episode_id), h.task, h.mode, str(h.attempt), "-" if h.reward is None else f"{h.reward:+.3f}",
+                 h.reason] for h in detail.history]
+        console.print(fitted_table(cols, rows, console.width, title="Adoption history"))
+    if detail.trials:
+        cols = [Col("episode", "right", wrap=False), Col("operator"), Col("mode", wrap=False),
+                Col("effect", "right", wrap=False), Col("measured")]
+        rows = [[str(t.episode_id), t.task, t.mode, f"{t.effect:.3f}x", t.note] for t in detail.trials]
+        console.print(fitted_table(cols, rows, console.width,
+                                   title="Measured trials (time without it / with it; ATU credits by these)"))
 
 
 @app.command("export", help="Write the whole memory to a JSON file (import round-trips it exactly).")

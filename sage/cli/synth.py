@@ -82,7 +82,7 @@ def synth(
     require_cache()
     memory = _open_memory(settings.memory_url)
     backend = make_backend(settings, task)
-    config = AgentConfig(preset=settings.preset, iterations=settings.iterations, memory_mode=settings.memory_mode,
+    config = AgentConfig(preset=settings.preset, iterations=settings.refinements, memory_mode=settings.memory_mode,
                          seed=settings.seed, cases=selected, max_prompt_tokens=max_prompt_tokens,
                          max_completion_tokens=settings.max_tokens)
     view = TurnView(task.key, backend.name)

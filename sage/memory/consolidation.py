@@ -69,11 +69,12 @@ def adopting_operators(session: Session, experience_id: int) -> list[str]:
     return sorted(rows.scalars())
 
 
-def prepare_rule_texts(engine: Engine, config: MemoryConfig, abstractor: Abstractor, *, reward: float,
-                       credited: frozenset[int], adopted: set[int], task: str) -> dict[int, str]:
+def prepare_rule_texts(engine: Engine, config: MemoryConfig, abstractor: Abstractor, *, rewards: dict[int, float],
+                       adopted: set[int], task: str) -> dict[int, str]:
     """Rule texts for the experiences this episode is about to promote, abstracted from a read snapshot.
 
-    The prediction applies this episode's credit and adoptions to the snapshot. If a
+    The prediction applies this episode's credit (`rewards`: experience id -> what it is
+    credited with) and adoptions to the snapshot. If a
     concurrent episode changes the picture, consolidate() abstracts the few it missed
     inside the transaction; a text made for an item that is not promoted is simply unused.
     """
@@ -81,7 +82,7 @@ def prepare_rule_texts(engine: Engine, config: MemoryConfig, abstractor: Abstrac
     with read_session(engine) as session:
         demoted_sources = {tuple(r.sources) for r in session.scalars(select(Rule).where(Rule.status == "demoted"))}
         for exp in session.scalars(select(Experience).where(Experience.status == "active")):
-            utility = atu_step(exp.utility, reward, config.alpha) if exp.id in credited else exp.utility
+            utility = atu_step(exp.utility, rewards[exp.id], config.alpha) if exp.id in rewards else exp.utility
             if utility <= config.tau or (exp.id,) in demoted_sources:
                 continue
             operators = sorted(set(adopting_operators(session, exp.id)) | ({task} if exp.id in adopted else set()))

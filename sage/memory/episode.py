@@ -22,13 +22,14 @@ from sage import __version__
 from sage.memory import retrieval
 from sage.memory.consolidation import consolidate, prepare_rule_texts
 from sage.memory.credit import CreditTargets, atu_step, credit_targets
+from sage.memory.effects import Measured, attempt_effects, by_item, check_effect
 from sage.memory.engine import read_session, run_write
 from sage.memory.errors import EpisodeClosedError, UnknownItemError
 from sage.memory.extraction import Draft, store_experience
 from sage.memory.ids import exp_id, parse_id, rule_id
 from sage.memory.models import AdoptionResult, EpisodeReport, ExperienceView, Mode, Outcome, RuleView
-from sage.memory.reward import episode_reward
-from sage.memory.schema import Adoption, Attempt, Experience, Retrieval, Rule, utcnow
+from sage.memory.reward import effect_reward, episode_reward
+from sage.memory.schema import Adoption, Attempt, Experience, Retrieval, Rule, Trial, utcnow
 from sage.memory.schema import EPISODE_KEY_CHARS
 from sage.memory.schema import Episode as EpisodeRow
 from sage.memory.views import episode_by_key, experience_view, stored_report
@@ -67,6 +68,7 @@ class Episode:
         self._queries = 0
         self._attempts: list[dict[str, Any]] = []
         self._declared: list[_Declared] = []
+        self._measured: list[Measured] = []
         self._rejected: list[str] = []
         self._drafts: list[Draft] = []
         self._closed = False
@@ -137,6 +139,25 @@ class Episode:
         self._rejected += [r for r in rejected if r not in self._rejected]
         return AdoptionResult(accepted=accepted, rejected=rejected)
 
+    def record_effect(self, item: str, *, effect: float, attempt: int, note: str = "") -> bool:
+        """Record a measured trial of a shown item: the agent timed the same work without the
+        item and with it; `effect` = time without / time with. ATU credits the item by it
+        (reward.effect_reward), kept in the answer or not. Returns False for an id this
+        episode never showed (nothing is recorded)."""
+        self._check_open()
+        effect = check_effect(effect)
+        if attempt < 1:
+            raise ValueError(f"attempt numbers start at 1, got {attempt}")
+        try:
+            kind, number = parse_id(item)
+        except UnknownItemError:
+            return False
+        shown = {s.experience for s in self._shown} if kind == "experience" else {int(r.id[1:]) for r in self._rules}
+        if number not in shown:
+            return False
+        self._measured.append(Measured(kind, number, attempt, effect, note[:500]))
+        return True
+
     def add_experience(self, *, title: str, advice: str, tags: list[str], hints: dict[str, Any]) -> None:
         """Queue a distilled experience; finish() stores it, or merges it into a near-copy. Ignored in mode `none`."""
         self._check_open()
@@ -158,8 +179,9 @@ class Episode:
         reward = episode_reward(executed=outcome.executed, correct=outcome.correct, speedup=outcome.speedup)
         texts: dict[int, str] = {}
         if self.mode == "sage":
+            rewards = self._item_rewards(reward)
             texts = prepare_rule_texts(self._memory.engine, self._memory.config, self._memory.abstractor,
-                                       reward=reward, credited=self._targets().experiences,
+                                       rewards={i: rewards[("experience", i)] for i in self._targets().experiences},
                                        adopted=self._adopted("experience"), task=self.task)
         report = run_write(self._memory.engine, lambda session: self._write_once(session, outcome, reward, texts))
         self._closed = True
@@ -173,9 +195,25 @@ class Episode:
     def _adopted(self, kind: str) -> set[int]:
         return {d.number for d in self._declared if d.kind == kind}
 
+    def _all_measured(self) -> list[Measured]:
+        declared = [(d.kind, d.number, d.attempt) for d in self._declared]
+        return self._measured + attempt_effects(self._attempts, declared)
+
     def _targets(self) -> CreditTargets:
+        measured = by_item(self._all_measured())
         return credit_targets(self.mode, retrieved={s.experience for s in self._shown},
-                              adopted_experiences=self._adopted("experience"), adopted_rules=self._adopted("rule"))
+                              adopted_experiences=self._adopted("experience"), adopted_rules=self._adopted("rule"),
+                              measured_experiences=frozenset(n for k, n in measured if k == "experience"),
+                              measured_rules=frozenset(n for k, n in measured if k == "rule"))
+
+    def _item_rewards(self, reward: float) -> dict[tuple[str, int], float]:
+        """What each credited item is credited with: its counterfactual effect reward where
+        the episode measured it and the mode is ATU's, else the episode reward (uniform
+        credit is the episode reward by definition)."""
+        targets = self._targets()
+        measured = by_item(self._all_measured()) if self.mode in ("atu", "sage") else {}
+        keys = [("experience", i) for i in targets.experiences] + [("rule", i) for i in targets.rules]
+        return {key: effect_reward(measured[key]) if key in measured else reward for key in keys}
 
     def _write(self, session: Session, outcome: Outcome, reward: float, texts: dict[int, str]) -> EpisodeReport:
         config = self._memory.config
@@ -212,12 +250,12 @@ class Episode:
             row.adopted_succeeded += int(row.id in adopted_rules and outcome.correct)
             row.updated_at = now
         credited: dict[str, tuple[float, float]] = {}
-        targets = self._targets()
-        for key, row in [(exp_id(i), exps[i]) for i in sorted(targets.experiences & exps.keys())] + \
-                        [(rule_id(i), rules[i]) for i in sorted(targets.rules & rules.keys())]:
+        targets, rewards = self._targets(), self._item_rewards(reward)
+        for key, name, row in [(("experience", i), exp_id(i), exps[i]) for i in sorted(targets.experiences & exps.keys())] + \
+                              [(("rule", i), rule_id(i), rules[i]) for i in sorted(targets.rules & rules.keys())]:
             before = row.utility
-            row.utility = atu_step(before, reward, config.alpha)
-            credited[key] = (before, row.utility)
+            row.utility = atu_step(before, rewards[key], config.alpha)
+            credited[name] = (before, row.utility)
 
         session.add_all(_retrieval_row(episode.id, s) for s in self._shown if s.experience in exps)
         session.add_all(
@@ -225,6 +263,12 @@ class Episode:
                      experience_id=d.number if d.kind == "experience" else None,
                      rule_id=d.number if d.kind == "rule" else None)
             for d in self._declared if d.number in (exps if d.kind == "experience" else rules)
+        )
+        session.add_all(
+            Trial(episode_id=episode.id, attempt=m.attempt, effect=m.effect, note=m.note,
+                  experience_id=m.number if m.kind == "experience" else None,
+                  rule_id=m.number if m.kind == "rule" else None)
+            for m in self._all_measured() if m.number in (exps if m.kind == "experience" else rules)
         )
         new, merged = [], []
         for draft in self._drafts:

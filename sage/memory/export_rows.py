@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NaiveDatetime, model_validator
 
 from sage.memory.models import Mode
-from sage.memory.schema import TABLES_IN_ORDER, Adoption, Attempt, Episode, Experience, Retrieval, Rule
+from sage.memory.schema import TABLES_IN_ORDER, Adoption, Attempt, Episode, Experience, Retrieval, Rule, Trial
 
 INT32_MAX = 2**31 - 1
 TEXT_CHARS = 1_000_000             # a TEXT column (advice, kernel source) in an import
@@ -131,19 +131,24 @@ class RetrievalRow(_Row):
     score: Finite
 
 
-class AdoptionRow(_Row):
+class _ItemEventRow(_Row):
+    """A row about one item in one episode: an experience or a rule, never both."""
+
     id: Id
     episode_id: Id
     experience_id: Id | None = None
     rule_id: Id | None = None
     attempt: Ordinal
-    reason: Text
 
     @model_validator(mode="after")
-    def _one_target(self) -> AdoptionRow:
+    def _one_target(self) -> _ItemEventRow:
         if (self.experience_id is None) == (self.rule_id is None):
-            raise ValueError("an adoption names exactly one of experience_id and rule_id")
+            raise ValueError("names exactly one of experience_id and rule_id")
         return self
+
+
+class AdoptionRow(_ItemEventRow):
+    reason: Text
 
 
 class AttemptRow(_Row):
@@ -159,9 +164,15 @@ class AttemptRow(_Row):
     roofline_fraction: NonNegative | None = None               # schema version 2
 
 
+class TrialRow(_ItemEventRow):                                 # schema version 5
+    effect: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    note: Text
+
+
 ROW_MODELS: dict[str, type[_Row]] = {
     Experience.__tablename__: ExperienceRow, Rule.__tablename__: RuleRow, Episode.__tablename__: EpisodeRow,
     Retrieval.__tablename__: RetrievalRow, Adoption.__tablename__: AdoptionRow, Attempt.__tablename__: AttemptRow,
+    Trial.__tablename__: TrialRow,
 }
 
 

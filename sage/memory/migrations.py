@@ -11,6 +11,7 @@ History:
      (a resumed bench run never learns a task twice)
   4  the `meta` table (meta.sage_version: the newest sage that wrote the database) and
      episode.sage_version / episode.preset
+  5  the `trial` table: an item's measured effect in an episode (what ATU credits)
 
 Beyond the schema, a database records the newest sage version that opened it: an older
 sage refuses it (a newer one may have written what the older one misreads), and says so.
@@ -27,7 +28,7 @@ from sqlalchemy import Connection, Engine, Index, inspect, select, text
 from sage import __version__
 from sage.memory.engine import run_write
 from sage.memory.errors import SchemaVersionError
-from sage.memory.schema import SCHEMA_VERSION, Base, Meta, SchemaVersion, utcnow
+from sage.memory.schema import SCHEMA_VERSION, Base, Meta, SchemaVersion, Trial, utcnow
 
 WRITER_KEY = "sage_version"
 
@@ -64,7 +65,11 @@ def _v4(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE episode ADD COLUMN preset VARCHAR(200)"))
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2, 3: _v3, 4: _v4}
+def _v5(conn: Connection) -> None:
+    Trial.__table__.create(conn, checkfirst=True)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2, 3: _v3, 4: _v4, 5: _v5}
 assert sorted(MIGRATIONS) == list(range(2, SCHEMA_VERSION + 1)), "one migration per version above 1"
 
 

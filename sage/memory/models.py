@@ -137,14 +137,26 @@ class AdoptionRecord(BaseModel):
     at: datetime
 
 
+class TrialRecord(BaseModel):
+    """A measured effect of the item in one episode (time without it / time with it)."""
+
+    episode_id: int
+    task: str
+    mode: str
+    attempt: int
+    effect: float
+    note: str
+
+
 class ItemDetail(BaseModel):
-    """`sage memory show`: an experience or rule with its adoption history."""
+    """`sage memory show`: an experience or rule with its adoption history and measured trials."""
 
     kind: Literal["experience", "rule"]
     experience: ExperienceView | None = None
     rule: RuleView | None = None
     operators: list[str]  # operators that adopted it (the breadth consolidation counts)
     history: list[AdoptionRecord]
+    trials: list[TrialRecord] = []
     created_at: datetime
     updated_at: datetime
 

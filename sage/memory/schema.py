@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import JSON, CheckConstraint, DateTime, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 EPISODE_KEY_CHARS = 300
 
 
@@ -145,5 +145,27 @@ class Attempt(Base):
     roofline_fraction: Mapped[float | None] = mapped_column(Float)  # added in schema version 2
 
 
+class Trial(Base):
+    """An item's measured effect in one episode: the agent timed the same work with and
+    without it (a schedule search's runs, or two evaluated attempts). `effect` is the time
+    without it over the time with it (above 1: the item helped). Whether the agent kept
+    the item is an Adoption; a trial is what ATU credits it by. Added in schema version 5.
+    """
+
+    __tablename__ = "trial"
+    __table_args__ = (
+        CheckConstraint("(experience_id IS NULL) <> (rule_id IS NULL)", name="trial_one_target"),
+        CheckConstraint("effect > 0", name="trial_effect_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    episode_id: Mapped[int] = mapped_column(ForeignKey("episode.id", ondelete="CASCADE"), index=True)
+    experience_id: Mapped[int | None] = mapped_column(ForeignKey("experience.id", ondelete="CASCADE"), index=True)
+    rule_id: Mapped[int | None] = mapped_column(ForeignKey("rule.id", ondelete="CASCADE"), index=True)
+    attempt: Mapped[int]   # the attempt whose answer the measurement informed
+    effect: Mapped[float] = mapped_column(Float)
+    note: Mapped[str] = mapped_column(Text, default="")
+
+
 # Export/import and reset walk the tables parents first.
-TABLES_IN_ORDER = [Experience, Rule, Episode, Retrieval, Adoption, Attempt]
+TABLES_IN_ORDER = [Experience, Rule, Episode, Retrieval, Adoption, Attempt, Trial]

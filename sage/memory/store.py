@@ -25,8 +25,9 @@ from sage.memory.models import (
     MemoryStats,
     Mode,
     RuleView,
+    TrialRecord,
 )
-from sage.memory.schema import TABLES_IN_ORDER, Adoption, Experience, Retrieval, Rule
+from sage.memory.schema import TABLES_IN_ORDER, Adoption, Experience, Retrieval, Rule, Trial
 from sage.memory.schema import Episode as EpisodeRow
 from sage.memory.views import episode_by_key, episode_record, experience_view, rule_view
 
@@ -134,9 +135,15 @@ class Memory:
                 for a, ep in session.execute(
                     select(Adoption, EpisodeRow).join(EpisodeRow).where(target == number).order_by(EpisodeRow.id, Adoption.id))
             ]
+            on = Trial.experience_id if kind == "experience" else Trial.rule_id
+            trials = [
+                TrialRecord(episode_id=ep.id, task=ep.task, mode=ep.mode, attempt=t.attempt, effect=t.effect, note=t.note)
+                for t, ep in session.execute(
+                    select(Trial, EpisodeRow).join(EpisodeRow).where(on == number).order_by(EpisodeRow.id, Trial.id))
+            ]
             operators = adopting_operators(session, number) if kind == "experience" else sorted({h.task for h in history})
             return ItemDetail(
-                kind=kind, operators=operators, history=history, created_at=row.created_at, updated_at=row.updated_at,
+                kind=kind, operators=operators, history=history, trials=trials, created_at=row.created_at, updated_at=row.updated_at,
                 experience=experience_view(row) if kind == "experience" else None,
                 rule=rule_view(row) if kind == "rule" else None,
             )

@@ -21,10 +21,21 @@ class Message(BaseModel):
     facts: dict[str, Any] = Field(default_factory=dict)
 
 
+class MeasuredTrial(BaseModel):
+    """An item's effect the backend measured itself (time without it / time with it)."""
+
+    item: str
+    effect: float
+    note: str = ""
+
+
 class Completion(BaseModel):
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Only an in-process backend that times its own work (the offline agent's search) fills
+    # this; nothing an LLM writes reaches it, so a model cannot forge the evidence.
+    trials: list[MeasuredTrial] = []
 
     @property
     def total_tokens(self) -> int:

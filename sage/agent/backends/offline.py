@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from sage.agent.answer import render_answer
-from sage.agent.backends.base import BackendError, Completion, Message
+from sage.agent.backends.base import BackendError, Completion, MeasuredTrial, Message
 
 OFFLINE = "offline"
 
@@ -34,10 +34,10 @@ class OfflineBackend:
             return Completion(text=json.dumps({"experiences": self._reflect(facts["reflect"])}))
         if "feedback" in facts and self._agent is not None:
             source, adopted, plan = self._agent.refine(facts["feedback"])
-        else:
-            source, adopted, plan = self._start(facts.get("rules", []), facts.get("experiences", []),
-                                                facts.get("cases"))
-        return Completion(text=render_answer(source, adopted, plan))
+            return Completion(text=render_answer(source, adopted, plan))
+        source, adopted, plan = self._start(facts.get("rules", []), facts.get("experiences", []), facts.get("cases"))
+        trials = [MeasuredTrial(item=i, effect=e, note=n) for i, e, n in self._agent.trials()]
+        return Completion(text=render_answer(source, adopted, plan), trials=trials)
 
     def _start(self, rules: list[dict], experiences: list[dict],
                cases: int | list[int] | None = None) -> tuple[str, list[str], str]:

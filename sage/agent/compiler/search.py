@@ -5,6 +5,9 @@ of runs, and the faster measured schedule wins.
 The budget is small on purpose (default 4 runs for a whole task): which group gets the
 runs follows the estimate (the slowest groups first), so where the search starts decides
 what it can still improve, and a good start from memory leaves the runs for the rest.
+Advice not yet proven is put on trial: the group's start with it is timed against the
+start without it (a duel, two runs, before anything else), the faster is kept, and the
+ratio is the advice's measured effect, which the memory credits it by.
 Every choice is recorded as a `Decision` - {op class, dtype, shape regime, bottleneck}
 -> knobs - the shape of what an experience can hold and a later search can start from.
 """
@@ -58,6 +61,9 @@ class SearchState:
     decisions: dict[str, Decision] = field(default_factory=dict)
     tried: dict[str, set] = field(default_factory=dict)
     unmeasured: set[str] = field(default_factory=set)     # groups the evaluation's time does not include
+    duels: dict[str, Schedule] = field(default_factory=dict)   # group id -> its start without the items on trial
+    on_trial: dict[str, set[str]] = field(default_factory=dict)  # group id -> the items on trial in its start
+    duel_times: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)  # (without, with) us
 
     def schedule_for(self, key: GroupKey) -> Schedule:
         return self.chosen.get(key.id, Schedule())
@@ -101,26 +107,31 @@ def moves(start: Schedule, outer_axes: int, half: bool, row_mode: bool = False,
 def rank(state: SearchState, starts: dict[str, tuple[Schedule, str]]) -> None:
     """Estimate the start and its moves for every tile group."""
     for case in state.cases:
-        prog = case.built.program
         for group, key in zip(case.plan.groups, case.keys):
             start, origin = starts.get(key.id, (Schedule(), "default"))
-            state.chosen[key.id] = start
-            est = _estimate(group, prog, start, state.target)
-            state.decisions[key.id] = Decision(key=key, knobs=knob_diff(start), start=origin,
-                                               estimated_us=est.time_us if est else None,
-                                               bottleneck=est.bottleneck if est else None)
-            if est is None:
-                continue
-            spec = tile_spec(group, prog, "g", fp32=start.fp32_compute, row_axis=start.row_axis)
-            half = bool({l.dtype for l in spec.leaves if hasattr(l, "dtype")} & {"float16"}) and \
-                spec.compute == "float32" and not spec.reduce_rows
-            cands = [(est.time_us, start, "start")]
-            for name, cand in moves(start, len(spec.dims) - 1, half, spec.reduce_rows, state.target.vector_cores):
-                e = _estimate(group, prog, cand, state.target)
-                if e is not None:
-                    cands.append((e.time_us, cand, name))
-            cands.sort(key=lambda c: c[0])
-            state.ranked[key.id] = cands
+            _rank_group(state, case, group, key, start, origin)
+
+
+def _rank_group(state: SearchState, case: CaseProgram, group, key: GroupKey, start: Schedule, origin: str) -> None:
+    prog = case.built.program
+    state.chosen[key.id] = start
+    est = _estimate(group, prog, start, state.target)
+    state.decisions[key.id] = Decision(key=key, knobs=knob_diff(start), start=origin,
+                                       estimated_us=est.time_us if est else None,
+                                       bottleneck=est.bottleneck if est else None)
+    if est is None:
+        state.ranked.pop(key.id, None)
+        return
+    spec = tile_spec(group, prog, "g", fp32=start.fp32_compute, row_axis=start.row_axis)
+    half = bool({l.dtype for l in spec.leaves if hasattr(l, "dtype")} & {"float16"}) and \
+        spec.compute == "float32" and not spec.reduce_rows
+    cands = [(est.time_us, start, "start")]
+    for name, cand in moves(start, len(spec.dims) - 1, half, spec.reduce_rows, state.target.vector_cores):
+        e = _estimate(group, prog, cand, state.target)
+        if e is not None:
+            cands.append((e.time_us, cand, name))
+    cands.sort(key=lambda c: c[0])
+    state.ranked[key.id] = cands
 
 
 def _estimate(group, prog, sched: Schedule, target: Target) -> Estimate | None:
@@ -134,13 +145,19 @@ def _estimate(group, prog, sched: Schedule, target: Target) -> Estimate | None:
 
 
 def measure(state: SearchState, case_args: list[list], params: dict[str, np.ndarray], preset: str) -> None:
-    """Spend the budget: the slowest estimated groups first, each the start against the
-    best estimated move; the faster measured schedule is kept."""
-    order = sorted(state.ranked, key=lambda gid: -state.ranked[gid][0][0])
+    """Spend the budget: first the duels (a start from memory on trial against the start
+    without it), then the slowest estimated groups, each the start against the best
+    estimated move; the faster measured schedule is kept."""
+    order = sorted(state.ranked, key=lambda gid: (gid not in state.duels, -state.ranked[gid][0][0]))
     for gid in order:
         if state.stats.runs >= state.budget:
             break
-        cands = state.ranked[gid]
+        c, g = _locate(state, gid)
+        case, group = state.cases[c], state.cases[c].plan.groups[g]
+        t_start = _duel(state, gid, case, group, case_args[c], params, preset) if gid in state.duels else None
+        if state.stats.runs >= state.budget:
+            break
+        cands = state.ranked.get(gid, [])
         dec = state.decisions[gid]
         start = state.chosen[gid]
         # A timing run does not judge correctness, so it only compares schedules that compute
@@ -148,12 +165,11 @@ def measure(state: SearchState, case_args: list[list], params: dict[str, np.ndar
         best = next(((t, s, n) for t, s, n in cands if s != start and s.fp32_compute == start.fp32_compute), None)
         if best is None or best[0] > (dec.estimated_us or 0) * TIE:
             continue                            # the model expects the move to lose
-        c, g = _locate(state, gid)
-        case, group = state.cases[c], state.cases[c].plan.groups[g]
-        t_start = _run(state, case, group, start, case_args[c], params, preset)
-        if state.stats.runs >= state.budget:
-            dec.start_measured_us = t_start
-            break
+        if t_start is None:
+            t_start = _run(state, case, group, start, case_args[c], params, preset)
+            if state.stats.runs >= state.budget:
+                dec.start_measured_us = t_start
+                break
         t_best = _run(state, case, group, best[1], case_args[c], params, preset)
         dec.start_measured_us, dec.measured_us = t_start, t_best
         if t_best is not None and (t_start is None or t_best < t_start):
@@ -162,6 +178,31 @@ def measure(state: SearchState, case_args: list[list], params: dict[str, np.ndar
         else:
             dec.measured_us = t_start
         state.tried.setdefault(gid, set()).update({start, best[1]})
+
+
+def _duel(state: SearchState, gid: str, case: CaseProgram, group, args: list, params, preset: str) -> float | None:
+    """Time memory's start of `gid` against the start without the items on trial (two runs,
+    when the budget has them); the faster is kept, re-ranked if it is the latter. Returns the
+    kept start's measured time (None when no duel ran)."""
+    if state.budget - state.stats.runs < 2:
+        return None
+    memory_start, without = state.chosen[gid], state.duels[gid]
+    t_memory = _run(state, case, group, memory_start, args, params, preset)
+    t_without = _run(state, case, group, without, args, params, preset)
+    state.duel_times[gid] = (t_without, t_memory)
+    state.tried.setdefault(gid, set()).update({memory_start, without})
+    if t_without is not None and (t_memory is None or t_without < t_memory):
+        # the advice lost: drop it here and from the groups whose duel has not run
+        for other in [gid] + [g for g in state.duels if g not in state.duel_times and state.on_trial[g] & state.on_trial[gid]]:
+            c, g = _locate(state, other)
+            _rank_group(state, state.cases[c], state.cases[c].plan.groups[g], state.decisions[other].key,
+                        state.duels[other], "default" if state.duels[other] == Schedule() else "memory")
+            if other != gid:
+                del state.duels[other]
+        state.decisions[gid].start_measured_us = t_without
+        return t_without
+    state.decisions[gid].start_measured_us = t_memory
+    return t_memory
 
 
 def _locate(state: SearchState, gid: str) -> tuple[int, int]:

@@ -2,9 +2,11 @@
 
 First answer: trace and partition the task (`sage.agent.compiler`), take the shown rules
 and experiences (explore/exploit, seeded: proven items usually, untried ones sometimes)
-and set the start schedule of every group their hints apply to, spend the simulator
-budget on the search, write the kernel file. It reports as adopted exactly the items whose
-knobs are in effect in the kernel it answers with.
+and set the start schedule of every group their hints apply to; an item not yet proven
+goes on trial (the search times its start against the start without it, and keeps the
+faster). Spend the simulator budget on the search, write the kernel file. It reports as
+adopted exactly the items whose knobs are in effect in the kernel it answers with, says
+why each other shown item is not, and hands the trials' measured effects to the memory.
 
 Refinement, one evaluated attempt per turn: a failure gets the fix for its error class (an
 alignment error: DataCopyPad everywhere; UB capacity: halve the tiles; a wrong result on
@@ -52,6 +54,8 @@ class CompilerAgent:
     scope_of: dict[str, dict[str, Any]] = field(default_factory=dict)
     attempts: list[Attempt] = field(default_factory=list)
     sources: set[str] = field(default_factory=set)                      # every kernel answered
+    on_trial: dict[str, list[str]] = field(default_factory=dict)        # item id -> groups it is timed on
+    rejections: dict[str, str] = field(default_factory=dict)            # shown item id -> why it is not applied
 
     # -- the first answer ----------------------------------------------------------------------
     def first(self, rules: list[dict], experiences: list[dict]) -> tuple[str, list[str], str]:
@@ -67,28 +71,59 @@ class CompilerAgent:
         return self._answer(Attempt(dict(self.state.chosen), None, []))
 
     def _starts(self, rules: list[dict], experiences: list[dict]) -> dict[str, tuple[Schedule, str]]:
+        """Memory's start schedules. An item proven (a resident rule, or positive utility) is
+        applied; one not yet proven is put on trial when the coin says so: its groups' starts
+        are timed against the starts without it (`SearchState.duels`)."""
         rng = random.Random(zlib.crc32(f"{self.seed}:{self.task.key}".encode()))
         items = [(r, P_RULE) for r in rules] + [(e, _p_adopt(e.get("utility", 0.0))) for e in experiences]
         items.sort(key=lambda it: (-it[1], -float(it[0].get("utility", 0.0)), it[0]["id"]))
         starts: dict[str, tuple[Schedule, str]] = {}
+        trusted: dict[str, Schedule] = {}          # the starts from proven items alone
         keys = [k for c in self.cases for k in c.keys]
         for item, p in items:
             hints = item.get("hints") or {}
             knobs = H.knobs_of(hints)
             if knobs is None:
+                self.rejections[item["id"]] = "its advice sets nothing this agent schedules"
                 continue
             # cube knobs shape only matrix-product groups: on others they would be claimed
             # as adopted while the kernel does not use them
             matching = [k for k in keys if H.applies(hints, k) and (k.op_class == "matmul" or not set(knobs) & H.CUBE)]
             changed = {k.id: H.apply(starts.get(k.id, (Schedule(), ""))[0], knobs) for k in matching}
             changed = {gid: s for gid, s in changed.items() if s is not None}
-            if not changed or rng.random() >= p:
+            if not changed:
+                self.rejections[item["id"]] = "no group of this task is in its scope, or it is in effect already"
                 continue
+            if rng.random() >= p:
+                self.rejections[item["id"]] = f"not drawn this time, utility {float(item.get('utility', 0.0)):+.2f}"
+                continue
+            proven = p >= P_GOOD
             for gid, sched in changed.items():
                 starts[gid] = (sched, "memory")
+                if proven:
+                    trusted[gid] = H.apply(trusted.get(gid, Schedule()), knobs) or trusted.get(gid, Schedule())
+                else:
+                    self.on_trial.setdefault(item["id"], []).append(gid)
             self.knobs_of[item["id"]] = knobs
             self.scope_of[item["id"]] = {k: v for k, v in hints.items() if k in H.SCOPE}
+        assert self.state is not None
+        for item, gids in self.on_trial.items():
+            for gid in gids:
+                self.state.duels[gid] = trusted.get(gid, Schedule())
+                self.state.on_trial.setdefault(gid, set()).add(item)
         return starts
+
+    def trials(self) -> list[tuple[str, float, str]]:
+        """The items on trial whose duel ran: (id, time without / time with, what was timed)."""
+        assert self.state is not None
+        out = []
+        for item, gids in self.on_trial.items():
+            for gid in gids:
+                t_without, t_with = self.state.duel_times.get(gid, (None, None))
+                if t_without and t_with:
+                    out.append((item, t_without / t_with, f"search: group {gid} timed with its advice "
+                                f"({t_with:.1f} us) and without ({t_without:.1f} us)"))
+        return out
 
     # -- refinement -------------------------------------------------------------------------
     def refine(self, feedback: dict[str, Any]) -> tuple[str, list[str], str]:
@@ -147,13 +182,18 @@ class CompilerAgent:
         attempt.adopted = [i for i, knobs in self.knobs_of.items()
                            if any(H.applies(self.scope_of[i], k) and H.in_effect(knobs, scheds.get(k.id, Schedule()))
                                   for k in keys)]
+        for item in self.knobs_of:
+            if item not in attempt.adopted:
+                self.rejections[item] = _why_dropped(item, self.trials())
+        dropped = [f"{i} ({why})" for i, why in self.rejections.items() if i not in attempt.adopted]
         self.attempts.append(attempt)
         runs = self.state.stats.runs
         moved = [f"{d.key.id} {d.move}" for d in self.state.decisions.values() if d.move]
         plan = (f"{compiled.describe()}; search: {runs} simulator run(s) of {self.state.budget}"
                 + (f", moves kept: {', '.join(moved)}" if moved else "")
                 + (f"; refinement: {attempt.move[1]} on {attempt.move[0]}" if attempt.move else "")
-                + (f"; applied the knob hints of {', '.join(attempt.adopted)}" if attempt.adopted else "") + ".")
+                + (f"; applied the knob hints of {', '.join(attempt.adopted)}" if attempt.adopted else "")
+                + (f"; not applied: {'; '.join(dropped)}" if dropped else "") + ".")
         return compiled.source, list(attempt.adopted), plan
 
     def _compile(self, scheds: dict[str, Schedule]) -> CompiledTask:
@@ -166,6 +206,13 @@ class CompilerAgent:
         return {"simulator_runs": self.state.stats.runs, "simulator_failures": self.state.stats.failed,
                 "launches": max((len(c.plan.groups) for c in self.cases), default=0),
                 "decisions": [d.model_dump(mode="json") for d in self.state.decisions.values()]}
+
+
+def _why_dropped(item: str, trials: list[tuple[str, float, str]]) -> str:
+    effects = [e for i, e, _ in trials if i == item]
+    if effects and min(effects) < 1.0:
+        return f"timed {min(effects):.2f}x the speed of the start without it, so the search dropped it"
+    return "the search or a refinement moved its knobs to a faster schedule"
 
 
 def _p_adopt(utility: float) -> float:
