@@ -8,6 +8,8 @@
   share that beat the same task's attempt of the same epoch and index in mode `none` (no
   memory): a correct kernel beats a wrong one, and between correct ones the faster wins.
 - Rules promoted and items demoted per mode and epoch, from the episodes' own reports.
+- Trials: items the agent timed with and without (the offline agent's duels), and how many
+  of them lost (the start without the item was faster).
 
 The spread over seeds needs one run per seed; a single run reports seeds: 1.
 """
@@ -96,9 +98,11 @@ class IntervalSection:
                  "all counted tasks, a task not correct counting as 1x. Adoption precision: of the attempts "
                  f"that applied memory items, those that beat the same attempt in mode {BASELINE_MODE} (a "
                  "correct kernel beats a wrong one, then the faster wins); ties: the same status and speedup. "
-                 "Promoted / demoted: rules the episodes' consolidation promoted, items they demoted.", "",
+                 "Promoted / demoted: rules the episodes' consolidation promoted, items they demoted. Trials: "
+                 "items timed with and without (lost: slower with).", "",
                  "| mode | epoch | tasks | correct | fast_1 | geomean (all) | adopting attempts | "
-                 "adoption precision | ties | promoted | demoted |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+                 "adoption precision | ties | promoted | demoted | trials (lost) |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for mode, epochs in finals.items():
             for e, final in epochs.items():
                 evals = [r.evaluation for r in final if r.evaluation is not None]
@@ -114,8 +118,10 @@ class IntervalSection:
                 tied = f"{ties}/{total}" if total else "-"
                 promoted = sum(len(r.extra.get("promoted") or {}) for r in epoch_rows)
                 demoted = sum(len(r.extra.get("demoted") or []) for r in epoch_rows)
+                effects = [v for r in epoch_rows for v in (r.extra.get("trials") or {}).values()]
+                lost = sum(v < 1.0 for v in effects)
                 lines.append(f"| {mode} | {e + 1} | {m.tasks} | " + " | ".join(cells)
-                             + f" | {adopting} | {precision} | {tied} | {promoted} | {demoted} |")
+                             + f" | {adopting} | {precision} | {tied} | {promoted} | {demoted} | {len(effects)} ({lost}) |")
         return "\n".join(lines)
 
 

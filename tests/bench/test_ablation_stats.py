@@ -37,13 +37,15 @@ def test_adoption_precision_compares_with_the_same_attempt_without_memory():
 
 
 def test_the_section_lists_every_mode_and_epoch(tmp_path):
-    rows = [_row(m, t, _ev(t, True, 1.1), ["E1"] if m == "atu" else (), epoch=e, promoted={"R1": "x"} if e else {})
+    rows = [_row(m, t, _ev(t, True, 1.1), ["E1"] if m == "atu" else (), epoch=e, promoted={"R1": "x"} if e else {},
+                 trials={"E2": 0.5, "E3": 1.2} if (m, t) == ("atu", "a") else {})
             for m in ("none", "atu") for e in (0, 1) for t in ("a", "b")]
     text = IntervalSection().render(rows, tmp_path)
     lines = [ln for ln in text.splitlines() if ln.startswith("| none") or ln.startswith("| atu")]
     assert len(lines) == 4
     atu2 = next(ln for ln in lines if ln.startswith("| atu | 2 |"))
-    assert "| 2 | 0/2 (0%) | 2/2 | 2 | 0 |" in atu2    # 2 adopting attempts tying none's equal ones; 2 promotions
+    # 2 adopting attempts tying none's equal ones; 2 promotions; 2 trials of which 1 lost
+    assert "| 2 | 0/2 (0%) | 2/2 | 2 | 0 | 2 (1) |" in atu2
 
 
 def test_the_spread_over_seed_runs_is_the_mean_and_range(tmp_path):
