@@ -84,6 +84,13 @@ def test_a_version_1_database_is_upgraded_on_open(memory_url) -> None:
         assert report.episode_id == 2 and report.credited["E1"] == (0.25, pytest.approx(0.7 * 0.25))
         attempts = memory.export_data()["tables"]["attempt"]
         assert [(a["id"], a["roofline_fraction"]) for a in attempts] == [(1, None), (2, 0.4)]
+        # version 5's trial table takes a measured effect (1x: credit moves U toward 0)
+        episode = memory.start_episode(task="rms_norm", op_tags=["softmax"], model="m", mode="atu", seed=0)
+        episode.retrieve("softmax rows", ["softmax"])
+        assert episode.record_effect("E1", effect=1.0, attempt=1, note="timed")
+        report = episode.finish(Outcome(executed=True, correct=True, speedup=3.0))
+        assert report.credited["E1"][1] == pytest.approx(0.7 * 0.7 * 0.25)
+        assert [t["note"] for t in memory.export_data()["tables"]["trial"]] == ["timed"]
     finally:
         memory.close()
 
