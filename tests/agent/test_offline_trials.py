@@ -3,6 +3,7 @@ without it, keeps the faster, says why it dropped the item, and the memory credi
 item by the measured effect under ATU (and by the episode reward under uniform credit)."""
 
 import math
+import re
 
 from tests.agent.conftest import seed_experiences
 
@@ -60,3 +61,29 @@ def test_a_proven_item_is_applied_without_a_duel(tiny_task, memory):
             assert backend._agent.state.duels == {}
             return
     raise AssertionError("a proven item was never applied")
+
+
+def test_advice_on_trial_stays_only_on_groups_where_it_was_timed_faster(tiny_task, memory):
+    """A budget of 2 runs pays for one duel: the other case's group is never timed, so the
+    advice is not carried there, whatever the duel said."""
+    (item,) = seed_experiences(memory, [dict(ONE_BLOCK, hints={"buffer_num": 1})])
+    for seed in range(16):
+        backend = OfflineBackend(tiny_task, seed=seed, budget=2)
+        result = synthesize(tiny_task, backend, memory, AgentConfig(iterations=0, memory_mode="atu", seed=seed))
+        state = backend._agent.state
+        if item not in backend._agent.on_trial:
+            continue
+        timed = set(state.duel_times)
+        assert len(timed) == 1 and state.stats.runs == 2
+        untimed = {"c0g0", "c1g0"} - timed
+        source = result.turns[0].source
+        for gid in untimed:
+            assert state.chosen[gid].buffer_num == 2
+            assert re.search(rf"^BUFFER_NUM_v{gid[1]}g0 = 2$", source, re.M)
+        (gid,) = timed
+        t_without, t_with = state.duel_times[gid]
+        kept = t_with < t_without
+        assert (state.chosen[gid].buffer_num == 1) == kept
+        assert (item in result.adopted) == kept
+        return
+    raise AssertionError("no seed put the item on trial")

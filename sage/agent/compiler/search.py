@@ -6,8 +6,9 @@ The budget is small on purpose (default 4 runs for a whole task): which group ge
 runs follows the estimate (the slowest groups first), so where the search starts decides
 what it can still improve, and a good start from memory leaves the runs for the rest.
 Advice not yet proven is put on trial: the group's start with it is timed against the
-start without it (a duel, two runs, before anything else), the faster is kept, and the
-ratio is the advice's measured effect, which the memory credits it by.
+start without it (a duel, two runs, before anything else); it stays only where it was
+strictly faster, and the ratio is the advice's measured effect, which the memory credits
+it by.
 Every choice is recorded as a `Decision` - {op class, dtype, shape regime, bottleneck}
 -> knobs - the shape of what an experience can hold and a later search can start from.
 """
@@ -62,7 +63,6 @@ class SearchState:
     tried: dict[str, set] = field(default_factory=dict)
     unmeasured: set[str] = field(default_factory=set)     # groups the evaluation's time does not include
     duels: dict[str, Schedule] = field(default_factory=dict)   # group id -> its start without the items on trial
-    on_trial: dict[str, set[str]] = field(default_factory=dict)  # group id -> the items on trial in its start
     duel_times: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)  # (without, with) us
 
     def schedule_for(self, key: GroupKey) -> Schedule:
@@ -147,7 +147,13 @@ def _estimate(group, prog, sched: Schedule, target: Target) -> Estimate | None:
 def measure(state: SearchState, case_args: list[list], params: dict[str, np.ndarray], preset: str) -> None:
     """Spend the budget: first the duels (a start from memory on trial against the start
     without it), then the slowest estimated groups, each the start against the best
-    estimated move; the faster measured schedule is kept."""
+    estimated move; the faster measured schedule is kept. Advice on trial stays only on the
+    groups where it won its duel."""
+    _spend(state, case_args, params, preset)
+    _settle_trials(state)
+
+
+def _spend(state: SearchState, case_args: list[list], params: dict[str, np.ndarray], preset: str) -> None:
     order = sorted(state.ranked, key=lambda gid: (gid not in state.duels, -state.ranked[gid][0][0]))
     for gid in order:
         if state.stats.runs >= state.budget:
@@ -182,8 +188,9 @@ def measure(state: SearchState, case_args: list[list], params: dict[str, np.ndar
 
 def _duel(state: SearchState, gid: str, case: CaseProgram, group, args: list, params, preset: str) -> float | None:
     """Time memory's start of `gid` against the start without the items on trial (two runs,
-    when the budget has them); the faster is kept, re-ranked if it is the latter. Returns the
-    kept start's measured time (None when no duel ran)."""
+    when the budget has them). The advice must be strictly faster to stay: a tie is no
+    reason to carry it, and it may hurt a group no duel timed. Returns the kept start's
+    measured time (None when no duel ran)."""
     if state.budget - state.stats.runs < 2:
         return None
     memory_start, without = state.chosen[gid], state.duels[gid]
@@ -191,18 +198,27 @@ def _duel(state: SearchState, gid: str, case: CaseProgram, group, args: list, pa
     t_without = _run(state, case, group, without, args, params, preset)
     state.duel_times[gid] = (t_without, t_memory)
     state.tried.setdefault(gid, set()).update({memory_start, without})
-    if t_without is not None and (t_memory is None or t_without < t_memory):
-        # the advice lost: drop it here and from the groups whose duel has not run
-        for other in [gid] + [g for g in state.duels if g not in state.duel_times and state.on_trial[g] & state.on_trial[gid]]:
-            c, g = _locate(state, other)
-            _rank_group(state, state.cases[c], state.cases[c].plan.groups[g], state.decisions[other].key,
-                        state.duels[other], "default" if state.duels[other] == Schedule() else "memory")
-            if other != gid:
-                del state.duels[other]
-        state.decisions[gid].start_measured_us = t_without
-        return t_without
-    state.decisions[gid].start_measured_us = t_memory
-    return t_memory
+    if t_memory is not None and (t_without is None or t_memory < t_without):
+        state.decisions[gid].start_measured_us = t_memory
+        return t_memory
+    _revert(state, gid)
+    state.decisions[gid].start_measured_us = t_without
+    return t_without
+
+
+def _revert(state: SearchState, gid: str) -> None:
+    c, g = _locate(state, gid)
+    without = state.duels[gid]
+    _rank_group(state, state.cases[c], state.cases[c].plan.groups[g], state.decisions[gid].key, without,
+                "default" if without == Schedule() else "memory")
+
+
+def _settle_trials(state: SearchState) -> None:
+    """Advice on trial is not carried into groups whose duel did not run: unmeasured, it
+    could only be a guess (a schedule that ties on one group can cost another 1.6x)."""
+    for gid in [g for g in state.duels if g not in state.duel_times]:
+        _revert(state, gid)
+        del state.duels[gid]
 
 
 def _locate(state: SearchState, gid: str) -> tuple[int, int]:

@@ -3,8 +3,8 @@
 First answer: trace and partition the task (`sage.agent.compiler`), take the shown rules
 and experiences (explore/exploit, seeded: proven items usually, untried ones sometimes)
 and set the start schedule of every group their hints apply to; an item not yet proven
-goes on trial (the search times its start against the start without it, and keeps the
-faster). Spend the simulator budget on the search, write the kernel file. It reports as
+goes on trial (the search times its start against the start without it, and keeps it
+only on the groups where it was faster). Spend the simulator budget on the search, write the kernel file. It reports as
 adopted exactly the items whose knobs are in effect in the kernel it answers with, says
 why each other shown item is not, and hands the trials' measured effects to the memory.
 
@@ -107,10 +107,7 @@ class CompilerAgent:
             self.knobs_of[item["id"]] = knobs
             self.scope_of[item["id"]] = {k: v for k, v in hints.items() if k in H.SCOPE}
         assert self.state is not None
-        for item, gids in self.on_trial.items():
-            for gid in gids:
-                self.state.duels[gid] = trusted.get(gid, Schedule())
-                self.state.on_trial.setdefault(gid, set()).add(item)
+        self.state.duels = {gid: trusted.get(gid, Schedule()) for gids in self.on_trial.values() for gid in gids}
         return starts
 
     def trials(self) -> list[tuple[str, float, str]]:
@@ -184,8 +181,12 @@ class CompilerAgent:
                                   for k in keys)]
         for item in self.knobs_of:
             if item not in attempt.adopted:
-                self.rejections[item] = _why_dropped(item, self.trials())
-        dropped = [f"{i} ({why})" for i, why in self.rejections.items() if i not in attempt.adopted]
+                self.rejections[item] = _why_dropped(item, self.on_trial, self.trials())
+        by_reason: dict[str, list[str]] = {}
+        for i, why in self.rejections.items():
+            if i not in attempt.adopted:
+                by_reason.setdefault(why, []).append(i)
+        dropped = [f"{', '.join(ids)} ({why})" for why, ids in by_reason.items()]
         self.attempts.append(attempt)
         runs = self.state.stats.runs
         moved = [f"{d.key.id} {d.move}" for d in self.state.decisions.values() if d.move]
@@ -208,10 +209,13 @@ class CompilerAgent:
                 "decisions": [d.model_dump(mode="json") for d in self.state.decisions.values()]}
 
 
-def _why_dropped(item: str, trials: list[tuple[str, float, str]]) -> str:
+def _why_dropped(item: str, on_trial: dict[str, list[str]], trials: list[tuple[str, float, str]]) -> str:
     effects = [e for i, e, _ in trials if i == item]
-    if effects and min(effects) < 1.0:
-        return f"timed {min(effects):.2f}x the speed of the start without it, so the search dropped it"
+    if effects:
+        return (f"timed {max(effects):.2f}x the speed of the start without it; advice on trial stays only "
+                "where it is faster")
+    if item in on_trial:
+        return "on trial, but the search budget ran out before its duel"
     return "the search or a refinement moved its knobs to a faster schedule"
 
 
