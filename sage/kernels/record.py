@@ -137,6 +137,13 @@ def _is_tensor_list(a: Any) -> bool:
 class _Recorder(TorchDispatchMode):
     """Records every dispatched call; with a `graph`, also numbers the tensor values."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ in dynamo's disable() unless told not to,
+        # and the first call of that wrapper imports torch._dynamo (1.2 s per process) and
+        # then costs a frame-hook swap per aten call. Nothing here is ever compiled.
+        return False
+
     def __init__(self, origins: dict[int, str], graph: Graph | None = None, decompose: bool = False) -> None:
         super().__init__()
         self.decompose = decompose

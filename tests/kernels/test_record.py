@@ -3,6 +3,11 @@ the offline compiler reads come from the same recording."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import torch
 
 from sage.kernels import record_forward, trace_graph
@@ -54,3 +59,16 @@ def test_an_in_place_op_shows_what_it_read():
     calls, _ = record_forward(InPlace(), [torch.ones(3, 3)])
     add = next(c for c in calls if c.name == "add_")
     assert add.inputs[0].value == 9.0 and add.outputs[0].value == 10.0
+
+
+def test_recording_does_not_import_dynamo():
+    # A dispatch mode's calls are wrapped in dynamo's disable() unless the mode opts out, and
+    # the first wrapped call imports torch._dynamo (over a second of CPU in every bench worker).
+    code = ("import sys, torch\n"
+            "from sage.kernels import record_forward\n"
+            "calls, _ = record_forward(torch.nn.Sigmoid(), [torch.randn(4, 4)])\n"
+            "assert [c.name for c in calls if not c.free] == ['sigmoid'], calls\n"
+            "print('torch._dynamo' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert out.stdout.strip() == "False"
