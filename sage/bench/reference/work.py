@@ -17,6 +17,7 @@ vector cycles / (vector cores x clock) and flops / cube peak (x2 for float32 inp
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Callable
@@ -94,8 +95,16 @@ def elementwise_passes(call: AtenCall) -> int | None:
     out = call.outputs[0].dtype
     dtypes = [t.dtype for t in call.inputs if t.numel > 1][:n]
     dtypes += [out] * (n - len(dtypes))
+    return _lowered_passes(expr, tuple(dtypes), out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _lowered_passes(expr: Expr, in_dtypes: tuple[str, ...], out_dtype: str) -> int | None:
+    # Cached: a forward's loop repeats the same chain on the same dtypes thousands of times
+    # (58,000 calls over the suite's reference pass), and lowering is a pure function of these.
     try:
-        spec = ElementwiseSpec(expr=expr, in_dtypes=tuple(dtypes), kinds=("full",) * n, out_dtype=out, name="ew")
+        spec = ElementwiseSpec(expr=expr, in_dtypes=in_dtypes, kinds=("full",) * len(in_dtypes), out_dtype=out_dtype,
+                               name="ew")
         return chain_passes(spec)
     except (ValueError, KeyError):
         return None         # a form the lowering cannot count (bool/int operands): the registry's passes
