@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from sage.kernels import record_forward, trace_graph
+from sage.kernels.record import TooManyLaunches
 
 
 class AddThenSoftmax(torch.nn.Module):
@@ -72,3 +74,30 @@ def test_recording_does_not_import_dynamo():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert out.stdout.strip() == "False"
+
+
+class ThreeLaunches(torch.nn.Module):
+    def forward(self, x):
+        return torch.exp(torch.relu(x).view(-1)) + 1      # the view is free: launches relu, exp, add
+
+
+def test_max_launches_stops_the_forward_at_the_launch_past_it():
+    model = ThreeLaunches()
+    calls, _ = record_forward(model, [torch.randn(4, 4)], max_launches=3)
+    assert [c.name for c in calls if not c.free] == ["relu", "exp", "add"]
+    with pytest.raises(TooManyLaunches):
+        record_forward(model, [torch.randn(4, 4)], max_launches=1)
+
+
+class SwallowsErrors(torch.nn.Module):
+    def forward(self, x):
+        try:
+            y = torch.relu(x) + 1
+        except Exception:          # noqa: BLE001 - a reference that hides its own failures
+            y = x
+        return y * 2
+
+
+def test_max_launches_holds_when_the_forward_catches_the_stop():
+    with pytest.raises(TooManyLaunches):
+        record_forward(SwallowsErrors(), [torch.randn(4, 4)], max_launches=1)

@@ -26,6 +26,7 @@ import torch
 
 from sage.bench.reference.plan import plan_call
 from sage.kernels import HEADER, dsl_dtype, record_forward
+from sage.kernels.record import TooManyLaunches
 from sage.npu.hardware import load_preset
 
 
@@ -56,7 +57,10 @@ def library_kernel_file(task, preset: str = "ascend910b2") -> str | None:
     routes: list[tuple[list[str], list[str], list[tuple[int, ...]], int, tuple[int, ...]]] = []
     for _, case in cases:
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
-        calls, outputs = record_forward(model, args)
+        try:
+            calls, outputs = record_forward(model, args, max_launches=1)
+        except TooManyLaunches:
+            return None
         launched = [c for c in calls if not c.free]
         if len(launched) != 1 or len(outputs) != 1:
             return None
