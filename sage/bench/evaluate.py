@@ -235,12 +235,18 @@ def measure_reference(task: Task, preset: str, cases: int | None) -> ReferenceRu
                                          unsupported=unsupported))
                 continue
             try:
-                reference_outputs(model, case)
-            except ReferenceFailure as exc:
-                out.append(ReferenceCase(index=index, inputs=describe_inputs(case), total_us=None,
-                                         reference_error=f"case {index} ({describe_case(case)}): {exc}"))
-                continue
-            ref = reference_time_for(task, case, preset)
+                ref = reference_time_for(task, case, preset)
+            except ReferenceFailure:
+                # The time model runs the forward itself (traced), so the eager forward runs only
+                # now, to tell a forward that raises (this case's error, or an accelerator it needs)
+                # from a time model that does (re-raised: the task's error), as running it first did.
+                try:
+                    reference_outputs(model, case)
+                except ReferenceFailure as exc:
+                    out.append(ReferenceCase(index=index, inputs=describe_inputs(case), total_us=None,
+                                             reference_error=f"case {index} ({describe_case(case)}): {exc}"))
+                    continue
+                raise
             out.append(ReferenceCase(
                 index=index, inputs=describe_inputs(case),
                 total_us=None if ref is None else float(ref.end_to_end_us),

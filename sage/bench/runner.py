@@ -166,12 +166,11 @@ def run_job(job: Job) -> list[ResultRow]:
     try:
         # Inputs checked before any solver sees the task: a broken case file is the task's
         # reference_error, never a "no kernel" or a kernel failure.
-        task = load_task(path, check_inputs=True)
+        task = load_task(path, check_inputs=True, seed=job.seed)
     except ReferenceUnavailable as exc:
         return [failure_row(job, "reference_unavailable", "reference_unavailable", exc.reason)]
     except TaskLoadError as exc:
         return [failure_row(job, "reference_error", "reference_error", exc.problem)]
-    task.seed = job.seed
     head = dict(task=task.key, level=task.level, tags=task.tags, path=str(task.path), epoch=job.epoch)
     if job.solver is None:
         ref = measure_reference(task, job.preset, job.cases)

@@ -106,6 +106,9 @@ class Task:
     # with it before making them, so (seed, case index) names the same inputs on every call
     # and machine: a failing case is replayed with `--case K --seed S`.
     seed: int = 0
+    # (seed, cases) that a checked load made: the next cases() with that seed returns them
+    # instead of making the same inputs again, and drops them (the suite's inputs are large).
+    _checked: tuple[int, list[list]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -124,8 +127,13 @@ class Task:
         return model
 
     def cases(self) -> list[list]:
-        """Fresh inputs for every case: each call regenerates them (nothing is cached).
-        From `get_input_groups()`, else `get_inputs()` as the one case, else the case file."""
+        """Fresh inputs for every case: each call regenerates them, except that the first call
+        after a checked load gets the ones the check made (the same seed makes the same inputs,
+        and nothing else holds them). From `get_input_groups()`, else `get_inputs()` as the one
+        case, else the case file."""
+        checked, self._checked = self._checked, None
+        if checked is not None and checked[0] == self.seed:
+            return checked[1]
         m = self.module
         if hasattr(m, "get_input_groups"):
             return self._seeded_cases("get_input_groups()", m.get_input_groups)
@@ -196,9 +204,10 @@ def seeded(seed: int) -> Iterator[None]:
             np.random.set_state(np_state)
 
 
-def load_task(path: Path | str, *, check_inputs: bool = True) -> Task:
+def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0) -> Task:
     """Imports one task file (or the .py beside a given case file). `check_inputs` also builds
-    the model and every case, so that a file whose inputs cannot be made is reported at load time."""
+    the model and every case (with `seed`, the task's), so that a file whose inputs cannot be
+    made is reported at load time; the cases it made are the first `cases()` call's."""
     path = Path(path).resolve()
     if path.suffix == ".json" and path.with_suffix(".py").is_file():
         path = path.with_suffix(".py")
@@ -235,6 +244,7 @@ def load_task(path: Path | str, *, check_inputs: bool = True) -> Task:
         description=_description(module),
         fused_op=getattr(module, "FUSED_OP", None),
         module=module,
+        seed=seed,
     )
     if check_inputs:
         try:
@@ -242,7 +252,7 @@ def load_task(path: Path | str, *, check_inputs: bool = True) -> Task:
         except Exception as exc:
             _raise_if_accelerator(path, exc)
             raise TaskLoadError(path, f"building Model raised {_one_line(exc)}") from exc
-        task.cases()
+        task._checked = (seed, task.cases())
     return task
 
 

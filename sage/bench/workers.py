@@ -167,7 +167,12 @@ def serve(conn: connection.Connection, owner: int, torch_threads: int | None) ->
     if torch_threads is not None:
         import torch
 
+        from sage.npu.sim.blas import set_blas_threads
+
         torch.set_num_threads(torch_threads)
+        # numpy's OpenBLAS too: its idle threads busy-wait after each call, which made the
+        # three float64 dot products of comparing a case's outputs cost twice the CPU on 2 cores.
+        set_blas_threads(torch_threads)
     while True:
         try:
             message = conn.recv()

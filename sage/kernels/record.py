@@ -137,9 +137,19 @@ def _is_tensor_list(a: Any) -> bool:
 class _Recorder(TorchDispatchMode):
     """Records every dispatched call; with a `graph`, also numbers the tensor values."""
 
-    def __init__(self, origins: dict[int, str], graph: Graph | None = None, decompose: bool = False) -> None:
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps a mode's __torch_dispatch__ in dynamo's disable() unless told not to,
+        # and the first call of that wrapper imports torch._dynamo (1.2 s per process) and
+        # then costs a frame-hook swap per aten call. Nothing here is ever compiled.
+        return False
+
+    def __init__(self, origins: dict[int, str], graph: Graph | None = None, decompose: bool = False,
+                 max_launches: int | None = None) -> None:
         super().__init__()
         self.decompose = decompose
+        self.max_launches = max_launches
+        self.launches = 0
         self.calls: list[AtenCall] = []
         self.origins = origins
         self.graph = graph
@@ -213,6 +223,10 @@ class _Recorder(TorchDispatchMode):
                         scalars=scalars, kwargs={k: _plain(v) for k, v in kwargs.items() if not isinstance(v, torch.Tensor)},
                         arg_kinds=kinds, free=free)
         self.calls.append(call)
+        if not free and self.max_launches is not None:
+            self.launches += 1
+            if self.launches > self.max_launches:
+                raise TooManyLaunches(self.max_launches)
         if self.graph is not None:
             # Every output is a new value, even when the op wrote in place into an input.
             node = Node(call=call, args=in_ids, outs=[self.fresh(t) for t in tensors])
@@ -280,13 +294,22 @@ def _origins(model: torch.nn.Module, args: list) -> dict[int, str]:
     return origins
 
 
-def record_forward(model: torch.nn.Module, args: list) -> tuple[list[AtenCall], list[TensorMeta]]:
+class TooManyLaunches(Exception):
+    """record_forward(max_launches=N) stopped the forward at its (N + 1)-th launching call."""
+
+
+def record_forward(model: torch.nn.Module, args: list, *,
+                   max_launches: int | None = None) -> tuple[list[AtenCall], list[TensorMeta]]:
     """Runs `model(*args)` once on the CPU: the aten calls it dispatched (views and
     allocations marked `free`) and the metadata of its outputs. Operands that are forward
-    arguments or model parameters carry their `origin` ("arg:0", "param:weight")."""
-    rec = _Recorder(_origins(model, args))
+    arguments or model parameters carry their `origin` ("arg:0", "param:weight").
+    `max_launches`: raise TooManyLaunches as soon as more calls than this launch a kernel
+    (a caller that only wants forwards of one op need not record a long one to the end)."""
+    rec = _Recorder(_origins(model, args), max_launches=max_launches)
     with torch.no_grad(), rec:
         out = model(*args)
+    if max_launches is not None and rec.launches > max_launches:
+        raise TooManyLaunches(max_launches)     # the forward caught the first one itself
     flat, _ = tree_flatten(out)
     return rec.calls, [_meta(t) for t in flat if isinstance(t, torch.Tensor)]
 

@@ -4,6 +4,7 @@ on the tasks they cover, and usable as a kernel folder for the bench runner."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from sage.bench.evaluate import evaluate_kernel
 from sage.bench.reference import reference_time
@@ -46,3 +47,21 @@ def test_every_written_kernel_file_is_correct(tmp_path, monkeypatch):
         task = load_task(resolve_op(key))
         evaluation = evaluate_kernel(task, path.read_text(encoding="utf-8"), cases=[0])
         assert evaluation.correct, (key, [c.reason for c in evaluation.cases])
+
+
+def test_written_for_the_given_levels_only_and_torch_threads_restored(tmp_path):
+    threads = torch.get_num_threads()
+    files = write_library_kernels(tmp_path, levels=[0])
+    assert files and all(p.parent == tmp_path / "level0" for p in files)
+    assert tmp_path / "level0" / "10_relu.py" in files
+    assert torch.get_num_threads() == threads
+
+
+def test_a_task_whose_inputs_cannot_be_made_gets_no_file(tmp_path):
+    broken = tmp_path / "tasks" / "broken_relu.py"
+    broken.parent.mkdir()
+    broken.write_text("import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+                      "        return torch.relu(x)\n\ndef get_inputs():\n    raise RuntimeError('no inputs')\n")
+    tasks = [load_task(broken, check_inputs=False), load_task(resolve_op("level0/10_relu"))]
+    files = write_library_kernels(tmp_path / "out", tasks=tasks)
+    assert [p.name for p in files] == ["10_relu.py"]

@@ -366,3 +366,22 @@ def test_pool_overhead_per_job_is_small():
 def test_ray_gets_a_note_and_local_runs_do_not():
     assert any("PR_SET_PDEATHSIG" in n for n in isolation_notes("ray"))
     assert isolation_notes("local") == []
+
+
+def test_a_pool_worker_runs_numpy_blas_on_one_thread():
+    from sage.npu.sim.blas import blas_threads
+
+    if blas_threads() is None:
+        pytest.skip("numpy's BLAS is not OpenBLAS here")
+    pool = LocalExecutor(1)
+    try:
+        [(_, threads)] = list(pool.map(_blas_threads, [None], timeout_s=60))
+    finally:
+        pool.close()
+    assert threads == 1
+
+
+def _blas_threads(_: object) -> int | None:
+    from sage.npu.sim.blas import blas_threads
+
+    return blas_threads()

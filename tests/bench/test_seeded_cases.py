@@ -111,3 +111,46 @@ def test_bench_case_and_seed_options(tmp_path):
     assert row.seed == 5 and [c.index for c in row.evaluation.cases] == [2]
     both = CliRunner().invoke(app, ["bench", str(RELU_TASK), "--case", "1", "--cases", "2"])
     assert both.exit_code == 2 and "not both" in both.output
+
+
+COUNTING_TASK = '''
+import torch
+
+MADE = []
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def get_input_groups():
+    MADE.append(1)
+    return [[torch.randn(8, 16)] for _ in range(2)]
+'''
+
+
+def test_a_checked_load_hands_its_cases_to_the_first_call_only(tmp_path):
+    path = tmp_path / "counting_task.py"
+    path.write_text(COUNTING_TASK)
+    task = load_task(path, seed=3)
+    assert len(task.module.MADE) == 1                # the check made them
+    first = task.cases()
+    assert len(task.module.MADE) == 1                # ... and the first call got those
+    again = task.cases()
+    assert len(task.module.MADE) == 2                # later calls make fresh ones
+    assert _equal(first, again) and first[0][0] is not again[0][0]
+    unchecked = load_task(path, check_inputs=False)
+    unchecked.seed = 3
+    assert _equal(first, unchecked.cases())          # the handed-over cases are the seed's
+
+
+def test_handed_over_cases_follow_a_changed_seed(tmp_path):
+    path = tmp_path / "counting_task.py"
+    path.write_text(COUNTING_TASK)
+    task = load_task(path)                           # checked with seed 0
+    task.seed = 1
+    with_seed_1 = task.cases()
+    assert len(task.module.MADE) == 2                # seed 0's cases were not used for seed 1
+    task.seed = 0
+    assert not _equal(with_seed_1, task.cases())

@@ -3,9 +3,16 @@ the offline compiler reads come from the same recording."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 import torch
 
 from sage.kernels import record_forward, trace_graph
+from sage.kernels.record import TooManyLaunches
 
 
 class AddThenSoftmax(torch.nn.Module):
@@ -54,3 +61,43 @@ def test_an_in_place_op_shows_what_it_read():
     calls, _ = record_forward(InPlace(), [torch.ones(3, 3)])
     add = next(c for c in calls if c.name == "add_")
     assert add.inputs[0].value == 9.0 and add.outputs[0].value == 10.0
+
+
+def test_recording_does_not_import_dynamo():
+    # A dispatch mode's calls are wrapped in dynamo's disable() unless the mode opts out, and
+    # the first wrapped call imports torch._dynamo (over a second of CPU in every bench worker).
+    code = ("import sys, torch\n"
+            "from sage.kernels import record_forward\n"
+            "calls, _ = record_forward(torch.nn.Sigmoid(), [torch.randn(4, 4)])\n"
+            "assert [c.name for c in calls if not c.free] == ['sigmoid'], calls\n"
+            "print('torch._dynamo' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert out.stdout.strip() == "False"
+
+
+class ThreeLaunches(torch.nn.Module):
+    def forward(self, x):
+        return torch.exp(torch.relu(x).view(-1)) + 1      # the view is free: launches relu, exp, add
+
+
+def test_max_launches_stops_the_forward_at_the_launch_past_it():
+    model = ThreeLaunches()
+    calls, _ = record_forward(model, [torch.randn(4, 4)], max_launches=3)
+    assert [c.name for c in calls if not c.free] == ["relu", "exp", "add"]
+    with pytest.raises(TooManyLaunches):
+        record_forward(model, [torch.randn(4, 4)], max_launches=1)
+
+
+class SwallowsErrors(torch.nn.Module):
+    def forward(self, x):
+        try:
+            y = torch.relu(x) + 1
+        except Exception:          # noqa: BLE001 - a reference that hides its own failures
+            y = x
+        return y * 2
+
+
+def test_max_launches_holds_when_the_forward_catches_the_stop():
+    with pytest.raises(TooManyLaunches):
+        record_forward(SwallowsErrors(), [torch.randn(4, 4)], max_launches=1)

@@ -18,12 +18,15 @@ from __future__ import annotations
 import ast
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 from sage.bench.reference.plan import plan_call
 from sage.kernels import HEADER, dsl_dtype, record_forward
+from sage.kernels.record import TooManyLaunches
 from sage.npu.hardware import load_preset
 
 
@@ -46,13 +49,18 @@ def library_kernel_file(task, preset: str = "ascend910b2") -> str | None:
     """A kernel file covering every case of `task` with library kernels, or None when some
     case is not exactly one library operator on the forward's own tensors. Each distinct
     library kernel is one variant; `forward` picks it by the operands' dtypes and shapes."""
+    from sage.bench.evaluate import select_cases
+
     hw = load_preset(preset)
-    model = task.make_model()
+    model, cases = select_cases(task, None)
     sources: list[str] = []
     routes: list[tuple[list[str], list[str], list[tuple[int, ...]], int, tuple[int, ...]]] = []
-    for case in task.cases():
+    for _, case in cases:
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
-        calls, outputs = record_forward(model, args)
+        try:
+            calls, outputs = record_forward(model, args, max_launches=1)
+        except TooManyLaunches:
+            return None
         launched = [c for c in calls if not c.free]
         if len(launched) != 1 or len(outputs) != 1:
             return None
@@ -86,22 +94,45 @@ def _arg(origin: str) -> str:
     return f"args[{ref}]" if kind == "arg" else f"params[{ref!r}]"
 
 
-def write_library_kernels(out_dir: Path, tasks=None, preset: str = "ascend910b2") -> list[Path]:
-    """Writes OUT_DIR/<task key>.py for every task a library kernel covers; returns the files."""
-    from sage.bench.tasks import SUITE_DIR, load_tasks
+def write_library_kernels(out_dir: Path, tasks=None, preset: str = "ascend910b2",
+                          levels: list[int] | None = None) -> list[Path]:
+    """Writes OUT_DIR/<task key>.py for every task a library kernel covers (of `levels`, if
+    given); returns the files. A task whose model or inputs cannot be made gets no file."""
+    from sage.bench.tasks import SUITE_DIR, ReferenceUnavailable, TaskLoadError, load_tasks
 
     if tasks is None:
-        tasks, _ = load_tasks(SUITE_DIR)
+        # Unchecked: library_kernel_file makes each task's model and inputs once, and a
+        # checked load would make them a second time (the suite's inputs are large).
+        tasks, _ = load_tasks(SUITE_DIR, check_inputs=False)
     written = []
-    for task in tasks:
-        text = library_kernel_file(task, preset)
-        if text is None:
-            continue
-        path = Path(out_dir) / f"{task.key}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+    with one_torch_thread():
+        for task in tasks:
+            if levels is not None and task.level not in levels:
+                continue
+            try:
+                text = library_kernel_file(task, preset)
+            except (TaskLoadError, ReferenceUnavailable):
+                continue
+            if text is None:
+                continue
+            path = Path(out_dir) / f"{task.key}.py"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
     return written
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch on one thread for the block: only the inputs' shapes and dtypes matter here, and
+    intra-op threads making them cost more CPU than they save wall time on a small machine
+    (the suite's inputs on 2 threads: 24 CPU s against 8 on one)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 if __name__ == "__main__":

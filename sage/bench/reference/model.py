@@ -29,7 +29,7 @@ from sage.bench.reference.chain import ChainCall, chain_steps, eager_chain
 from sage.bench.reference.essential import essential_work
 from sage.bench.reference.expert import expert_time
 from sage.bench.reference.vendor import group_of, resource_us, vendor_time
-from sage.bench.reference.work import Work, tensor_bytes, work_of
+from sage.bench.reference.work import Work, shared_work, tensor_bytes, work_of
 from sage.kernels import CostClass, Graph, TensorMeta, trace_graph
 from sage.npu.hardware import HardwareSpec, load_preset
 from sage.npu.timeline import LaunchCosts, Step, Timeline, run_timeline
@@ -94,6 +94,11 @@ def reference_time(task: Any, args: list, preset: str | HardwareSpec = "ascend91
     args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     with torch.no_grad():
         graph = trace_graph(model, args)
+    with shared_work():
+        return _time_graph(task, graph, hw, expert, cache)
+
+
+def _time_graph(task: Any, graph: Graph, hw: HardwareSpec, expert: bool, cache: ReferenceCache | None) -> ReferenceTime:
     essential = essential_work(graph, hw)
     fused_op = getattr(task, "fused_op", None)
     notes: list[str] = []

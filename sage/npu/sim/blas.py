@@ -60,3 +60,16 @@ def single_threaded_blas():
         yield
     finally:
         put(before)
+
+
+def set_blas_threads(count: int) -> None:
+    """numpy's OpenBLAS on `count` threads from now on (nothing when it is not found)."""
+    fns = _openblas()
+    if fns is not None:
+        fns[1](count)
+
+
+def blas_threads() -> int | None:
+    """The thread count of numpy's OpenBLAS, or None when it is not found."""
+    fns = _openblas()
+    return None if fns is None else fns[0]()
