@@ -74,7 +74,7 @@ def main() -> int:
                 from sage.bench.reference.kernel_files import write_library_kernels
 
                 kernels = Path(tmp) / "library-kernels"
-                written = write_library_kernels(kernels, preset=args.preset)
+                written = write_library_kernels(kernels, preset=args.preset, levels=args.level)
                 print(f"library kernel files written for {len(written)} tasks")
             solver = KernelDirSolver(kernels=kernels, preset=args.preset, cases=args.cases)
             kconfig = config.model_copy(update={"out": args.out or Path(tmp) / "kernels"})
