@@ -4,9 +4,10 @@ First answer: trace and partition the task (`sage.agent.compiler`), take the sho
 and experiences (explore/exploit, seeded: proven items usually, untried ones sometimes)
 and set the start schedule of every group their hints apply to; an item not yet proven
 goes on trial (the search times its start against the start without it, and keeps it
-only on the groups where it was faster). Spend the simulator budget on the search, write the kernel file. It reports as
-adopted exactly the items whose knobs are in effect in the kernel it answers with, says
-why each other shown item is not, and hands the trials' measured effects to the memory.
+only on the groups where it was faster). Spend the simulator budget on the search, write
+the kernel file. It reports as adopted exactly the items whose knobs are in effect in the
+kernel it answers with, says why each other shown item is not, and hands the trials'
+measured effects to the memory.
 
 Refinement, one evaluated attempt per turn: a failure gets the fix for its error class (an
 alignment error: DataCopyPad everywhere; UB capacity: halve the tiles; a wrong result on
