@@ -26,7 +26,8 @@ from sage.kernels.library.tile_spec import load_plan as tile_load_plan
 from sage.kernels.long_rows import long_rows
 from sage.kernels.lowering import Lowerer, Val
 from sage.kernels.record import (
-    AtenCall, Graph, Node, TensorMeta, dtype_size, flat_args, is_tensor_list, record_aten, record_forward, trace_graph,
+    AtenCall, Graph, Node, TensorMeta, TooManyLaunches, dtype_size, flat_args, is_tensor_list, record_aten,
+    record_forward, trace_graph,
 )
 from sage.kernels.registry import (
     CUBE_OPS, FREE_OPS, MATMUL_OPS, OPS, ROW_OPS, ChainForm, CostClass, CubeForm, OpDef, Prim, Promotion, RowForm,
@@ -48,6 +49,6 @@ __all__ = [
     "RowSpec", "Target", "TensorMeta", "Val", "VectorOp", "WorkRule",
     "base_name", "broadcast_layout", "broadcasts", "call_chain", "chain_for", "const", "cost_class_of", "dsl_dtype",
     "dtype_size", "elementwise_source", "flat_args", "is_tensor_list", "elementwise_tiling", "grouped_layout", "inp", "is_free", "matmul_source",
-    "op", "op_def", "ops_in", "record_aten", "record_forward", "render", "row_source", "row_tiling", "suffixed", "target_for",
+    "op", "op_def", "ops_in", "record_aten", "record_forward", "TooManyLaunches", "render", "row_source", "row_tiling", "suffixed", "target_for",
     "target_of", "trace_graph",
 ]

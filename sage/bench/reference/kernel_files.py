@@ -25,8 +25,7 @@ from pathlib import Path
 import torch
 
 from sage.bench.reference.plan import plan_call
-from sage.kernels import HEADER, dsl_dtype, record_forward
-from sage.kernels.record import TooManyLaunches
+from sage.kernels import HEADER, TooManyLaunches, dsl_dtype, record_forward
 from sage.npu.hardware import load_preset
 
 
