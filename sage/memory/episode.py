@@ -47,6 +47,13 @@ class _Shown:
 
 
 @dataclass(frozen=True)
+class _Credit:
+    measured: list[Measured]                    # every measured effect of the episode
+    targets: CreditTargets
+    rewards: dict[tuple[str, int], float]       # (kind, number) of each target -> what it is credited with
+
+
+@dataclass(frozen=True)
 class _Declared:
     kind: str
     number: int
@@ -117,8 +124,6 @@ class Episode:
         self._check_open()
         if attempt < 1:
             raise ValueError(f"attempt numbers start at 1 (as record_attempt returns them), got {attempt}")
-        shown_experiences = {s.experience for s in self._shown}
-        shown_rules = {int(r.id[1:]) for r in self._rules}
         accepted, rejected = [], []
         for raw in ids:
             try:
@@ -126,9 +131,8 @@ class Episode:
             except UnknownItemError:
                 rejected.append(str(raw))
                 continue
-            visible = shown_experiences if kind == "experience" else shown_rules
             name = exp_id(number) if kind == "experience" else rule_id(number)
-            if number not in visible:
+            if number not in self._visible(kind):
                 rejected.append(name)
                 continue
             if name in accepted:
@@ -152,8 +156,7 @@ class Episode:
             kind, number = parse_id(item)
         except UnknownItemError:
             return False
-        shown = {s.experience for s in self._shown} if kind == "experience" else {int(r.id[1:]) for r in self._rules}
-        if number not in shown:
+        if number not in self._visible(kind):
             return False
         self._measured.append(Measured(kind, number, attempt, effect, note[:500]))
         return True
@@ -177,45 +180,48 @@ class Episode:
                     self._closed = True
                     return stored_report(done)
         reward = episode_reward(executed=outcome.executed, correct=outcome.correct, speedup=outcome.speedup)
+        credit = self._credit(reward)
         texts: dict[int, str] = {}
         if self.mode == "sage":
-            rewards = self._item_rewards(reward)
             texts = prepare_rule_texts(self._memory.engine, self._memory.config, self._memory.abstractor,
-                                       rewards={i: rewards[("experience", i)] for i in self._targets().experiences},
+                                       rewards={i: credit.rewards[("experience", i)] for i in credit.targets.experiences},
                                        adopted=self._adopted("experience"), task=self.task)
-        report = run_write(self._memory.engine, lambda session: self._write_once(session, outcome, reward, texts))
+        report = run_write(self._memory.engine,
+                           lambda session: self._write_once(session, outcome, reward, credit, texts))
         self._closed = True
         return report
 
-    def _write_once(self, session: Session, outcome: Outcome, reward: float, texts: dict[int, str]) -> EpisodeReport:
+    def _write_once(self, session: Session, outcome: Outcome, reward: float, credit: _Credit,
+                    texts: dict[int, str]) -> EpisodeReport:
         # Checked again under the write lock: another process may have finished this key meanwhile.
         done = episode_by_key(session, self.key) if self.key is not None else None
-        return stored_report(done) if done is not None else self._write(session, outcome, reward, texts)
+        return stored_report(done) if done is not None else self._write(session, outcome, reward, credit, texts)
+
+    def _visible(self, kind: str) -> set[int]:
+        """The numbers of the items of `kind` this episode showed (retrieved or resident)."""
+        return {s.experience for s in self._shown} if kind == "experience" else {int(r.id[1:]) for r in self._rules}
 
     def _adopted(self, kind: str) -> set[int]:
         return {d.number for d in self._declared if d.kind == kind}
 
-    def _all_measured(self) -> list[Measured]:
+    def _credit(self, reward: float) -> _Credit:
+        """Who is credited and with what: an item's counterfactual effect reward where the
+        episode measured it and the mode is ATU's, else the episode reward (uniform credit is
+        the episode reward by definition)."""
         declared = [(d.kind, d.number, d.attempt) for d in self._declared]
-        return self._measured + attempt_effects(self._attempts, declared)
-
-    def _targets(self) -> CreditTargets:
-        measured = by_item(self._all_measured())
-        return credit_targets(self.mode, retrieved={s.experience for s in self._shown},
-                              adopted_experiences=self._adopted("experience"), adopted_rules=self._adopted("rule"),
-                              measured_experiences=frozenset(n for k, n in measured if k == "experience"),
-                              measured_rules=frozenset(n for k, n in measured if k == "rule"))
-
-    def _item_rewards(self, reward: float) -> dict[tuple[str, int], float]:
-        """What each credited item is credited with: its counterfactual effect reward where
-        the episode measured it and the mode is ATU's, else the episode reward (uniform
-        credit is the episode reward by definition)."""
-        targets = self._targets()
-        measured = by_item(self._all_measured()) if self.mode in ("atu", "sage") else {}
+        measured = self._measured + attempt_effects(self._attempts, declared)
+        effects = by_item(measured)
+        targets = credit_targets(self.mode, retrieved={s.experience for s in self._shown},
+                                 adopted_experiences=self._adopted("experience"), adopted_rules=self._adopted("rule"),
+                                 measured_experiences=frozenset(n for k, n in effects if k == "experience"),
+                                 measured_rules=frozenset(n for k, n in effects if k == "rule"))
+        counterfactual = self.mode in ("atu", "sage")
         keys = [("experience", i) for i in targets.experiences] + [("rule", i) for i in targets.rules]
-        return {key: effect_reward(measured[key]) if key in measured else reward for key in keys}
+        rewards = {key: effect_reward(effects[key]) if counterfactual and key in effects else reward for key in keys}
+        return _Credit(measured, targets, rewards)
 
-    def _write(self, session: Session, outcome: Outcome, reward: float, texts: dict[int, str]) -> EpisodeReport:
+    def _write(self, session: Session, outcome: Outcome, reward: float, credit: _Credit,
+               texts: dict[int, str]) -> EpisodeReport:
         config = self._memory.config
         episode = EpisodeRow(task=self.task, op_tags=self.op_tags, model=self.model, mode=self.mode, seed=self.seed,
                              executed=outcome.executed, correct=outcome.correct, speedup=outcome.speedup,
@@ -227,9 +233,8 @@ class Episode:
         session.flush()
         session.add_all(Attempt(episode_id=episode.id, **a) for a in self._attempts)
 
-        retrieved = {s.experience for s in self._shown}
+        retrieved, shown_rules = self._visible("experience"), self._visible("rule")
         adopted_exps, adopted_rules = self._adopted("experience"), self._adopted("rule")
-        shown_rules = {int(r.id[1:]) for r in self._rules}
         # Row locks for the read-modify-write below (PostgreSQL; SQLite holds the database lock already).
         exps = {e.id: e for e in session.scalars(
             select(Experience).where(Experience.id.in_(retrieved | adopted_exps)).order_by(Experience.id).with_for_update())}
@@ -250,7 +255,7 @@ class Episode:
             row.adopted_succeeded += int(row.id in adopted_rules and outcome.correct)
             row.updated_at = now
         credited: dict[str, tuple[float, float]] = {}
-        targets, rewards = self._targets(), self._item_rewards(reward)
+        targets, rewards = credit.targets, credit.rewards
         for key, name, row in [(("experience", i), exp_id(i), exps[i]) for i in sorted(targets.experiences & exps.keys())] + \
                               [(("rule", i), rule_id(i), rules[i]) for i in sorted(targets.rules & rules.keys())]:
             before = row.utility
@@ -268,7 +273,7 @@ class Episode:
             Trial(episode_id=episode.id, attempt=m.attempt, effect=m.effect, note=m.note,
                   experience_id=m.number if m.kind == "experience" else None,
                   rule_id=m.number if m.kind == "rule" else None)
-            for m in self._all_measured() if m.number in (exps if m.kind == "experience" else rules)
+            for m in credit.measured if m.number in (exps if m.kind == "experience" else rules)
         )
         new, merged = [], []
         for draft in self._drafts:

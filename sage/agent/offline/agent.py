@@ -102,7 +102,8 @@ class CompilerAgent:
             for gid, sched in changed.items():
                 starts[gid] = (sched, "memory")
                 if proven:
-                    trusted[gid] = H.apply(trusted.get(gid, Schedule()), knobs) or trusted.get(gid, Schedule())
+                    base = trusted.get(gid, Schedule())
+                    trusted[gid] = H.apply(base, knobs) or base
                 else:
                     self.on_trial.setdefault(item["id"], []).append(gid)
             self.knobs_of[item["id"]] = knobs
@@ -180,9 +181,10 @@ class CompilerAgent:
         attempt.adopted = [i for i, knobs in self.knobs_of.items()
                            if any(H.applies(self.scope_of[i], k) and H.in_effect(knobs, scheds.get(k.id, Schedule()))
                                   for k in keys)]
+        trials = self.trials()
         for item in self.knobs_of:
             if item not in attempt.adopted:
-                self.rejections[item] = _why_dropped(item, self.on_trial, self.trials())
+                self.rejections[item] = _why_dropped(item, self.on_trial, trials)
         by_reason: dict[str, list[str]] = {}
         for i, why in self.rejections.items():
             if i not in attempt.adopted:
