@@ -36,11 +36,11 @@ from sage.bench.metrics import SuiteMetrics  # noqa: E402
 from sage.bench.runner import BenchConfig, ResultRow, final_rows  # noqa: E402
 
 
-def offline_solver(mode: str, config: BenchConfig, *, iterations: int):  # noqa: ANN201 - an AgentSolver
+def offline_solver(mode: str, config: BenchConfig, *, iterations: int, search_budget: int):  # noqa: ANN201 - an AgentSolver
     from sage.agent.bench_solver import AgentSolver
 
-    return AgentSolver(model=None, memory_mode=mode, iterations=iterations, preset=config.preset,
-                       cases=config.cases, memory_url=run_memory_url(config))
+    return AgentSolver(model=None, memory_mode=mode, iterations=iterations, search_budget=search_budget,
+                       preset=config.preset, cases=config.cases, memory_url=run_memory_url(config))
 
 
 def main() -> None:
@@ -51,6 +51,9 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=None, help="first K cases per task (default all)")
     parser.add_argument("--iterations", type=int, default=1,
                         help="refinement turns per task (default 1: the offline agent's default, 2 attempts)")
+    parser.add_argument("--search-budget", type=int, default=4,
+                        help="simulator runs of the offline agent's schedule search per task (default 4: the agent's "
+                             "default; a large budget with many --iterations measures what any start could still gain)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--resume", action="store_true")
@@ -72,10 +75,12 @@ def main() -> None:
             print(f"[{time.perf_counter() - began:7.1f} s] {mode} epoch {row.epoch + 1} {row.task}: {row.status}",
                   flush=True)
 
-        run = run_compare(config, args.modes.split(","), partial(offline_solver, iterations=args.iterations),
+        run = run_compare(config, args.modes.split(","), partial(offline_solver, iterations=args.iterations,
+                                                                    search_budget=args.search_budget),
                           on_row=on_row)
         record = json.loads((args.out / COMPARE_FILE).read_text())
-        record.update(command=command, iterations=args.iterations, workers=args.workers, commit=commit,
+        record.update(command=command, iterations=args.iterations, search_budget=args.search_budget,
+                      workers=args.workers, commit=commit,
                       finished_at=datetime.now(timezone.utc).isoformat(timespec="minutes"))
         (args.out / COMPARE_FILE).write_text(json.dumps(record, indent=2) + "\n")
         print(f"all modes in {run.wall_s:.0f} s; report {run.report}")
