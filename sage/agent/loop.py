@@ -282,7 +282,8 @@ def _rule_item(memory: Any, rule: Any) -> ShownItem:
 
 
 def _experience_item(e: Any) -> ShownItem:
-    return ShownItem(id=e.id, title=e.title, text=e.advice, tags=list(e.tags), hints=dict(e.hints), utility=e.utility)
+    return ShownItem(id=e.id, title=e.title, text=e.advice, tags=list(e.tags), hints=dict(e.hints), utility=e.utility,
+                     trials=e.trials)
 
 
 def _id_order(item_id: str) -> tuple[str, int]:

@@ -138,6 +138,7 @@ class ShownItem(BaseModel):
     tags: list[str] = []
     hints: dict[str, Any] = {}
     utility: float = 0.0
+    trials: int = 0          # how often sage measured its effect (0: untried, whatever its utility)
 
 
 def task_message(brief: TaskBrief, rules: list[ShownItem], experiences: list[ShownItem],
@@ -179,4 +180,5 @@ def _item_line(item: ShownItem) -> str:
     # A rule abstracted offline already names its knobs in its text.
     hints = f" Knobs: {json.dumps(item.hints, sort_keys=True)}." if item.hints and "Knobs:" not in item.text else ""
     title = f"{item.title}: " if item.title else ""
-    return f"- {item.id}{tags} (utility {item.utility:+.2f}) {title}{item.text}{hints}"
+    measured = f", measured {item.trials}x" if item.trials else ""
+    return f"- {item.id}{tags} (utility {item.utility:+.2f}{measured}) {title}{item.text}{hints}"

@@ -21,6 +21,7 @@ from sage.agent.backends.base import Message
 from sage.agent.records import Turn
 
 MAX_EXPERIENCES = 3
+MAX_TITLE = 120
 HINT_KEYS = ("tile_len (int), buffer_num (1-4), block_dim (int or \"all\"), copy_mode (\"pad\" | \"auto\"), "
              "fp32_compute (bool), base_m, base_n, base_k, l1_k (ints, cube), cube_buffer_num, cube_block_dim")
 
@@ -28,7 +29,7 @@ HINT_KEYS = ("tile_len (int), buffer_num (1-4), block_dim (int or \"all\"), copy
 class ExperienceDraft(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    title: str = Field(min_length=3, max_length=120)
+    title: str = Field(min_length=3, max_length=MAX_TITLE)
     advice: str = Field(min_length=10, max_length=800)
     tags: list[str] = []
     hints: dict[str, Any] = {}

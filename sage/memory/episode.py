@@ -32,7 +32,7 @@ from sage.memory.reward import effect_reward, episode_reward
 from sage.memory.schema import Adoption, Attempt, Experience, Retrieval, Rule, Trial, utcnow
 from sage.memory.schema import EPISODE_KEY_CHARS
 from sage.memory.schema import Episode as EpisodeRow
-from sage.memory.views import episode_by_key, experience_view, stored_report
+from sage.memory.views import episode_by_key, experience_view, stored_report, trial_counts
 
 if TYPE_CHECKING:
     from sage.memory.store import Memory
@@ -100,12 +100,14 @@ class Episode:
         hidden = ("retired", "consolidated") if self.mode == "sage" else ("retired",)
         with read_session(self._memory.engine) as session:
             rows = {r.id: r for r in session.scalars(select(Experience).where(Experience.status.not_in(hidden)))}
-        pool = [retrieval.Candidate(r.id, r.title, r.advice, list(r.tags), r.utility, r.retrieved) for r in rows.values()]
-        ranked = retrieval.rank(pool, query, tags, k=k, seed=self.seed, config=config)
+            pool = [retrieval.Candidate(r.id, r.title, r.advice, list(r.tags), r.utility, r.retrieved)
+                    for r in rows.values()]
+            ranked = retrieval.rank(pool, query, tags, k=k, seed=self.seed, config=config)
+            trials = trial_counts(session, [item.id for item in ranked])
         views = []
         for position, item in enumerate(ranked, start=1):
             self._shown.append(_Shown(self._queries, item.id, position, item.score))
-            views.append(experience_view(rows[item.id], score=item.score, rank=position))
+            views.append(experience_view(rows[item.id], score=item.score, rank=position, trials=trials.get(item.id, 0)))
         self._queries += 1
         return views
 

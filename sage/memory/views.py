@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from sage.memory.ids import exp_id, rule_id
 from sage.memory.models import AttemptRecord, EpisodeRecord, EpisodeReport, ExperienceView, RuleView
-from sage.memory.schema import Adoption, Attempt, Experience, Rule
+from sage.memory.schema import Adoption, Attempt, Experience, Rule, Trial
 from sage.memory.schema import Episode as EpisodeRow
 
 
-def experience_view(row: Experience, *, score: float | None = None, rank: int | None = None) -> ExperienceView:
+def experience_view(row: Experience, *, score: float | None = None, rank: int | None = None,
+                    trials: int = 0) -> ExperienceView:
     return ExperienceView(
         id=exp_id(row.id), title=row.title, advice=row.advice, tags=list(row.tags), hints=dict(row.hints),
         utility=row.utility, retrieved=row.retrieved, adopted=row.adopted,
         adopted_succeeded=row.adopted_succeeded, status=row.status, origin_operator=row.origin_operator,
-        score=score, rank=rank,
+        trials=trials, score=score, rank=rank,
     )
+
+
+def trial_counts(session: Session, experience_ids: list[int]) -> dict[int, int]:
+    """How many measured trials each experience has (absent: none)."""
+    if not experience_ids:
+        return {}
+    rows = session.execute(select(Trial.experience_id, func.count()).where(Trial.experience_id.in_(experience_ids))
+                           .group_by(Trial.experience_id))
+    return {item: count for item, count in rows}
 
 
 def rule_view(row: Rule) -> RuleView:

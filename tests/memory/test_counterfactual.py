@@ -114,3 +114,18 @@ def test_trials_are_stored_exported_and_only_for_shown_items(open_memory) -> Non
     memory.reset()
     assert memory.import_data(data)["trial"] == 1
     assert memory.export_data()["tables"]["trial"] == trials
+
+
+def test_retrieval_tells_a_measured_item_from_an_untried_one(open_memory) -> None:
+    """Both tie at utility 0 after a 1.00x trial; only the trial count says which was measured."""
+    memory = open_memory()
+    e1, e2, _ = seed_experiences(memory)
+    episode, shown = _episode(memory, "atu")
+    assert {e1, e2} <= set(shown)
+    episode.record_effect(e1, effect=1.0, attempt=1)
+    episode.record_effect(e1, effect=1.0, attempt=1)
+    episode.finish(Outcome(executed=True, correct=True, speedup=1.0))
+    episode, _ = _episode(memory, "atu")
+    views = {e.id: e for e in episode.retrieve("softmax rows", SOFTMAX_TAGS)}
+    assert views[e1].utility == views[e2].utility == 0.0
+    assert (views[e1].trials, views[e2].trials) == (2, 0)

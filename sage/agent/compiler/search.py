@@ -64,9 +64,20 @@ class SearchState:
     unmeasured: set[str] = field(default_factory=set)     # groups the evaluation's time does not include
     duels: dict[str, Schedule] = field(default_factory=dict)   # group id -> its start without the items on trial
     duel_times: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)  # (without, with) us
+    _bottlenecks: dict[str, str | None] = field(default_factory=dict)
 
     def schedule_for(self, key: GroupKey) -> Schedule:
         return self.chosen.get(key.id, Schedule())
+
+    def bottleneck_of(self, key: GroupKey) -> str | None:
+        """What bounds the group under the default schedule, as the cost model sees it (MTE2,
+        V, MTE3 or HBM; None for a group it does not estimate): the fourth fact a decision is
+        remembered under, the same for a group whatever start memory gives it."""
+        if key.id not in self._bottlenecks:
+            c, g = _locate(self, key.id)
+            est = _estimate(self.cases[c].plan.groups[g], self.cases[c].built.program, Schedule(), self.target)
+            self._bottlenecks[key.id] = est.bottleneck if est else None
+        return self._bottlenecks[key.id]
 
 
 def knob_diff(s: Schedule) -> dict[str, Any]:

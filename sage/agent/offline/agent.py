@@ -29,7 +29,7 @@ from sage.agent.offline import hints as H
 from sage.kernels import Target, flat_args
 
 # Adoption probability by what is known of an item: resident rules proved themselves on
-# several operators; a positive utility is exploited, an untried one explored.
+# several operators; a positive utility is exploited, an untried one explored (_p_adopt).
 P_RULE, P_GOOD, P_UNTRIED, P_BAD = 0.95, 0.85, 0.5, 0.15
 
 
@@ -76,7 +76,8 @@ class CompilerAgent:
         applied; one not yet proven is put on trial when the coin says so: its groups' starts
         are timed against the starts without it (`SearchState.duels`)."""
         rng = random.Random(zlib.crc32(f"{self.seed}:{self.task.key}".encode()))
-        items = [(r, P_RULE) for r in rules] + [(e, _p_adopt(e.get("utility", 0.0))) for e in experiences]
+        items = [(r, P_RULE) for r in rules] + [(e, _p_adopt(e.get("utility", 0.0), e.get("trials", 0)))
+                                                 for e in experiences]
         items.sort(key=lambda it: (-it[1], -float(it[0].get("utility", 0.0)), it[0]["id"]))
         starts: dict[str, tuple[Schedule, str]] = {}
         trusted: dict[str, Schedule] = {}          # the starts from proven items alone
@@ -89,14 +90,15 @@ class CompilerAgent:
                 continue
             # cube knobs shape only matrix-product groups: on others they would be claimed
             # as adopted while the kernel does not use them
-            matching = [k for k in keys if H.applies(hints, k) and (k.op_class == "matmul" or not set(knobs) & H.CUBE)]
+            matching = [k for k in keys if H.applies(hints, k, self.state.bottleneck_of(k)) and (k.op_class == "matmul" or not set(knobs) & H.CUBE)]
             changed = {k.id: H.apply(starts.get(k.id, (Schedule(), ""))[0], knobs) for k in matching}
             changed = {gid: s for gid, s in changed.items() if s is not None}
             if not changed:
                 self.rejections[item["id"]] = "no group of this task is in its scope, or it is in effect already"
                 continue
             if rng.random() >= p:
-                self.rejections[item["id"]] = f"not drawn this time, utility {float(item.get('utility', 0.0)):+.2f}"
+                measured = f", measured {item['trials']}x" if item.get("trials") else ""
+                self.rejections[item["id"]] = f"not drawn this time, utility {float(item.get('utility', 0.0)):+.2f}{measured}"
                 continue
             proven = p >= P_GOOD
             for gid, sched in changed.items():
@@ -179,7 +181,7 @@ class CompilerAgent:
         self.sources.add(compiled.source)
         keys = [k for c in self.cases for k in c.keys]
         attempt.adopted = [i for i, knobs in self.knobs_of.items()
-                           if any(H.applies(self.scope_of[i], k) and H.in_effect(knobs, scheds.get(k.id, Schedule()))
+                           if any(H.applies(self.scope_of[i], k, self.state.bottleneck_of(k)) and H.in_effect(knobs, scheds.get(k.id, Schedule()))
                                   for k in keys)]
         trials = self.trials()
         for item in self.knobs_of:
@@ -222,10 +224,14 @@ def _why_dropped(item: str, on_trial: dict[str, list[str]], trials: list[tuple[s
     return "the search or a refinement moved its knobs to a faster schedule"
 
 
-def _p_adopt(utility: float) -> float:
+def _p_adopt(utility: float, trials: int = 0) -> float:
+    """Proven (positive utility): exploit; harmful: rarely. An item whose effect was measured
+    and came out no faster (utility <= 0: a tie, most often) is not worth another duel's two
+    runs, and is drawn as rarely as a harmful one; only one never measured, or measured
+    faster but not yet proven, is explored at even odds."""
     if utility > 0.05:
         return P_GOOD
-    if utility < -0.05:
+    if utility < -0.05 or (trials and utility <= 0):
         return P_BAD
     return P_UNTRIED
 

@@ -1,8 +1,8 @@
 """What the offline agent learned in one episode, as experiences with knob hints.
 
 - A search decision the simulator confirmed (the move measured faster than its start):
-  scoped to the group's op class, dtype and shape regime - {op_class, dtype, regime} ->
-  knobs, what a later search on a similar group can start from.
+  scoped to the group's op class, dtype, shape regime and bottleneck - {op_class, dtype,
+  regime, bottleneck} -> knobs, what a later search on a similar group can start from.
 - A refinement that fixed an error or a wrong result: the fix, unscoped (it is about the
   error class, not the operator).
 - A refinement move that bought speed (at least 3 %): scoped like a search decision.
@@ -18,6 +18,7 @@ from typing import Any
 
 from sage.agent.offline.agent import CompilerAgent
 from sage.agent.offline.hints import decision_hints
+from sage.agent.reflection import MAX_TITLE
 
 MIN_GAIN = 1.03
 
@@ -40,7 +41,8 @@ def distil(agent: CompilerAgent, tags: list[str], limit: int = 3) -> list[dict[s
         for d in state.decisions.values():
             if d.move and d.measured_us and d.start_measured_us and d.measured_us * MIN_GAIN <= d.start_measured_us:
                 gain = d.start_measured_us / d.measured_us
-                out.append(_scoped(d.key, d.knobs, f"measured {gain:.2f}x faster than the start", tags))
+                out.append(_scoped(d.key, state.bottleneck_of(d.key), d.knobs, f"measured {gain:.2f}x faster than the start",
+                                   tags))
     previous = None
     for a in agent.attempts:
         fb = a.feedback or {}
@@ -63,7 +65,7 @@ def distil(agent: CompilerAgent, tags: list[str], limit: int = 3) -> list[dict[s
                 if sched is not None:
                     from sage.agent.compiler.search import knob_diff
 
-                    out.append(_scoped(key, knob_diff(sched), f"an evaluated attempt got "
+                    out.append(_scoped(key, state.bottleneck_of(key), knob_diff(sched), f"an evaluated attempt got "
                                        f"{fb['speedup'] / before['speedup']:.2f}x faster", tags))
         previous = a
     whole = _whole_schedule(agent, tags)
@@ -71,20 +73,24 @@ def distil(agent: CompilerAgent, tags: list[str], limit: int = 3) -> list[dict[s
         out.insert(0, whole)
     unique: dict[str, dict[str, Any]] = {}
     for e in out:
-        if len(e["title"]) <= 120:          # the reflection contract (sage.agent.reflection)
+        if len(e["title"]) <= MAX_TITLE:    # the reflection contract
             unique.setdefault(e["title"], e)
     return list(unique.values())[:limit]
 
 
-def _scoped(key, knobs: dict[str, Any], evidence: str, tags: list[str]) -> dict[str, Any]:
+def _bound(bottleneck: str | None) -> str:
+    return f", {bottleneck}-bound" if bottleneck else ""
+
+
+def _scoped(key, bottleneck: str | None, knobs: dict[str, Any], evidence: str, tags: list[str]) -> dict[str, Any]:
     shown = ", ".join(f"{k}={v}" for k, v in sorted(knobs.items())) or "the default schedule"
     why = "; ".join(_WHY[k] for k in sorted(knobs) if k in _WHY)
     elems, row = key.regime.split("/")
-    return {"title": f"{key.op_class} kernels on {key.dtype}, about 2^{elems} elements (rows 2^{row}): {shown}",
-            "advice": f"For {key.op_class} groups on {key.dtype} data of about 2^{elems} elements, start the schedule "
-                      f"from {shown} ({evidence}). {why}.".replace(" .", "."),
+    return {"title": f"{key.op_class} on {key.dtype}, 2^{elems} elements (rows 2^{row}){_bound(bottleneck)}: {shown}",
+            "advice": f"For {key.op_class} groups on {key.dtype} data of about 2^{elems} elements{_bound(bottleneck)}, "
+                      f"start the schedule from {shown} ({evidence}). {why}.".replace(" .", "."),
             "tags": sorted(set(tags + [key.op_class, key.dtype, "schedule"])),
-            "hints": decision_hints(key, knobs)}
+            "hints": decision_hints(key, knobs, bottleneck)}
 
 
 def _whole_schedule(agent: CompilerAgent, tags: list[str]) -> dict[str, Any] | None:
@@ -112,8 +118,10 @@ def _whole_schedule(agent: CompilerAgent, tags: list[str]) -> dict[str, Any] | N
            else f"the first schedule stayed fastest against {len(judged) - 1} single-knob move(s)")
     compact = (f"tile {sched.tile_len}, buffers {sched.buffer_num}, blocks {sched.block_dim or 'all'}, "
                f"copy {sched.copy_mode}, fp32 {sched.fp32_compute}")
-    return {"title": f"Whole schedule for {key.op_class} on {key.dtype}, 2^{key.regime.split('/')[0]} elements: {compact}",
-            "advice": f"The kept kernel ran {shown} ({how}); start {key.op_class} groups of this size from all "
-                      f"of these knobs together.",
+    bottleneck = state.bottleneck_of(key)
+    bound = f"{bottleneck}-bound " if bottleneck else ""
+    return {"title": f"Whole schedule for {bound}{key.op_class}, {key.dtype}, 2^{key.regime.split('/')[0]}: {compact}",
+            "advice": f"The kept kernel ran {shown} ({how}); start {key.op_class} groups of this size{_bound(bottleneck)} "
+                      "from all of these knobs together.",
             "tags": sorted(set(tags + [key.op_class, key.dtype, "schedule"])),
-            "hints": decision_hints(key, knobs)}
+            "hints": decision_hints(key, knobs, bottleneck)}
