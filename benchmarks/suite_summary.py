@@ -62,13 +62,13 @@ def readme_summary(out: Path, classify) -> str:  # noqa: ANN001 - benchmarks.com
     return "\n".join(lines)
 
 
-def write_block(path: Path, text: str) -> bool:
+def write_block(path: Path, text: str, begin: str = BEGIN, end: str = END) -> bool:
     """Replace what stands between the markers in `path`; False when it has none."""
     doc = path.read_text(encoding="utf-8")
-    start, end = doc.find(BEGIN), doc.find(END)
-    if not 0 <= start < end:
+    lo, hi = doc.find(begin), doc.find(end)
+    if not 0 <= lo < hi:
         return False
-    path.write_text(doc[:start + len(BEGIN)] + "\n" + text + "\n" + doc[end:], encoding="utf-8")
+    path.write_text(doc[:lo + len(begin)] + "\n" + text + "\n" + doc[hi:], encoding="utf-8")
     return True
 
 

@@ -64,3 +64,30 @@ def test_the_spread_over_seed_runs_is_the_mean_and_range(tmp_path):
     # geomean over all 4 tasks, failures as 1x: 2^(1/4) and 2^(3/4)
     assert [round(v, 4) for v in table["none"][0]["geomean_all"]] == [round(2 ** 0.25, 4), round(2 ** 0.75, 4)]
     assert "| none | 1 | 2 | 2.0 (1.0-3.0) |" in markdown(table, runs)
+
+
+def test_the_search_headroom_compares_the_same_tasks_at_two_budgets(tmp_path):
+    import json
+
+    from benchmarks.search_headroom import compare, markdown
+
+    def run(name: str, speedups: dict[str, float | None], budget: int) -> object:
+        folder = tmp_path / name
+        (folder / "none").mkdir(parents=True)
+        rows = [_row("none", t, _ev(t, s is not None, s)) for t, s in speedups.items()]
+        (folder / "none" / "results.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in rows))
+        (folder / "compare.json").write_text(json.dumps({"search_budget": budget, "iterations": 1, "commit": "abc",
+                                                         "seed": 0, "cases": 1, "wall_s": {"none": 60.0}}))
+        return folder
+
+    base = run("b4", {"a": 1.0, "b": 2.0, "c": None, "d": 1.5}, 4)
+    wide = run("b16", {"a": 1.1, "b": 2.0, "c": 3.0, "d": 1.2}, 16)
+    result = compare(base, wide)
+    # c is correct only in the wide run: left out of the per-task ratios (a 1.1x, b 1x, d 0.8x)
+    assert result["both_correct"] == 3 and result["base"]["correct"] == 3 and result["wide"]["correct"] == 4
+    assert result["gained"] == {"1.02": 1, "1.05": 1} and result["lost"] == {"1.02": 1, "1.05": 1}
+    assert result["largest"][0] == {"task": "a", "ratio": 1.1}
+    assert abs(result["geomean_both"]["wide"] - (1.1 * 2.0 * 1.2) ** (1 / 3)) < 1e-9
+    assert result["base"]["failures"] == {"incorrect": 1}
+    text = markdown(result)
+    assert "commit abc:" in text and "| default budget | 4 | 2 | 3/4 |" in text
