@@ -16,6 +16,7 @@ forms (`Adds`, `Muls`, ...), so `x * 0.5 + 1` costs two instructions, not four.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Literal, Union
 
@@ -38,11 +39,29 @@ class Const:
     value: float
 
 
+def _cached_hash(self) -> int:
+    """The hash of a frozen expression node, computed once. Lowering keys dicts by whole
+    expression trees (uses, memo), and a dataclass hash walks the tree every time: a
+    lowering of n nodes hashed O(n^2) nodes. The cached value is left out when pickling
+    (`_state`), since str hashes differ between processes."""
+    h = self.__dict__.get("_hash")
+    if h is None:
+        h = hash(tuple(self.__dict__[name] for name in self.__dataclass_fields__))
+        object.__setattr__(self, "_hash", h)
+    return h
+
+
+def _state(self) -> dict:
+    return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+
 @dataclass(frozen=True)
 class Op:
     name: str
     args: tuple["Expr", ...]
     params: tuple[tuple[str, float], ...] = field(default=())
+    __hash__ = _cached_hash        # (defined in the class body, so the dataclass keeps it)
+    __getstate__ = _state
 
     def param(self, key: str, default: float | None = None) -> float:
         for k, v in self.params:
@@ -60,6 +79,8 @@ class Reduce:
 
     kind: str
     arg: "Expr"
+    __hash__ = _cached_hash
+    __getstate__ = _state
 
 
 Expr = Union[Inp, Const, Op, Reduce]
@@ -82,16 +103,20 @@ def op(name: str, *args: Expr | float | int, **params: float) -> Op:
 
 
 def inputs_of(expr: Expr) -> set[int]:
+    return set(_inputs(expr))
+
+
+# Cached: a traced program is a DAG written out as a tree (a shared sub-expression is a
+# subtree under every parent), and lowering asks the same trees for every schedule.
+@functools.lru_cache(maxsize=1 << 16)
+def _inputs(expr: Expr) -> frozenset[int]:
     if isinstance(expr, Inp):
-        return {expr.index}
+        return frozenset((expr.index,))
     if isinstance(expr, Const):
-        return set()
+        return frozenset()
     if isinstance(expr, Reduce):
-        return inputs_of(expr.arg)
-    out: set[int] = set()
-    for a in expr.args:
-        out |= inputs_of(a)
-    return out
+        return _inputs(expr.arg)
+    return frozenset().union(*(_inputs(a) for a in expr.args))
 
 
 def op_names(expr: Expr) -> set[str]:
@@ -119,6 +144,7 @@ def kind_of(expr: Expr, kinds: list[Kind]) -> Kind:
     return ks.pop()
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def render(expr: Expr) -> str:
     """A readable one-line form, used in kernel comments and reports."""
     if isinstance(expr, Inp):

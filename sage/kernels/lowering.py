@@ -19,6 +19,7 @@ expects the kernel to define `LANES` (elements per 256 B repeat) and `EPB` (elem
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -464,6 +465,10 @@ class Lowerer:
         return Val("col", c, temp=True)
 
 
+# The two rewrites below are pure functions of immutable trees, cached: a traced program is
+# a DAG written out as a tree, so a shared sub-expression would be rewritten once per path
+# to it, and the search lowers the same program once per schedule it estimates.
+@functools.lru_cache(maxsize=1 << 16)
 def _strip_identity(e: Expr) -> Expr:
     """Copies and casts removed: a tile program converts where it loads and stores."""
     if isinstance(e, Op):
@@ -480,6 +485,7 @@ ROUNDINGS = ("round", "trunc", "floor", "ceil")
 INTEGRAL_PRESERVING = ("clamp", "neg", "abs", "relu", "maximum", "minimum", "add", "sub", "mul")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _drop_integral_roundings(e: Expr) -> Expr:
     """A rounding of a value that is already an integer removed: `x.round().to(torch.int8)`
     traces as trunc(round(x)), and the trunc would cost as many vector instructions again

@@ -11,6 +11,7 @@ that program's tiles. Programs are independent, so no block waits for another.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -44,14 +45,19 @@ class Footprint:
         return lo, hi
 
     def elements(self) -> np.ndarray:
+        """Every element index it touches, repeats included (a zero stride repeats)."""
         idx = np.array([self.offset], dtype=np.int64)
         for d, s in zip(self.dims, self.strides):
             if s and d > 1:
                 idx = (idx[:, None] + np.arange(d, dtype=np.int64)[None, :] * s).ravel()
-        return np.unique(idx)
+        return idx
 
 
+@functools.lru_cache(maxsize=4096)
 def overlap(a: Footprint, b: Footprint) -> bool:
+    """Whether two footprints share an element. A pure function of two values, cached: every
+    compile of a task (each schedule the search or a refinement tries) asks the same pairs,
+    and enumerating a footprint of millions of elements costs a large fraction of a second."""
     if a.arg != b.arg:
         return False
     (alo, ahi), (blo, bhi) = a.bounds(), b.bounds()
@@ -59,7 +65,15 @@ def overlap(a: Footprint, b: Footprint) -> bool:
         return False
     if max(math.prod(a.dims), math.prod(b.dims)) > ENUMERATE_LIMIT:
         return True
-    return bool(np.intersect1d(a.elements(), b.elements(), assume_unique=True).size)
+    # One mark per element of the shared span (a span is at most a buffer, and footprints
+    # here are at most ENUMERATE_LIMIT elements): linear, where sorting both sets (what
+    # np.unique + intersect1d did) cost a large fraction of a second per pair.
+    lo, hi = max(alo, blo), min(ahi, bhi)
+    seen = np.zeros(hi - lo + 1, dtype=bool)
+    ea, eb = a.elements(), b.elements()
+    seen[ea[(ea >= lo) & (ea <= hi)] - lo] = True
+    eb = eb[(eb >= lo) & (eb <= hi)]
+    return bool(seen[eb - lo].any())
 
 
 @dataclass

@@ -65,14 +65,23 @@ def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_
     return spec.model_copy(update={"row": row})
 
 
-def _number(expr: Expr, ids: dict[LeafRef, int]) -> Expr:
+def _number(expr: Expr, ids: dict[LeafRef, int], done: dict[int, Expr] | None = None) -> Expr:
+    """`expr` with its leaves numbered; a sub-expression shared by several parents (a DAG
+    written out as a tree) is rewritten once, and stays shared (`done`, by node identity)."""
+    done = {} if done is None else done
+    out = done.get(id(expr))
+    if out is not None:
+        return out
     if isinstance(expr, LeafRef):
-        return Inp(ids[expr])
-    if isinstance(expr, Op):
-        return Op(expr.name, tuple(_number(a, ids) for a in expr.args), expr.params)
-    if isinstance(expr, Reduce):
-        return Reduce(expr.kind, _number(expr.arg, ids))
-    return expr
+        out = Inp(ids[expr])
+    elif isinstance(expr, Op):
+        out = Op(expr.name, tuple(_number(a, ids, done) for a in expr.args), expr.params)
+    elif isinstance(expr, Reduce):
+        out = Reduce(expr.kind, _number(expr.arg, ids, done))
+    else:
+        out = expr
+    done[id(expr)] = out
+    return out
 
 
 def _canonical(full: tuple[int, ...], rdims: frozenset[int], maps: list[GMap], outs: list,

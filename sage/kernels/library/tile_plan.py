@@ -22,14 +22,19 @@ from sage.kernels.target import Target
 SPAN_LIMIT = 8192          # elements of a span copy per tile row
 
 
-def walk(e: Expr):
-    """e and its sub-expressions, parents first."""
+def walk(e: Expr, seen: set[int] | None = None):
+    """e and its distinct sub-expressions, parents first: a node reached again through
+    another parent (a DAG written out as a tree) is not walked twice."""
+    seen = set() if seen is None else seen
+    if id(e) in seen:
+        return
+    seen.add(id(e))
     yield e
     if isinstance(e, Op):
         for a in e.args:
-            yield from walk(a)
+            yield from walk(a, seen)
     elif isinstance(e, Reduce):
-        yield from walk(e.arg)
+        yield from walk(e.arg, seen)
 
 
 def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
