@@ -4,7 +4,11 @@ the correct count, fast_1 and the geometric-mean end-to-end speedup over all cou
 
     .venv/bin/python benchmarks/offline_suite.py --out runs/ablation_s0 --seed 0 --epochs 3 --iterations 1 ...
     .venv/bin/python benchmarks/offline_suite.py --out runs/ablation_s1 --seed 1 ...
-    .venv/bin/python benchmarks/ablation_seeds.py runs/ablation_s0 runs/ablation_s1 runs/ablation_s2 [--json]
+    .venv/bin/python benchmarks/ablation_seeds.py runs/ablation_s0 runs/ablation_s1 runs/ablation_s2 [--json] \
+        [--doc docs/ablation.md]
+
+--doc writes the table into that file: between its seeds markers, or appended with them
+(benchmarks/offline_suite.py keeps the block when it rewrites the doc).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sage.bench.ablation import ablation_metrics, load_mode_rows  # noqa: E402
+from sage.bench.ablation import COMPARE_FILE, ablation_metrics, load_mode_rows  # noqa: E402
+
+SEEDS_BEGIN, SEEDS_END = "<!-- seeds -->", "<!-- /seeds -->"
 
 
 def spread(runs: list[Path]) -> dict[str, dict[int, dict[str, list[float]]]]:
@@ -51,12 +57,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", type=Path, nargs="+", help="offline_suite.py --out folders, one per seed")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--doc", type=Path, help="a markdown file to write the table into (its seeds block)")
     args = parser.parse_args()
     missing = [r for r in args.runs if not r.is_dir()]
     if missing:
         sys.exit(f"ablation_seeds: no such run folder: {', '.join(map(str, missing))}")
     table = spread(args.runs)
     print(json.dumps(table) if args.json else markdown(table, args.runs))
+    if args.doc is not None:
+        write_doc(args.doc, markdown(table, args.runs), args.runs)
+        print(f"wrote the spread over seeds into {args.doc}")
+
+
+def write_doc(path: Path, table: str, runs: list[Path]) -> None:
+    records = [json.loads((r / COMPARE_FILE).read_text()) for r in runs if (r / COMPARE_FILE).is_file()]
+    commands = "\n".join(f"- seed {rec.get('seed')}: `{rec.get('command', '?')}` at {rec.get('commit', '?')}, "
+                         f"{sum(rec.get('wall_s', {}).values()) / 60:.0f} min" for rec in records)
+    block = (f"{SEEDS_BEGIN}\n## Spread over seeds\n\nWritten by `benchmarks/ablation_seeds.py --doc`, one "
+             f"`benchmarks/offline_suite.py` run per seed:\n\n{commands}\n\n{table}\n{SEEDS_END}")
+    doc = path.read_text(encoding="utf-8") if path.exists() else ""
+    lo, hi = doc.find(SEEDS_BEGIN), doc.find(SEEDS_END)
+    doc = doc[:lo] + block + doc[hi + len(SEEDS_END):] if 0 <= lo < hi else doc.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(doc, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from sage.bench.ablation import (COMPARE_FILE, MEMORY_MODES, ablation_level_metrics, ablation_metrics,  # noqa: E402
                                  load_mode_rows, run_compare, run_memory_url)
+from benchmarks.ablation_seeds import SEEDS_BEGIN, SEEDS_END  # noqa: E402
 from benchmarks.compiler_coverage import COMPILER_BEGIN, COMPILER_END, checkout_commit, classify  # noqa: E402
 from benchmarks.suite_summary import pct as _pct, readme_summary, write_block, x as _x  # noqa: E402
 from sage.bench.ablation_stats import IntervalSection  # noqa: E402
@@ -84,7 +85,7 @@ def main() -> None:
                       finished_at=datetime.now(timezone.utc).isoformat(timespec="minutes"))
         (args.out / COMPARE_FILE).write_text(json.dumps(record, indent=2) + "\n")
         print(f"all modes in {run.wall_s:.0f} s; report {run.report}")
-    kept = compiler_block(args.results.read_text(encoding="utf-8")) if args.results.exists() else ""
+    kept = kept_blocks(args.results.read_text(encoding="utf-8")) if args.results.exists() else ""
     curve = args.out / "learning_curve.png"
     image = None
     if curve.exists():          # the doc is committed, the run folder is not: the plot goes beside the doc
@@ -97,13 +98,19 @@ def main() -> None:
         print(f"wrote the summary into {args.readme}")
 
 
-# The compiler coverage section is written by benchmarks/compiler_coverage.py --results;
-# rewriting the rest of the doc keeps it.
+# Sections other scripts write into the same doc, kept when this one rewrites the rest:
+# the compiler coverage (benchmarks/compiler_coverage.py --results) and the spread over
+# seed runs (benchmarks/ablation_seeds.py --doc).
+KEPT = ((COMPILER_BEGIN, COMPILER_END), (SEEDS_BEGIN, SEEDS_END))
 
 
-def compiler_block(text: str) -> str:
-    start, end = text.find(COMPILER_BEGIN), text.find(COMPILER_END)
-    return "\n" + text[start:end + len(COMPILER_END)] + "\n" if 0 <= start < end else ""
+def kept_blocks(text: str) -> str:
+    out = ""
+    for begin, end in KEPT:
+        lo, hi = text.find(begin), text.find(end)
+        if 0 <= lo < hi:
+            out += "\n" + text[lo:hi + len(end)] + "\n"
+    return out
 
 
 def results_markdown(out: Path, expert_run: Path | None = None, curve: Path | None = None) -> str:

@@ -91,3 +91,24 @@ def test_the_search_headroom_compares_the_same_tasks_at_two_budgets(tmp_path):
     assert result["base"]["failures"] == {"incorrect": 1}
     text = markdown(result)
     assert "commit abc:" in text and "| default budget | 4 | 2 | 3/4 |" in text
+
+
+def test_the_seeds_block_is_written_once_and_kept_when_the_doc_is_regenerated(tmp_path):
+    import json
+
+    from benchmarks.ablation_seeds import SEEDS_BEGIN, SEEDS_END, write_doc
+    from benchmarks.offline_suite import kept_blocks
+
+    run = tmp_path / "s0"
+    run.mkdir()
+    (run / "compare.json").write_text(json.dumps({"seed": 0, "command": "python x", "commit": "abc",
+                                                  "wall_s": {"none": 120.0, "atu": 60.0}}))
+    doc = tmp_path / "ablation.md"
+    doc.write_text("# Results\n\nbody\n")
+    write_doc(doc, "| table 1 |", [run])
+    write_doc(doc, "| table 2 |", [run])                 # rewritten in place, not appended again
+    text = doc.read_text()
+    assert text.count(SEEDS_BEGIN) == 1 and "| table 2 |" in text and "| table 1 |" not in text
+    assert "- seed 0: `python x` at abc, 3 min" in text and text.startswith("# Results\n\nbody\n")
+    kept = kept_blocks(text)
+    assert kept.strip().startswith(SEEDS_BEGIN) and kept.strip().endswith(SEEDS_END)
