@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sage.agent.compiler.compiler import CaseProgram, CompiledTask, compile_cases, trace_cases
-from sage.agent.compiler.schedule import Schedule
+from sage.agent.compiler.schedule import GroupKey, Schedule
 from sage.agent.compiler.search import DEFAULT_BUDGET, SearchState, knob_diff, measure, next_move, rank
 from sage.agent.offline import hints as H
 from sage.kernels import Target, flat_args
@@ -90,7 +90,7 @@ class CompilerAgent:
                 continue
             # cube knobs shape only matrix-product groups: on others they would be claimed
             # as adopted while the kernel does not use them
-            matching = [k for k in keys if H.applies(hints, k, self.state.bottleneck_of(k)) and (k.op_class == "matmul" or not set(knobs) & H.CUBE)]
+            matching = [k for k in keys if self._in_scope(hints, k) and (k.op_class == "matmul" or not set(knobs) & H.CUBE)]
             changed = {k.id: H.apply(starts.get(k.id, (Schedule(), ""))[0], knobs) for k in matching}
             changed = {gid: s for gid, s in changed.items() if s is not None}
             if not changed:
@@ -113,6 +113,10 @@ class CompilerAgent:
         assert self.state is not None
         self.state.duels = {gid: trusted.get(gid, Schedule()) for gids in self.on_trial.values() for gid in gids}
         return starts
+
+    def _in_scope(self, hints: dict[str, Any], key: GroupKey) -> bool:
+        assert self.state is not None
+        return H.applies(hints, key, self.state.bottleneck_of(key))
 
     def trials(self) -> list[tuple[str, float, str]]:
         """The items on trial whose duel ran: (id, time without / time with, what was timed)."""
@@ -181,7 +185,7 @@ class CompilerAgent:
         self.sources.add(compiled.source)
         keys = [k for c in self.cases for k in c.keys]
         attempt.adopted = [i for i, knobs in self.knobs_of.items()
-                           if any(H.applies(self.scope_of[i], k, self.state.bottleneck_of(k)) and H.in_effect(knobs, scheds.get(k.id, Schedule()))
+                           if any(self._in_scope(self.scope_of[i], k) and H.in_effect(knobs, scheds.get(k.id, Schedule()))
                                   for k in keys)]
         trials = self.trials()
         for item in self.knobs_of:

@@ -41,8 +41,8 @@ def distil(agent: CompilerAgent, tags: list[str], limit: int = 3) -> list[dict[s
         for d in state.decisions.values():
             if d.move and d.measured_us and d.start_measured_us and d.measured_us * MIN_GAIN <= d.start_measured_us:
                 gain = d.start_measured_us / d.measured_us
-                out.append(_scoped(d.key, state.bottleneck_of(d.key), d.knobs, f"measured {gain:.2f}x faster than the start",
-                                   tags))
+                out.append(_scoped(d.key, state.bottleneck_of(d.key), d.knobs,
+                                   f"measured {gain:.2f}x faster than the start", tags))
     previous = None
     for a in agent.attempts:
         fb = a.feedback or {}
