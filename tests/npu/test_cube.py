@@ -129,3 +129,56 @@ def test_matmul_helper_int8_accumulates_in_int32(run):
                     kwargs={"out": "int32"})
     assert result.error is None, result.error
     np.testing.assert_array_equal(result.outputs[0], a.astype(np.int32) @ b.astype(np.int32))
+
+
+PADDED_K = """
+@kernel
+def mm(a, b, c):
+    pipe = TPipe()
+    qa1 = TQue(TPosition.A1, 1); qb1 = TQue(TPosition.B1, 1)
+    qa2 = TQue(TPosition.A2, 1); qb2 = TQue(TPosition.B2, 1); qc = TQue(TPosition.CO1, 1)
+    pipe.InitBuffer(qa1, 1, 16 * 32 * 2); pipe.InitBuffer(qb1, 1, 32 * 16 * 2)
+    pipe.InitBuffer(qa2, 1, 16 * 32 * 2); pipe.InitBuffer(qb2, 1, 32 * 16 * 2)
+    pipe.InitBuffer(qc, 1, 16 * 16 * 4)
+    ag = GlobalTensor(); ag.SetGlobalBuffer(a)
+    bg = GlobalTensor(); bg.SetGlobalBuffer(b)
+    cg = GlobalTensor(); cg.SetGlobalBuffer(c)
+    a1 = qa1.AllocTensor(float16); b1 = qb1.AllocTensor(float16)
+    DataCopy(a1, ag[0], Nd2NzParams(1, 16, 20, 0, 20, 16, 1, 0))
+    DataCopy(b1, bg[0], 20 * 16)      # B's 20 rows; rows 20..31 of the fractal are never written
+    qa1.EnQue(a1); qb1.EnQue(b1)
+    a1 = qa1.DeQue(float16); b1 = qb1.DeQue(float16)
+    a2 = qa2.AllocTensor(float16); b2 = qb2.AllocTensor(float16)
+    LoadData(a2, a1, LoadData2DParams(16, 32))
+    LoadData(b2, b1, LoadData2DParams(32, 16))
+    qa2.EnQue(a2); qb2.EnQue(b2)
+    qa1.FreeTensor(a1); qb1.FreeTensor(b1)
+    a2 = qa2.DeQue(float16); b2 = qb2.DeQue(float16)
+    c1 = qc.AllocTensor(float32)
+    Mmad(c1, a2, b2, MmadParams(16, 16, 20, True))
+    qa2.FreeTensor(a2); qb2.FreeTensor(b2)
+    qc.EnQue(c1)
+    c1 = qc.DeQue(float32)
+    Fixpipe(cg, c1, FixpipeParams(16, 16))
+    qc.FreeTensor(c1)
+
+def forward(a, b):
+    c = empty((16, 16), float16)
+    mm[1](a, b, c)
+    return c
+"""
+
+
+def test_mmad_ignores_the_padding_of_a_partial_k_fractal(run):
+    """k = 20 of fp16 fills a 32-wide K fractal partly. CANN's Mmad page for Atlas A2/A3
+    (asc-devkit docs/api/context/Mmad.md: the padded, invalid data of the alignment "is
+    ignored when the matrix multiply executes") - so B's rows 20..31, never written and
+    reading as NaN here, change nothing."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((16, 20)).astype(np.float16)
+    b = rng.standard_normal((20, 16)).astype(np.float16)
+    _, result = run(PADDED_K, [a, b])
+    assert result.error is None, result.error
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    assert np.isfinite(result.outputs[0]).all()
+    np.testing.assert_allclose(result.outputs[0].astype(np.float32), want.astype(np.float32), rtol=1e-3, atol=1e-3)
