@@ -87,9 +87,8 @@ def LoadData(dst, src, params: LoadData2DParams) -> None:
 def Mmad(c, a, b, params: MmadParams) -> None:
     """Mmad(c_l0c, a_l0a, b_l0b, MmadParams(m, n, k, cmatrixInitVal)): C[m,n] (+)= A[m,k] @ B[k,n], fp32
     accumulation (int32 for int8). Read row-major: A as [ceil16(m), ceil16(k)], B as [ceil16(k), ceil16(n)]
-    (k and B's n padded to 32 for int8), C as [ceil16(m), ceil16(n)]; the padding past m, n, k is ignored, written
-    or not (CANN Ascend C API, Mmad, Atlas A2/A3: the alignment's invalid data "is ignored when the matrix multiply
-    executes"). Cost on M: the cube formula below."""
+    (k and B's n padded to 32 for int8), C as [ceil16(m), ceil16(n)]; padding is ignored (CANN Mmad, Atlas A2).
+    Cost on M: the cube formula below."""
     core = current_core("Mmad")
     core.claim(AIC, "Mmad")
     c = chk.local(c, "Mmad c", "L0C")
