@@ -96,3 +96,14 @@ def test_measured_neutral_advice_is_drawn_as_rarely_as_harmful_advice(tiny_task)
                 assert agent.rejections["E1"] == "not drawn this time, utility +0.00, measured 2x"
         drawn[trials] = count
     assert drawn[0] > 12 and drawn[2] < 14 and drawn[2] < drawn[0]
+
+
+def test_the_prompt_says_how_often_an_item_was_measured(tiny_task):
+    from sage.agent.prompt import ShownItem, task_brief, task_message
+
+    items = [ShownItem(id="E1", title="Tiles", text="Longer tiles.", utility=0.0, trials=3),
+             ShownItem(id="E2", title="Buffers", text="One buffer.", utility=0.0)]
+    message = task_message(task_brief(tiny_task), [], items)
+    assert "- E1 (utility +0.00, measured 3x) Tiles: Longer tiles." in message.content
+    assert "- E2 (utility +0.00) Buffers: One buffer." in message.content    # never measured
+    assert [e["trials"] for e in message.facts["experiences"]] == [3, 0]
