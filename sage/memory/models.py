@@ -41,7 +41,7 @@ class ExperienceView(BaseModel):
     adopted_succeeded: int
     status: str
     origin_operator: str | None = None
-    trials: int = 0  # how often its effect was measured (set by retrieval): 0 is untried, not neutral
+    trials: int = 0  # how often its effect was measured: 0 is untried, not neutral
     score: float | None = None  # set by retrieval
     rank: int | None = None  # 1-based, set by retrieval
 

@@ -29,7 +29,7 @@ from sage.memory.models import (
 )
 from sage.memory.schema import TABLES_IN_ORDER, Adoption, Experience, Retrieval, Rule, Trial
 from sage.memory.schema import Episode as EpisodeRow
-from sage.memory.views import episode_by_key, episode_record, experience_view, rule_view
+from sage.memory.views import episode_by_key, episode_record, experience_view, rule_view, trial_counts
 
 
 class Memory:
@@ -98,7 +98,9 @@ class Memory:
                 adopted_by = select(Adoption.experience_id).join(EpisodeRow).where(EpisodeRow.task == operator)
                 query = query.where((Experience.origin_operator == operator) | Experience.id.in_(adopted_by))
             query = query.order_by(Experience.utility.desc(), Experience.id).limit(top)
-            return [experience_view(r) for r in session.scalars(query)]
+            rows = list(session.scalars(query))
+            trials = trial_counts(session, [r.id for r in rows])
+            return [experience_view(r, trials=trials.get(r.id, 0)) for r in rows]
 
     def experience_operators(self) -> dict[str, tuple[str | None, list[str]]]:
         """Experience id → (the operator it was learned on, the operators that adopted it)."""
@@ -144,7 +146,7 @@ class Memory:
             operators = adopting_operators(session, number) if kind == "experience" else sorted({h.task for h in history})
             return ItemDetail(
                 kind=kind, operators=operators, history=history, trials=trials, created_at=row.created_at, updated_at=row.updated_at,
-                experience=experience_view(row) if kind == "experience" else None,
+                experience=experience_view(row, trials=len(trials)) if kind == "experience" else None,
                 rule=rule_view(row) if kind == "rule" else None,
             )
 

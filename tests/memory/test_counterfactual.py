@@ -129,3 +129,7 @@ def test_retrieval_tells_a_measured_item_from_an_untried_one(open_memory) -> Non
     views = {e.id: e for e in episode.retrieve("softmax rows", SOFTMAX_TAGS)}
     assert views[e1].utility == views[e2].utility == 0.0
     assert (views[e1].trials, views[e2].trials) == (2, 0)
+    # what the CLI lists and shows says the same
+    listed = {e.id: e.trials for e in memory.experiences()}
+    assert (listed[e1], listed[e2]) == (2, 0)
+    assert memory.show(e1).experience.trials == 2
