@@ -64,6 +64,10 @@ def test_the_spread_over_seed_runs_is_the_mean_and_range(tmp_path):
     # geomean over all 4 tasks, failures as 1x: 2^(1/4) and 2^(3/4)
     assert [round(v, 4) for v in table["none"][0]["geomean_all"]] == [round(2 ** 0.25, 4), round(2 ** 0.75, 4)]
     assert "| none | 1 | 2 | 2.0 (1.0-3.0) |" in markdown(table, runs)
+    from benchmarks.ablation_seeds import plot
+
+    plot(table, tmp_path / "curve.png")
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_search_headroom_compares_the_same_tasks_at_two_budgets(tmp_path):
