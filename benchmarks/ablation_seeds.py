@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.suite_summary import write_block  # noqa: E402
 from sage.bench.ablation import COMPARE_FILE, ablation_metrics, load_mode_rows  # noqa: E402
 
 SEEDS_BEGIN, SEEDS_END = "<!-- seeds -->", "<!-- /seeds -->"
@@ -123,12 +124,12 @@ def write_doc(path: Path, table: str, runs: list[Path]) -> None:
     records = [json.loads((r / COMPARE_FILE).read_text()) for r in runs if (r / COMPARE_FILE).is_file()]
     commands = "\n".join(f"- seed {rec.get('seed')}: `{rec.get('command', '?')}` at {rec.get('commit', '?')}, "
                          f"{sum(rec.get('wall_s', {}).values()) / 60:.0f} min" for rec in records)
-    block = (f"{SEEDS_BEGIN}\n## Spread over seeds\n\nWritten by `benchmarks/ablation_seeds.py --doc`, one "
-             f"`benchmarks/offline_suite.py` run per seed:\n\n{commands}\n\n{table}\n{SEEDS_END}")
-    doc = path.read_text(encoding="utf-8") if path.exists() else ""
-    lo, hi = doc.find(SEEDS_BEGIN), doc.find(SEEDS_END)
-    doc = doc[:lo] + block + doc[hi + len(SEEDS_END):] if 0 <= lo < hi else doc.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(doc, encoding="utf-8")
+    body = (f"## Spread over seeds\n\nWritten by `benchmarks/ablation_seeds.py --doc`, one "
+            f"`benchmarks/offline_suite.py` run per seed:\n\n{commands}\n\n{table}")
+    if path.exists() and write_block(path, body, SEEDS_BEGIN, SEEDS_END):
+        return
+    doc = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" if path.exists() else ""
+    path.write_text(f"{doc}{SEEDS_BEGIN}\n{body}\n{SEEDS_END}\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
