@@ -5,7 +5,13 @@ the correct count, fast_1 and the geometric-mean end-to-end speedup over all cou
     .venv/bin/python benchmarks/offline_suite.py --out runs/ablation_s0 --seed 0 --epochs 3 --iterations 1 ...
     .venv/bin/python benchmarks/offline_suite.py --out runs/ablation_s1 --seed 1 ...
     .venv/bin/python benchmarks/ablation_seeds.py runs/ablation_s0 runs/ablation_s1 runs/ablation_s2 [--json] \
-        [--doc docs/ablation.md]
+        [--doc docs/ablation.md] [--plot docs/img/ablation_seeds.png] [--save docs/data/ablation_seeds]
+
+A run is a folder or a summary that --save wrote (`<folder name>.json`: the run's command,
+commit and wall time, and its figures per mode and epoch). Run folders are tens of MB and
+not committed; the summaries are, so the table and the plot regenerate from them:
+
+    .venv/bin/python benchmarks/ablation_seeds.py docs/data/ablation_seeds/*.json --doc ... --plot ...
 
 --doc writes the table into that file: between its seeds markers, or appended with them
 (benchmarks/offline_suite.py keeps the block when it rewrites the doc).
@@ -28,16 +34,37 @@ from sage.bench.ablation import COMPARE_FILE, ablation_metrics, load_mode_rows  
 SEEDS_BEGIN, SEEDS_END = "<!-- seeds -->", "<!-- /seeds -->"
 
 
+FIGURES = ("correct", "fast_1", "geomean_all")
+
+
+def summarise(run: Path) -> dict:
+    """A run folder's provenance (compare.json) and its figures: mode -> epoch -> figure."""
+    record = json.loads((run / COMPARE_FILE).read_text()) if (run / COMPARE_FILE).is_file() else {}
+    figures = {mode: {e: {"correct": float(m.correct), "fast_1": m.fast_1 or 0.0,
+                          "geomean_all": m.geomean_speedup_all or 1.0} for e, m in epochs.items()}
+               for mode, epochs in ablation_metrics(load_mode_rows(run)).items()}
+    return {"run": run.name, **{k: record.get(k) for k in ("seed", "command", "commit", "wall_s")},
+            "figures": figures}
+
+
+def load(run: Path) -> dict:
+    """summarise() of a run folder, or the summary --save wrote (epochs back to ints)."""
+    if run.is_dir():
+        return summarise(run)
+    saved = json.loads(run.read_text(encoding="utf-8"))
+    saved["figures"] = {mode: {int(e): f for e, f in epochs.items()} for mode, epochs in saved["figures"].items()}
+    return saved
+
+
 def spread(runs: list[Path]) -> dict[str, dict[int, dict[str, list[float]]]]:
     """mode -> epoch -> figure -> one value per run (the runs' order)."""
     out: dict[str, dict[int, dict[str, list[float]]]] = {}
-    for run in runs:
-        for mode, epochs in ablation_metrics(load_mode_rows(run)).items():
-            for e, m in epochs.items():
-                figures = out.setdefault(mode, {}).setdefault(e, {"correct": [], "fast_1": [], "geomean_all": []})
-                figures["correct"].append(float(m.correct))
-                figures["fast_1"].append(m.fast_1 or 0.0)
-                figures["geomean_all"].append(m.geomean_speedup_all or 1.0)
+    for summary in map(load, runs):
+        for mode, epochs in summary["figures"].items():
+            for e, f in epochs.items():
+                figures = out.setdefault(mode, {}).setdefault(e, {k: [] for k in FIGURES})
+                for k in FIGURES:
+                    figures[k].append(f[k])
     return out
 
 
@@ -52,7 +79,25 @@ def markdown(table: dict[str, dict[int, dict[str, list[float]]]], runs: list[Pat
         for e, f in sorted(epochs.items()):
             lines.append(f"| {mode} | {e + 1} | {len(f['correct'])} | {cell(f['correct'], '.1f')} | "
                          f"{cell([100 * v for v in f['fast_1']], '.1f')} % | {cell(f['geomean_all'], '.3f')}x |")
-    return "\n".join(lines)
+    return "\n".join(lines + verdict(table))
+
+
+TARGET = ("sage", "atu", "uniform", "none")     # the claim: sage >= atu > uniform >= none
+
+
+def verdict(table: dict[str, dict[int, dict[str, list[float]]]]) -> list[str]:
+    """Whether the last epoch's means order the modes as the claim says, per figure."""
+    if not all(m in table for m in TARGET):
+        return []
+    last = min(max(table[m]) for m in TARGET)
+    parts = []
+    for figure, name, fmt in (("correct", "correct", ".1f"), ("geomean_all", "geomean e2e (all)", ".4f")):
+        sage, atu, uniform, none = (sum(v := table[m][last][figure]) / len(v) for m in TARGET)
+        met = sage >= atu > uniform >= none
+        parts.append(f"{name} {sage:{fmt}} / {atu:{fmt}} / {uniform:{fmt}} / {none:{fmt}}: "
+                     f"{'met' if met else 'not met'}")
+    return ["", f"The target at epoch {last + 1}, sage >= atu > uniform >= none on the means over the runs: "
+            + "; ".join(parts) + "."]
 
 
 def plot(table: dict[str, dict[int, dict[str, list[float]]]], path: Path) -> None:
@@ -98,14 +143,21 @@ def plot(table: dict[str, dict[int, dict[str, list[float]]]], path: Path) -> Non
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", type=Path, nargs="+", help="offline_suite.py --out folders, one per seed")
+    parser.add_argument("runs", type=Path, nargs="+",
+                        help="offline_suite.py --out folders or their --save summaries, one per seed")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--doc", type=Path, help="a markdown file to write the table into (its seeds block)")
     parser.add_argument("--plot", type=Path, help="a PNG of the learning curve over the seed runs (linked from --doc)")
+    parser.add_argument("--save", type=Path, help="a folder to write each run folder's summary into (<name>.json)")
     args = parser.parse_args()
-    missing = [r for r in args.runs if not r.is_dir()]
+    missing = [r for r in args.runs if not r.is_dir() and not (r.is_file() and r.suffix == ".json")]
     if missing:
-        sys.exit(f"ablation_seeds: no such run folder: {', '.join(map(str, missing))}")
+        sys.exit(f"ablation_seeds: neither a run folder nor a summary (.json): {', '.join(map(str, missing))}")
+    if args.save is not None:
+        args.save.mkdir(parents=True, exist_ok=True)
+        for run in (r for r in args.runs if r.is_dir()):
+            (args.save / f"{run.name}.json").write_text(json.dumps(summarise(run), indent=1) + "\n", encoding="utf-8")
+            print(f"wrote {args.save / f'{run.name}.json'}")
     table = spread(args.runs)
     print(json.dumps(table) if args.json else markdown(table, args.runs))
     text = markdown(table, args.runs)
@@ -121,11 +173,14 @@ def main() -> None:
 
 
 def write_doc(path: Path, table: str, runs: list[Path]) -> None:
-    records = [json.loads((r / COMPARE_FILE).read_text()) for r in runs if (r / COMPARE_FILE).is_file()]
-    commands = "\n".join(f"- seed {rec.get('seed')}: `{rec.get('command', '?')}` at {rec.get('commit', '?')}, "
-                         f"{sum(rec.get('wall_s', {}).values()) / 60:.0f} min" for rec in records)
+    records = [load(r) for r in runs]
+    commands = "\n".join(f"- seed {rec.get('seed')}: `{rec.get('command') or '?'}` at {rec.get('commit') or '?'}, "
+                         f"{sum((rec.get('wall_s') or {}).values()) / 60:.0f} min" for rec in records)
     body = (f"## Spread over seeds\n\nWritten by `benchmarks/ablation_seeds.py --doc`, one "
-            f"`benchmarks/offline_suite.py` run per seed:\n\n{commands}\n\n{table}")
+            f"`benchmarks/offline_suite.py` run per seed:\n\n{commands}\n\n{table}\n\n"
+            "How much any memory can add to the offline agent's kernels, measured as what a search four "
+            "times as long finds: [docs/memory.md](memory.md), section 'Why the end-to-end modes do not "
+            "separate'.")
     if path.exists() and write_block(path, body, SEEDS_BEGIN, SEEDS_END):
         return
     doc = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" if path.exists() else ""

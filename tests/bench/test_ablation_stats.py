@@ -70,6 +70,56 @@ def test_the_spread_over_seed_runs_is_the_mean_and_range(tmp_path):
     assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_saved_summary_stands_in_for_its_run_folder(tmp_path):
+    """Run folders are not committed; the summaries --save writes are, and give the same table."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from benchmarks.ablation_seeds import spread
+
+    run = tmp_path / "ablation_s3"
+    for e in (0, 1):
+        folder = run / "atu"
+        folder.mkdir(parents=True, exist_ok=True)
+        rows = [_row("atu", f"t{i}", _ev(f"t{i}", i <= e, 1.5), epoch=e) for i in range(3)]
+        with (folder / "results.jsonl").open("a") as f:
+            f.write("".join(r.model_dump_json() + "\n" for r in rows))
+    (run / "compare.json").write_text(json.dumps({"seed": 3, "command": "python y", "commit": "def",
+                                                  "wall_s": {"atu": 180.0}}))
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "ablation_seeds.py"
+    done = subprocess.run([sys.executable, str(script), str(run), "--save", str(tmp_path / "saved"), "--json"],
+                          capture_output=True, text=True, check=True)
+    saved = tmp_path / "saved" / "ablation_s3.json"
+    assert f"wrote {saved}" in done.stdout
+    assert spread([saved]) == spread([run])
+    assert spread([saved])["atu"][1]["correct"] == [2.0]       # epoch 2: t0 and t1 correct
+    summary = json.loads(saved.read_text())
+    assert (summary["seed"], summary["commit"], summary["wall_s"]) == (3, "def", {"atu": 180.0})
+    missing = subprocess.run([sys.executable, str(script), str(tmp_path / "nothing.txt")], capture_output=True,
+                             text=True)
+    assert missing.returncode != 0 and "neither a run folder nor a summary" in missing.stderr
+
+
+def test_the_verdict_checks_the_claimed_order_of_the_modes_at_the_last_epoch():
+    from benchmarks.ablation_seeds import verdict
+
+    def modes(correct: dict[str, float], geomean: dict[str, float]) -> dict:
+        return {m: {0: {"correct": [0.0], "fast_1": [0.0], "geomean_all": [1.0]},
+                    1: {"correct": [correct[m]], "fast_1": [0.0], "geomean_all": [geomean[m]]}}
+                for m in ("none", "uniform", "atu", "sage")}
+
+    ordered = verdict(modes({"sage": 9, "atu": 9, "uniform": 8, "none": 8},
+                            {"sage": 1.3, "atu": 1.2, "uniform": 1.1, "none": 1.0}))[-1]
+    assert "epoch 2" in ordered and "correct 9.0 / 9.0 / 8.0 / 8.0: met" in ordered
+    assert "1.3000 / 1.2000 / 1.1000 / 1.0000: met" in ordered
+    tied = verdict(modes(dict.fromkeys(("sage", "atu", "uniform", "none"), 5.0),
+                         dict.fromkeys(("sage", "atu", "uniform", "none"), 1.1)))[-1]
+    assert tied.count("not met") == 2          # atu > uniform fails on a tie
+    assert verdict({"none": {0: {"correct": [1.0], "fast_1": [0.0], "geomean_all": [1.0]}}}) == []
+
+
 def test_the_search_headroom_compares_the_same_tasks_at_two_budgets(tmp_path):
     import json
 
