@@ -178,9 +178,10 @@ def write_doc(path: Path, table: str, runs: list[Path]) -> None:
                          f"{sum((rec.get('wall_s') or {}).values()) / 60:.0f} min" for rec in records)
     body = (f"## Spread over seeds\n\nWritten by `benchmarks/ablation_seeds.py --doc`, one "
             f"`benchmarks/offline_suite.py` run per seed:\n\n{commands}\n\n{table}\n\n"
-            "How much any memory can add to the offline agent's kernels, measured as what a search four "
-            "times as long finds: [docs/memory.md](memory.md), section 'Why the end-to-end modes do not "
-            "separate'.")
+            "In [docs/memory.md](memory.md): how much any memory can add to the offline agent's kernels, "
+            "measured as what a search four times as long finds (section 'Why the end-to-end modes do not "
+            "separate'), and the synthetic credit study (`benchmarks/credit_assignment.py`), where adoption "
+            "changes the outcome by construction.")
     if path.exists() and write_block(path, body, SEEDS_BEGIN, SEEDS_END):
         return
     doc = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" if path.exists() else ""
