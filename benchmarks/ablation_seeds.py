@@ -145,7 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", type=Path, nargs="+",
                         help="offline_suite.py --out folders or their --save summaries, one per seed")
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print the spread as JSON instead of the table")
     parser.add_argument("--doc", type=Path, help="a markdown file to write the table into (its seeds block)")
     parser.add_argument("--plot", type=Path, help="a PNG of the learning curve over the seed runs (linked from --doc)")
     parser.add_argument("--save", type=Path, help="a folder to write each run folder's summary into (<name>.json)")
