@@ -172,10 +172,21 @@ def main() -> None:
         print(f"wrote the spread over seeds into {args.doc}")
 
 
+def provenance(rec: dict, root: Path) -> str:
+    """One run's line in the doc: its command (paths under `root`, the checkout the runs are kept in, made
+    relative so the line reads as a command to rerun there), commit and wall time. A resumed
+    run's wall time leaves out the part of the stopped mode that ran before the stop: compare.json
+    only learns a mode's time when the mode finishes."""
+    prefix = str(root.resolve()).rstrip("/") + "/"
+    command = (rec.get("command") or "?").replace(prefix, "")
+    minutes = sum((rec.get("wall_s") or {}).values()) / 60
+    resumed = " (resumed after a stop: the stopped mode's earlier time is not in it)" if "--resume" in command.split() else ""
+    return f"- seed {rec.get('seed')}: `{command}` at {rec.get('commit') or '?'}, {minutes:.0f} min{resumed}"
+
+
 def write_doc(path: Path, table: str, runs: list[Path]) -> None:
     records = [load(r) for r in runs]
-    commands = "\n".join(f"- seed {rec.get('seed')}: `{rec.get('command') or '?'}` at {rec.get('commit') or '?'}, "
-                         f"{sum((rec.get('wall_s') or {}).values()) / 60:.0f} min" for rec in records)
+    commands = "\n".join(provenance(rec, Path.cwd()) for rec in records)
     body = (f"## Spread over seeds\n\nWritten by `benchmarks/ablation_seeds.py --doc`, one "
             f"`benchmarks/offline_suite.py` run per seed:\n\n{commands}\n\n{table}\n\n"
             "In [docs/memory.md](memory.md): how much any memory can add to the offline agent's kernels, "

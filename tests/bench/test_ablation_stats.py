@@ -166,3 +166,15 @@ def test_the_seeds_block_is_written_once_and_kept_when_the_doc_is_regenerated(tm
     assert "- seed 0: `python x` at abc, 3 min" in text and text.startswith("# Results\n\nbody\n")
     kept = kept_blocks(text)
     assert kept.strip().startswith(SEEDS_BEGIN) and kept.strip().endswith(SEEDS_END)
+
+
+def test_a_runs_line_reads_as_a_command_to_rerun_from_the_checkout(tmp_path):
+    from benchmarks.ablation_seeds import provenance
+
+    rec = {"seed": 2, "commit": "abc1234", "wall_s": {"none": 600.0, "atu": 60.0},
+           "command": f"python benchmarks/offline_suite.py --out {tmp_path}/runs/s2 --seed 2 --resume"}
+    line = provenance(rec, tmp_path)
+    assert line == ("- seed 2: `python benchmarks/offline_suite.py --out runs/s2 --seed 2 --resume` at abc1234, "
+                    "11 min (resumed after a stop: the stopped mode's earlier time is not in it)")
+    rec["command"] = rec["command"].replace(" --resume", "")
+    assert provenance(rec, tmp_path).endswith("at abc1234, 11 min")
