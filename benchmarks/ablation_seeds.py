@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.suite_summary import write_block  # noqa: E402
+from benchmarks.suite_summary import place_block  # noqa: E402
 from sage.bench.ablation import COMPARE_FILE, ablation_metrics, load_mode_rows  # noqa: E402
 
 SEEDS_BEGIN, SEEDS_END = "<!-- seeds -->", "<!-- /seeds -->"
@@ -193,10 +193,7 @@ def write_doc(path: Path, table: str, runs: list[Path]) -> None:
             "measured as what a search four times as long finds (section 'Why the end-to-end modes do not "
             "separate'), and the synthetic credit study (`benchmarks/credit_assignment.py`), where adoption "
             "changes the outcome by construction.")
-    if path.exists() and write_block(path, body, SEEDS_BEGIN, SEEDS_END):
-        return
-    doc = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" if path.exists() else ""
-    path.write_text(f"{doc}{SEEDS_BEGIN}\n{body}\n{SEEDS_END}\n", encoding="utf-8")
+    place_block(path, body, SEEDS_BEGIN, SEEDS_END)
 
 
 if __name__ == "__main__":

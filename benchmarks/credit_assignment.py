@@ -17,6 +17,10 @@ Reported per mode, over seeds (mean ± sd):
 - the mean reward of the last quarter.
 
     .venv/bin/python benchmarks/credit_assignment.py [--episodes 400] [--seeds 3] [--json]
+        [--doc docs/memory.md --doc docs/results.md]
+
+--doc writes the table as markdown between CREDIT_BEGIN/CREDIT_END markers in each file given
+(appended when a file has none), so the docs' figures come from this run.
 """
 
 from __future__ import annotations
@@ -25,12 +29,17 @@ import argparse
 import json
 import random
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sage.memory import Memory, Outcome
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.suite_summary import place_block  # noqa: E402
+from sage.memory import Memory, Outcome  # noqa: E402
 
 TAGS = ["elementwise", "reduction", "softmax", "norm", "matmul", "broadcast", "activation", "pooling", "cast", "index"]
 N_OPERATORS = 12
@@ -38,6 +47,9 @@ N_EXPERIENCES = 60
 ADOPT_PROBABILITY = 0.5
 NOISE = 0.25  # sd of the log2-speedup noise
 MODES = ("none", "uniform", "atu", "sage")
+COLUMNS = (("spearman", "Spearman ρ(U, true effect)"), ("separation", "mean U helpful − harmful"),
+           ("precision_at_k", "precision@k, last quarter"), ("late_reward", "reward, last quarter"))
+CREDIT_BEGIN, CREDIT_END = "<!-- credit-study -->", "<!-- /credit-study -->"
 
 
 @dataclass(frozen=True)
@@ -135,20 +147,51 @@ def _fmt(values: list[float]) -> str:
     return f"{statistics.fmean(clean):+.3f} ± {sd:.3f}"
 
 
+def markdown(results: dict[str, list[dict[str, float]]], episodes: int, seeds: int, cpu_s: float) -> str:
+    """The study as a markdown table, mean ± sd over seeds, the best mean of each column in bold."""
+    def mean(mode: str, key: str) -> float:
+        clean = [r[key] for r in results[mode] if r[key] == r[key]]
+        return statistics.fmean(clean) if clean else float("-inf")
+
+    best = {key: max(MODES, key=lambda m: mean(m, key)) for key, _ in COLUMNS}
+    lines = [f"{episodes} episodes per run, {seeds} seed(s) (mean ± sd), {cpu_s:.0f} s of CPU; written by "
+             f"`python benchmarks/credit_assignment.py --episodes {episodes} --seeds {seeds} --doc FILE`. "
+             "The figures are deterministic for a given seed:", "",
+             "| mode | " + " | ".join(title for _, title in COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
+    for mode in MODES:
+        cells = []
+        for key, _ in COLUMNS:
+            text = _fmt([r[key] for r in results[mode]])
+            cells.append(f"**{text}**" if best[key] == mode and text != "—" else text)
+        lines.append(f"| {mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def study(episodes: int, seeds: int) -> dict[str, list[dict[str, float]]]:
+    """Every mode on the worlds of seeds 0..seeds-1, each run on its own temporary SQLite memory."""
+    results: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(seeds):
+            world = make_world(seed)
+            for mode in MODES:
+                results[mode].append(run(mode, world, episodes=episodes, seed=seed, db=Path(tmp) / f"{mode}{seed}.db"))
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--episodes", type=int, default=400)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--doc", type=Path, action="append", default=[],
+                        help="write the table into this markdown file (repeatable)")
     args = parser.parse_args()
-    started = time.monotonic()
-    results: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
-    with tempfile.TemporaryDirectory() as tmp:
-        for seed in range(args.seeds):
-            world = make_world(seed)
-            for mode in MODES:
-                results[mode].append(run(mode, world, episodes=args.episodes, seed=seed, db=Path(tmp) / f"{mode}{seed}.db"))
-    elapsed = time.monotonic() - started
+    started, cpu0 = time.monotonic(), time.process_time()
+    results = study(args.episodes, args.seeds)
+    elapsed, cpu_s = time.monotonic() - started, time.process_time() - cpu0
+    for doc in args.doc:
+        place_block(doc, markdown(results, args.episodes, args.seeds, cpu_s), CREDIT_BEGIN, CREDIT_END)
+        print(f"wrote the credit study into {doc}", file=sys.stderr)
     if args.json:
         print(json.dumps({"episodes": args.episodes, "seeds": args.seeds, "seconds": elapsed, "results": results}, indent=1))
         return

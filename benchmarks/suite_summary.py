@@ -72,6 +72,14 @@ def write_block(path: Path, text: str, begin: str = BEGIN, end: str = END) -> bo
     return True
 
 
+def place_block(path: Path, text: str, begin: str, end: str) -> None:
+    """write_block, or the block appended to the end of `path` (created if missing) when it has none."""
+    if path.exists() and write_block(path, text, begin, end):
+        return
+    doc = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" if path.exists() else ""
+    path.write_text(f"{doc}{begin}\n{text}\n{end}\n", encoding="utf-8")
+
+
 def _wrap(text: str) -> str:
     return textwrap.fill(text, width=90, break_on_hyphens=False, break_long_words=False)
 
