@@ -12,9 +12,10 @@ of one mode (`none`: no memory), one epoch, the same seed and commit:
     .venv/bin/python benchmarks/offline_suite.py --out runs/headroom_b16_i4 --modes none --epochs 1 \\
         --iterations 4 --search-budget 16 --cases 1 --seed 0 --results /tmp/x.md --readme /tmp/r.md
     .venv/bin/python benchmarks/search_headroom.py runs/headroom_b4_i1 runs/headroom_b16_i4 \\
-        [--doc docs/results.md] [--json]
+        [--doc docs/memory.md --doc docs/results.md] [--json]
 
---doc rewrites the block between the headroom markers of that file.
+--doc rewrites the block between the headroom markers of each file given (appended when a
+file has none).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.suite_summary import write_block  # noqa: E402
+from benchmarks.suite_summary import place_block  # noqa: E402
 from sage.bench.ablation import COMPARE_FILE, MODE_KEY, load_mode_rows  # noqa: E402
 from sage.bench.metrics import compute_metrics  # noqa: E402
 from sage.bench.runner import ResultRow, final_rows  # noqa: E402
@@ -120,7 +121,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("base", type=Path, help="offline_suite.py run folder at the default budget")
     parser.add_argument("wide", type=Path, help="offline_suite.py run folder with a larger budget")
-    parser.add_argument("--doc", type=Path, help="a markdown file whose headroom block is rewritten")
+    parser.add_argument("--doc", type=Path, action="append", default=[],
+                        help="a markdown file whose headroom block is rewritten (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     args = parser.parse_args()
     for folder in (args.base, args.wide):
@@ -131,9 +133,9 @@ def main() -> int:
         print(json.dumps(result, indent=1))
     else:
         print(markdown(result))
-    if args.doc is not None and not write_block(args.doc, markdown(result), BEGIN, END):
-        print(f"{args.doc} has no {BEGIN} ... {END} block", file=sys.stderr)
-        return 1
+    for doc in args.doc:
+        place_block(doc, markdown(result), BEGIN, END)
+        print(f"wrote the headroom comparison into {doc}", file=sys.stderr)
     return 0
 
 
