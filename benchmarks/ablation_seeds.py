@@ -1,6 +1,8 @@
 """The spread of a memory ablation over seeds: one `benchmarks/offline_suite.py` run per seed
 (each in its own --out folder), summarised per mode and epoch as the mean and the range of
-the correct count, fast_1 and the geometric-mean end-to-end speedup over all counted tasks.
+the correct count, fast_1 and the geometric-mean end-to-end speedup over all counted tasks,
+each with the 95 % bootstrap interval of its mean over the runs (the tasks resampled with
+replacement, the same draw in every run: sage.bench.ablation_stats.pooled_intervals).
 
     .venv/bin/python benchmarks/offline_suite.py --out runs/ablation_s0 --seed 0 --epochs 3 --iterations 1 ...
     .venv/bin/python benchmarks/offline_suite.py --out runs/ablation_s1 --seed 1 ...
@@ -8,7 +10,7 @@ the correct count, fast_1 and the geometric-mean end-to-end speedup over all cou
         [--doc docs/ablation.md] [--plot docs/img/ablation_seeds.png] [--save docs/data/ablation_seeds]
 
 A run is a folder or a summary that --save wrote (`<folder name>.json`: the run's command,
-commit and wall time, and its figures per mode and epoch). Run folders are tens of MB and
+commit and wall time, its figures per mode and epoch, and each final kernel's verdict). Run folders are tens of MB and
 not committed; the summaries are, so the table and the plot regenerate from them:
 
     .venv/bin/python benchmarks/ablation_seeds.py docs/data/ablation_seeds/*.json --doc ... --plot ...
@@ -22,14 +24,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.suite_summary import place_block  # noqa: E402
-from sage.bench.ablation import COMPARE_FILE, ablation_metrics, load_mode_rows  # noqa: E402
+from sage.bench.ablation import COMPARE_FILE, ablation_metrics, finals_by_mode_epoch, load_mode_rows  # noqa: E402
+from sage.bench.ablation_stats import RESAMPLES, pooled_intervals  # noqa: E402
+from sage.bench.evaluate import TaskEvaluation  # noqa: E402
+from sage.bench.metrics import SuiteMetrics  # noqa: E402
 
 SEEDS_BEGIN, SEEDS_END = "<!-- seeds -->", "<!-- /seeds -->"
 
@@ -37,14 +44,33 @@ SEEDS_BEGIN, SEEDS_END = "<!-- seeds -->", "<!-- /seeds -->"
 FIGURES = ("correct", "fast_1", "geomean_all")
 
 
+# A figure of the suite metrics, as the table shows it (a figure a run cannot have counts as nothing gained).
+STATS: dict[str, Callable[[SuiteMetrics], float]] = {
+    "correct": lambda m: float(m.correct), "fast_1": lambda m: m.fast_1 or 0.0,
+    "geomean_all": lambda m: m.geomean_speedup_all or 1.0}
+TASK_FIELDS = ("status", "executed", "correct", "speedup")   # what the bootstrap needs of each final kernel
+
+
 def summarise(run: Path) -> dict:
-    """A run folder's provenance (compare.json) and its figures: mode -> epoch -> figure."""
+    """A run folder's provenance (compare.json), its figures (mode -> epoch -> figure) and each
+    final kernel's verdict (mode -> epoch -> task -> TASK_FIELDS), from which the figures and
+    their bootstrap intervals recompute."""
     record = json.loads((run / COMPARE_FILE).read_text()) if (run / COMPARE_FILE).is_file() else {}
-    figures = {mode: {e: {"correct": float(m.correct), "fast_1": m.fast_1 or 0.0,
-                          "geomean_all": m.geomean_speedup_all or 1.0} for e, m in epochs.items()}
-               for mode, epochs in ablation_metrics(load_mode_rows(run)).items()}
+    rows = load_mode_rows(run)
+    figures = {mode: {e: {k: stat(m) for k, stat in STATS.items()} for e, m in epochs.items()}
+               for mode, epochs in ablation_metrics(rows).items()}
+    tasks = {mode: {e: {r.evaluation.task: [getattr(r.evaluation, f) for f in TASK_FIELDS] for r in finals}
+                    for e, finals in epochs.items()}
+             for mode, epochs in finals_by_mode_epoch(rows).items()}
     return {"run": run.name, **{k: record.get(k) for k in ("seed", "command", "commit", "wall_s")},
-            "figures": figures}
+            "figures": figures, "tasks": tasks}
+
+
+def dump(summary: dict) -> str:
+    """A summary as indented JSON, each task's verdict on one line (a flat list of scalars)."""
+    text = json.dumps(summary, indent=1)
+    return re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + ", ".join(re.split(r",\s+", m.group(1))) + "]",
+                  text) + "\n"
 
 
 def load(run: Path) -> dict:
@@ -52,8 +78,28 @@ def load(run: Path) -> dict:
     if run.is_dir():
         return summarise(run)
     saved = json.loads(run.read_text(encoding="utf-8"))
-    saved["figures"] = {mode: {int(e): f for e, f in epochs.items()} for mode, epochs in saved["figures"].items()}
+    for key in ("figures", "tasks"):
+        if key in saved:
+            saved[key] = {mode: {int(e): f for e, f in epochs.items()} for mode, epochs in saved[key].items()}
     return saved
+
+
+def intervals(runs: list[Path]) -> dict[str, dict[int, dict[str, tuple[float, float] | None]]]:
+    """mode -> epoch -> figure -> the 95 % bootstrap interval of its mean over the runs, the tasks
+    resampled jointly (ablation_stats.pooled_intervals); empty when a summary predates the
+    per-task verdicts."""
+    summaries = [load(r) for r in runs]
+    if not summaries or any("tasks" not in s for s in summaries):
+        return {}
+    out: dict[str, dict[int, dict[str, tuple[float, float] | None]]] = {}
+    for mode, epochs in summaries[0]["tasks"].items():
+        for e in epochs:
+            if not all(e in s["tasks"].get(mode, {}) for s in summaries):
+                continue
+            per_run = [{task: TaskEvaluation(task=task, **dict(zip(TASK_FIELDS, fields, strict=True)))
+                        for task, fields in s["tasks"][mode][e].items()} for s in summaries]
+            out.setdefault(mode, {})[e] = pooled_intervals(per_run, STATS)
+    return out
 
 
 def spread(runs: list[Path]) -> dict[str, dict[int, dict[str, list[float]]]]:
@@ -68,17 +114,27 @@ def spread(runs: list[Path]) -> dict[str, dict[int, dict[str, list[float]]]]:
     return out
 
 
-def markdown(table: dict[str, dict[int, dict[str, list[float]]]], runs: list[Path]) -> str:
-    def cell(values: list[float], fmt: str) -> str:
-        mean = sum(values) / len(values)
-        return f"{mean:{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
+def markdown(table: dict[str, dict[int, dict[str, list[float]]]], runs: list[Path],
+             cis: dict[str, dict[int, dict[str, tuple[float, float] | None]]] | None = None) -> str:
+    """The spread table; with `cis` (intervals()), each figure also carries its 95 % interval."""
+    cis = cis or {}
 
-    lines = [f"Over {len(runs)} run(s): {', '.join(str(r) for r in runs)}; mean (min-max).", "",
-             "| mode | epoch | runs | correct | fast_1 | geomean e2e (all) |", "|---|---|---|---|---|---|"]
+    def cell(values: list[float], fmt: str, ci: tuple[float, float] | None, scale: float = 1.0) -> str:
+        mean = sum(values) / len(values)
+        text = f"{scale * mean:{fmt}} ({scale * min(values):{fmt}}-{scale * max(values):{fmt}})"
+        return text + (f" [{scale * ci[0]:{fmt}}, {scale * ci[1]:{fmt}}]" if ci else "")
+
+    legend = "mean (min-max)" + (
+        " [95 % bootstrap interval of the mean, the tasks resampled jointly in every run, "
+        f"{RESAMPLES} resamples]" if cis else "")
+    lines = [f"Over {len(runs)} run(s): {', '.join(str(r) for r in runs)}; {legend}.", "",
+             "| mode | epoch | runs | correct | fast_1 % | geomean e2e (all) |", "|---|---|---|---|---|---|"]
     for mode, epochs in table.items():
         for e, f in sorted(epochs.items()):
-            lines.append(f"| {mode} | {e + 1} | {len(f['correct'])} | {cell(f['correct'], '.1f')} | "
-                         f"{cell([100 * v for v in f['fast_1']], '.1f')} % | {cell(f['geomean_all'], '.3f')}x |")
+            ci = cis.get(mode, {}).get(e, {})
+            lines.append(f"| {mode} | {e + 1} | {len(f['correct'])} | {cell(f['correct'], '.1f', ci.get('correct'))} | "
+                         f"{cell(f['fast_1'], '.1f', ci.get('fast_1'), 100.0)} | "
+                         f"{cell(f['geomean_all'], '.3f', ci.get('geomean_all'))} |")
     return "\n".join(lines + verdict(table))
 
 
@@ -145,7 +201,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", type=Path, nargs="+",
                         help="offline_suite.py --out folders or their --save summaries, one per seed")
-    parser.add_argument("--json", action="store_true", help="print the spread as JSON instead of the table")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"spread": mode -> epoch -> figure -> one value per run, "intervals": '
+                             'mode -> epoch -> figure -> [low, high]} instead of the table')
     parser.add_argument("--doc", type=Path, help="a markdown file to write the table into (its seeds block)")
     parser.add_argument("--plot", type=Path, help="a PNG of the learning curve over the seed runs (linked from --doc)")
     parser.add_argument("--save", type=Path, help="a folder to write each run folder's summary into (<name>.json)")
@@ -156,11 +214,12 @@ def main() -> None:
     if args.save is not None:
         args.save.mkdir(parents=True, exist_ok=True)
         for run in (r for r in args.runs if r.is_dir()):
-            (args.save / f"{run.name}.json").write_text(json.dumps(summarise(run), indent=1) + "\n", encoding="utf-8")
+            (args.save / f"{run.name}.json").write_text(dump(summarise(run)), encoding="utf-8")
             print(f"wrote {args.save / f'{run.name}.json'}")
     table = spread(args.runs)
-    print(json.dumps(table) if args.json else markdown(table, args.runs))
-    text = markdown(table, args.runs)
+    cis = intervals(args.runs)
+    text = markdown(table, args.runs, cis)
+    print(json.dumps({"spread": table, "intervals": cis}) if args.json else text)
     if args.plot is not None:
         plot(table, args.plot)
         print(f"wrote {args.plot}")

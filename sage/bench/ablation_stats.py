@@ -17,7 +17,7 @@ The spread over seeds needs one run per seed; a single run reports seeds: 1.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from sage.bench.ablation import MODE_KEY, finals_by_mode_epoch
@@ -37,10 +37,35 @@ def resampled(evals: Sequence[TaskEvaluation], resamples: int = RESAMPLES, seed:
 
 def interval(samples: Sequence[SuiteMetrics], stat: Callable[[SuiteMetrics], float | None]) -> tuple[float, float] | None:
     """The 2.5th and 97.5th percentiles of `stat` over resampled metrics."""
-    values = sorted(v for m in samples if (v := stat(m)) is not None)
+    return _percentiles([v for m in samples if (v := stat(m)) is not None])
+
+
+def _percentiles(values: list[float]) -> tuple[float, float] | None:
+    values = sorted(values)
     if not values:
         return None
     return values[int(0.025 * (len(values) - 1))], values[int(0.975 * (len(values) - 1))]
+
+
+def pooled_intervals(runs: Sequence[Mapping[str, TaskEvaluation]],
+                     stats: Mapping[str, Callable[[SuiteMetrics], float | None]],
+                     resamples: int = RESAMPLES, seed: int = 0) -> dict[str, tuple[float, float] | None]:
+    """The 95 % interval of each stat's mean over `runs` (one per seed, task -> evaluation): the
+    tasks every run has are resampled with replacement, the same draw in every run, so the
+    interval covers the choice of tasks while the runs' mean averages the seeds."""
+    shared = sorted(set.intersection(*(set(r) for r in runs))) if runs else []
+    if not shared:
+        return {name: None for name in stats}
+    rng = random.Random(seed)
+    means: dict[str, list[float]] = {name: [] for name in stats}
+    for _ in range(resamples):
+        draw = [rng.choice(shared) for _ in shared]
+        metrics = [compute_metrics(run[t] for t in draw) for run in runs]
+        for name, stat in stats.items():
+            values = [stat(m) for m in metrics]
+            if all(v is not None for v in values):
+                means[name].append(sum(values) / len(values))
+    return {name: _percentiles(values) for name, values in means.items()}
 
 
 def bootstrap(evals: Sequence[TaskEvaluation], stat: Callable[[SuiteMetrics], float | None],
@@ -125,4 +150,4 @@ class IntervalSection:
         return "\n".join(lines)
 
 
-__all__ = ["IntervalSection", "adoption_precision", "bootstrap", "interval", "resampled"]
+__all__ = ["IntervalSection", "adoption_precision", "bootstrap", "interval", "pooled_intervals", "resampled"]

@@ -95,6 +95,11 @@ def test_a_saved_summary_stands_in_for_its_run_folder(tmp_path):
     assert f"wrote {saved}" in done.stdout
     assert spread([saved]) == spread([run])
     assert spread([saved])["atu"][1]["correct"] == [2.0]       # epoch 2: t0 and t1 correct
+    from benchmarks.ablation_seeds import intervals
+
+    assert intervals([saved]) == intervals([run])
+    low, high = intervals([saved])["atu"][1]["correct"]
+    assert 0.0 <= low < high <= 3.0    # 2 of 3 correct: resamples of the 3 tasks give 0..3
     summary = json.loads(saved.read_text())
     assert (summary["seed"], summary["commit"], summary["wall_s"]) == (3, "def", {"atu": 180.0})
     missing = subprocess.run([sys.executable, str(script), str(tmp_path / "nothing.txt")], capture_output=True,
@@ -178,3 +183,17 @@ def test_a_runs_line_reads_as_a_command_to_rerun_from_the_checkout(tmp_path):
                     "11 min (resumed after a stop: the stopped mode's earlier time is not in it)")
     rec["command"] = rec["command"].replace(" --resume", "")
     assert provenance(rec, tmp_path).endswith("at abc1234, 11 min")
+
+
+def test_the_pooled_interval_resamples_the_same_tasks_in_every_seed_run():
+    from sage.bench.ablation_stats import pooled_intervals
+
+    stat = {"correct": lambda m: float(m.correct)}
+    # seed A solves t0 only, seed B t1 only: every joint draw of two tasks gives the two runs
+    # 2 + 0, 1 + 1 or 0 + 2 correct, a mean of 1 (independent draws would spread 0..2)
+    a = {"t0": _ev("t0", True, 2.0), "t1": _ev("t1", False, 1.0)}
+    b = {"t0": _ev("t0", False, 1.0), "t1": _ev("t1", True, 2.0)}
+    assert pooled_intervals([a, b], stat) == {"correct": (1.0, 1.0)}
+    # one run alone: draws of (t0, t0) and (t1, t1) happen, so the interval is 0..2
+    assert pooled_intervals([a], stat) == {"correct": (0.0, 2.0)}
+    assert pooled_intervals([a, {"t9": _ev("t9", True, 2.0)}], stat) == {"correct": None}   # no shared task
