@@ -247,7 +247,8 @@ def write_doc(path: Path, table: str, runs: list[Path]) -> None:
     records = [load(r) for r in runs]
     commands = "\n".join(provenance(rec, Path.cwd()) for rec in records)
     body = (f"## Spread over seeds\n\nWritten by `benchmarks/ablation_seeds.py --doc`, one "
-            f"`benchmarks/offline_suite.py` run per seed:\n\n{commands}\n\n{table}\n\n"
+            f"`benchmarks/offline_suite.py` run per seed (`--results` and `--readme` send that script's own summary "
+            f"elsewhere, so a seed run leaves this file and the README as they are):\n\n{commands}\n\n{table}\n\n"
             "In [docs/memory.md](memory.md): how much any memory can add to the offline agent's kernels, "
             "measured as what a search four times as long finds (section 'Why the end-to-end modes do not "
             "separate'), and the synthetic credit study (`benchmarks/credit_assignment.py`), where adoption "
