@@ -10,8 +10,9 @@ replacement, the same draw in every run: sage.bench.ablation_stats.pooled_interv
         [--doc docs/ablation.md] [--plot docs/img/ablation_seeds.png] [--save docs/data/ablation_seeds]
 
 A run is a folder or a summary that --save wrote (`<folder name>.json`: the run's command,
-commit and wall time, its figures per mode and epoch, and each final kernel's verdict). Run folders are tens of MB and
-not committed; the summaries are, so the table and the plot regenerate from them:
+commit and wall time, its figures per mode and epoch, and each final kernel's verdict). Run
+folders are tens of MB and not committed; the summaries are, so the table and the plot
+regenerate from them:
 
     .venv/bin/python benchmarks/ablation_seeds.py docs/data/ablation_seeds/*.json --doc ... --plot ...
 
@@ -22,6 +23,7 @@ not committed; the summaries are, so the table and the plot regenerate from them
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -33,21 +35,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.suite_summary import place_block  # noqa: E402
-from sage.bench.ablation import COMPARE_FILE, ablation_metrics, finals_by_mode_epoch, load_mode_rows  # noqa: E402
+from sage.bench.ablation import COMPARE_FILE, finals_by_mode_epoch, load_mode_rows  # noqa: E402
 from sage.bench.ablation_stats import RESAMPLES, pooled_intervals  # noqa: E402
 from sage.bench.evaluate import TaskEvaluation  # noqa: E402
-from sage.bench.metrics import SuiteMetrics  # noqa: E402
+from sage.bench.metrics import SuiteMetrics, compute_metrics  # noqa: E402
 
 SEEDS_BEGIN, SEEDS_END = "<!-- seeds -->", "<!-- /seeds -->"
-
-
-FIGURES = ("correct", "fast_1", "geomean_all")
 
 
 # A figure of the suite metrics, as the table shows it (a figure a run cannot have counts as nothing gained).
 STATS: dict[str, Callable[[SuiteMetrics], float]] = {
     "correct": lambda m: float(m.correct), "fast_1": lambda m: m.fast_1 or 0.0,
     "geomean_all": lambda m: m.geomean_speedup_all or 1.0}
+FIGURES = tuple(STATS)
 TASK_FIELDS = ("status", "executed", "correct", "speedup")   # what the bootstrap needs of each final kernel
 
 
@@ -56,12 +56,14 @@ def summarise(run: Path) -> dict:
     final kernel's verdict (mode -> epoch -> task -> TASK_FIELDS), from which the figures and
     their bootstrap intervals recompute."""
     record = json.loads((run / COMPARE_FILE).read_text()) if (run / COMPARE_FILE).is_file() else {}
-    rows = load_mode_rows(run)
+    finals = finals_by_mode_epoch(load_mode_rows(run))
+    metrics = {mode: {e: compute_metrics(r.evaluation for r in rows) for e, rows in epochs.items()}
+               for mode, epochs in finals.items()}
     figures = {mode: {e: {k: stat(m) for k, stat in STATS.items()} for e, m in epochs.items()}
-               for mode, epochs in ablation_metrics(rows).items()}
-    tasks = {mode: {e: {r.evaluation.task: [getattr(r.evaluation, f) for f in TASK_FIELDS] for r in finals}
-                    for e, finals in epochs.items()}
-             for mode, epochs in finals_by_mode_epoch(rows).items()}
+               for mode, epochs in metrics.items()}
+    tasks = {mode: {e: {r.evaluation.task: [getattr(r.evaluation, f) for f in TASK_FIELDS] for r in rows}
+                    for e, rows in epochs.items()}
+             for mode, epochs in finals.items()}
     return {"run": run.name, **{k: record.get(k) for k in ("seed", "command", "commit", "wall_s")},
             "figures": figures, "tasks": tasks}
 
@@ -73,8 +75,11 @@ def dump(summary: dict) -> str:
                   text) + "\n"
 
 
+@functools.cache
 def load(run: Path) -> dict:
-    """summarise() of a run folder, or the summary --save wrote (epochs back to ints)."""
+    """summarise() of a run folder, or the summary --save wrote (epochs back to ints). Cached:
+    the table, the intervals, the doc and --save all read the same runs, and a folder is tens of
+    MB of rows; callers read the summary and never change it."""
     if run.is_dir():
         return summarise(run)
     saved = json.loads(run.read_text(encoding="utf-8"))
@@ -214,7 +219,7 @@ def main() -> None:
     if args.save is not None:
         args.save.mkdir(parents=True, exist_ok=True)
         for run in (r for r in args.runs if r.is_dir()):
-            (args.save / f"{run.name}.json").write_text(dump(summarise(run)), encoding="utf-8")
+            (args.save / f"{run.name}.json").write_text(dump(load(run)), encoding="utf-8")
             print(f"wrote {args.save / f'{run.name}.json'}")
     table = spread(args.runs)
     cis = intervals(args.runs)
@@ -232,14 +237,15 @@ def main() -> None:
 
 
 def provenance(rec: dict, root: Path) -> str:
-    """One run's line in the doc: its command (paths under `root`, the checkout the runs are kept in, made
-    relative so the line reads as a command to rerun there), commit and wall time. A resumed
-    run's wall time leaves out the part of the stopped mode that ran before the stop: compare.json
-    only learns a mode's time when the mode finishes."""
+    """One run's line in the doc: its command (paths under `root`, the checkout the runs are
+    kept in, made relative so the line reads as a command to rerun there), commit and wall
+    time. A resumed run's wall time leaves out the part of the stopped mode that ran before
+    the stop: compare.json only learns a mode's time when the mode finishes."""
     prefix = str(root.resolve()).rstrip("/") + "/"
     command = (rec.get("command") or "?").replace(prefix, "")
     minutes = sum((rec.get("wall_s") or {}).values()) / 60
-    resumed = " (resumed after a stop: the stopped mode's earlier time is not in it)" if "--resume" in command.split() else ""
+    resumed = (" (resumed after a stop: the stopped mode's earlier time is not in it)"
+               if "--resume" in command.split() else "")
     return f"- seed {rec.get('seed')}: `{command}` at {rec.get('commit') or '?'}, {minutes:.0f} min{resumed}"
 
 
