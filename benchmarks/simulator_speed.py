@@ -8,10 +8,15 @@ and the replay (`time_run`: costing the records and scheduling them on the cores
 apart, and the median of each is reported. CPU time is the simulator's own cost on a
 shared machine; wall time includes waiting.
 
-    .venv/bin/python benchmarks/simulator_speed.py [--repeat 3] [--preset ascend910b2] [--json]
+`--compare` also runs every block alone (`run_functional(..., lockstep=False)`: the
+simulator without lane groups, sage/npu/sim/lanes.py), alternating with the default run in
+each repeat so both see the same machine, and reports the ratio of their CPU times.
+
+    .venv/bin/python benchmarks/simulator_speed.py [--repeat 3] [--compare] [--preset ascend910b2] [--json]
 
 --json prints a list with one object per workload: name, instructions, cpu_s (functional +
-replay), instructions_per_cpu_s, and the split functional_cpu_s / replay_cpu_s.
+replay), instructions_per_cpu_s, the split functional_cpu_s / replay_cpu_s, and with
+--compare blocks_cpu_s (block by block, functional + replay) and lanes_speedup.
 """
 
 from __future__ import annotations
@@ -40,49 +45,71 @@ def workloads() -> list[tuple[str, str, list]]:
     return [
         ("softmax 4096x4096 fp16, 48 blocks", "softmax.py", [x]),
         ("cube matmul 1024^3 fp16, 24 blocks", "matmul.py", [a, b]),
-        ("vector-unit matmul 256^3 fp16, 43 blocks", "matmul_vector.py", [sa, sb]),
+        ("vector matmul 256^3 fp16, 43 blocks", "matmul_vector.py", [sa, sb]),
     ]
 
 
-def measure(kernel: str, args: list, repeat: int, preset: str) -> dict:
+def once(source: str, kernel: str, args: list, spec, lockstep: bool) -> tuple[float, float, float, int, float]:
+    """(wall s, functional CPU s, replay CPU s, instructions, simulated us) of one run.
+
+    Only numbers come back: the run's outputs (tens of MB here) are freed before the next
+    repeat starts, so each repeat allocates into memory the previous one released, as a long
+    run does. Kept alive, they made every other repeat fault in fresh pages (0.2 s more on a
+    4096 x 4096 softmax on this project's VM, whose page faults cost ~20 us each)."""
+    started, cpu0 = time.perf_counter(), time.process_time()
+    done = run_functional(source, args, spec=spec, filename=kernel, lockstep=lockstep)
+    cpu1 = time.process_time()
+    run = time_run(done, spec)
+    cpu2 = time.process_time()
+    if run.error is not None:
+        raise RuntimeError(f"{kernel}: {run.error}")
+    return time.perf_counter() - started, cpu1 - cpu0, cpu2 - cpu1, run.profile.instructions, run.profile.time_us
+
+
+def measure(kernel: str, args: list, repeat: int, preset: str, compare: bool = False) -> dict:
     spec = load_preset(preset)
     source = (KERNELS / kernel).read_text()
-    wall, functional, timing = [], [], []
-    run = None
+    wall, functional, timing, blocks = [], [], [], []
+    instructions = simulated = 0
     for _ in range(repeat):
-        started, cpu0 = time.perf_counter(), time.process_time()
-        done = run_functional(source, args, spec=spec, filename=kernel)
-        cpu1 = time.process_time()
-        run = time_run(done, spec)
-        cpu2 = time.process_time()
-        wall.append(time.perf_counter() - started)
-        functional.append(cpu1 - cpu0)
-        timing.append(cpu2 - cpu1)
-        if run.error is not None:
-            raise RuntimeError(f"{kernel}: {run.error}")
+        w, f, r, instructions, simulated = once(source, kernel, args, spec, True)
+        wall.append(w)
+        functional.append(f)
+        timing.append(r)
+        if compare:
+            _, f0, r0, _, alone_us = once(source, kernel, args, spec, False)
+            if alone_us != simulated:
+                raise RuntimeError(f"{kernel}: block by block {alone_us} us, in lanes {simulated} us")
+            blocks.append(f0 + r0)
     f, r = statistics.median(functional), statistics.median(timing)
-    return {"instructions": run.profile.instructions, "cpu_s": round(f + r, 4),
-            "instructions_per_cpu_s": round(run.profile.instructions / (f + r)), "functional_cpu_s": round(f, 4),
-            "replay_cpu_s": round(r, 4), "wall_s": round(statistics.median(wall), 4),
-            "simulated_us": run.profile.time_us}
+    row = {"instructions": instructions, "cpu_s": round(f + r, 4),
+           "instructions_per_cpu_s": round(instructions / (f + r)), "functional_cpu_s": round(f, 4),
+           "replay_cpu_s": round(r, 4), "wall_s": round(statistics.median(wall), 4), "simulated_us": simulated}
+    if compare:
+        row["blocks_cpu_s"] = round(statistics.median(blocks), 4)
+        row["lanes_speedup"] = round(row["blocks_cpu_s"] / row["cpu_s"], 2)
+    return row
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--preset", default="ascend910b2")
+    parser.add_argument("--compare", action="store_true", help="also run every block alone, alternating")
     parser.add_argument("--json", action="store_true", help="one JSON list instead of the table")
     args = parser.parse_args()
-    rows = [{"name": label, **measure(kernel, inputs, args.repeat, args.preset)} for label, kernel, inputs in workloads()]
+    rows = [{"name": label, **measure(kernel, inputs, args.repeat, args.preset, args.compare)}
+            for label, kernel, inputs in workloads()]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    print(f"{'workload':42} {'instructions':>12} {'wall s':>7} {'CPU s':>7} {'instr/CPU s':>11} "
-          f"{'functional':>10} {'replay':>7} {'simulated us':>12}")
+    # (80 columns: with --compare the block-by-block CPU and the gain replace the split)
+    tail = f"{'alone s':>7} {'gain':>6}" if args.compare else f"{'func s':>6} {'replay':>6}"
+    print(f"{'workload':34} {'instr':>7} {'CPU s':>6} {'instr/CPU-s':>11} {tail}")
     for r in rows:
-        print(f"{r['name']:42} {r['instructions']:>12,} {r['wall_s']:>7.2f} {r['cpu_s']:>7.2f} "
-              f"{r['instructions_per_cpu_s']:>11,} {r['functional_cpu_s']:>10.3f} {r['replay_cpu_s']:>7.3f} "
-              f"{r['simulated_us']:>12.1f}")
+        tail = (f"{r['blocks_cpu_s']:>7.2f} {r['lanes_speedup']:>5.2f}x" if args.compare else
+                f"{r['functional_cpu_s']:>6.3f} {r['replay_cpu_s']:>6.3f}")
+        print(f"{r['name']:34} {r['instructions']:>7,} {r['cpu_s']:>6.2f} {r['instructions_per_cpu_s']:>11,} {tail}")
     return 0
 
 

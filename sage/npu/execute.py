@@ -27,6 +27,7 @@ from sage.npu.restricted import KernelNamespace, PrintSink, compile_kernel
 from sage.npu.results import ErrorInfo, KernelRun
 from sage.npu.sim import core as core_mod
 from sage.npu.sim.blas import single_threaded_blas
+from sage.npu.sim.lanes import Divergence, LockstepAbort, NotLaneable
 from sage.npu.sim.runtrace import RunTrace
 from sage.npu.sim.session import Session
 from sage.npu.trace import build_trace
@@ -90,6 +91,7 @@ _PLAIN_ARGS = (type(None), bool, int, float, str, tuple, list)
 def _collect(result, expected: list[OutputSpec] | None) -> list[np.ndarray]:
     items = list(result) if isinstance(result, (tuple, list)) else [result]
     outputs = []
+    returned: set[int] = set()
     for i, item in enumerate(items):
         item = handles.unwrap(item) if handles.is_handle(item) else item
         if not isinstance(item, host.GmHandle):
@@ -98,7 +100,12 @@ def _collect(result, expected: list[OutputSpec] | None) -> list[np.ndarray]:
         if item._buf.is_input:
             raise OutputSpecError(f"output {i} is (a view of) an input: outputs must be fresh allocations "
                                   f"made with empty()/empty_like()")
-        outputs.append(item._buf.data[:item.numel()].reshape(item.shape).copy())
+        # The run's GM dies with it, so an output is a view of its buffer; a buffer returned twice is
+        # copied the second time, so that no two outputs share memory (a full copy of a large
+        # output costs as much as the kernel's functional run: fresh pages fault one by one)
+        out = item._buf.data[:item.numel()].reshape(item.shape)
+        outputs.append(out.copy() if item._buf.id in returned else out)
+        returned.add(item._buf.id)
     if expected is not None:
         if len(expected) != len(outputs):
             raise OutputSpecError(f"forward() returned {len(outputs)} output(s), the reference returns {len(expected)}")
@@ -139,9 +146,23 @@ class FunctionalRun:
 
 def run_functional(source: str, args: list, kwargs: dict | None = None, *, spec: HardwareSpec,
                    filename: str = "kernel.py", expected: list[OutputSpec] | None = None,
-                   instruction_budget: int = 20_000_000) -> FunctionalRun:
-    """Run the kernel file's forward() on `args`: outputs, instruction records, or the kernel's error."""
-    session = Session(spec, kernel_file=filename, instruction_budget=instruction_budget)
+                   instruction_budget: int = 20_000_000, lockstep: bool = True) -> FunctionalRun:
+    """Run the kernel file's forward() on `args`: outputs, instruction records, or the kernel's error.
+
+    `lockstep=False` runs every block alone (sage.npu.sim.lanes explains lane groups; the two
+    give the same outputs, records and errors, which tests/npu/test_lanes.py checks). A lane
+    group that fails after writing GM has the whole run made again block by block."""
+    if lockstep:
+        try:
+            return _run_functional(source, args, kwargs, spec, filename, expected, instruction_budget, True)
+        except LockstepAbort:
+            pass
+    return _run_functional(source, args, kwargs, spec, filename, expected, instruction_budget, False)
+
+
+def _run_functional(source: str, args: list, kwargs: dict | None, spec: HardwareSpec, filename: str,
+                    expected: list[OutputSpec] | None, instruction_budget: int, lockstep: bool) -> FunctionalRun:
+    session = Session(spec, kernel_file=filename, instruction_budget=instruction_budget, lockstep=lockstep)
     try:
         code = compile_kernel(source, filename)
     except NpuError as err:
@@ -162,6 +183,12 @@ def run_functional(source: str, args: list, kwargs: dict | None = None, *, spec:
             gm_args = [_to_handle(session, a, f"argument {i}") for i, a in enumerate(args)]
             kw = {k: _to_handle(session, v, f"parameter {k}") for k, v in (kwargs or {}).items()}
             outputs = _collect(forward(*gm_args, **kw), expected)
+    except (Divergence, NotLaneable):
+        # a value of a lane group used after its launch (kept in a Python object): block by block
+        # no such value exists, so the whole run is made again that way
+        if not lockstep:
+            raise
+        raise LockstepAbort() from None
     except OutputSpecError as err:
         error = err
         if error.line is None:

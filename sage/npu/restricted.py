@@ -44,6 +44,7 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from sage.npu.errors import KernelRuntimeError, SandboxError
+from sage.npu.sim.lanes import lane_isinstance, lane_range
 
 DSL_MODULE = "sage.npu.ascendc"
 MAX_SOURCE_BYTES = 256 * 1024        # a kernel file is a few KB; a larger one is refused unread
@@ -290,6 +291,9 @@ class KernelNamespace:
         import builtins as b
 
         safe = {n: getattr(b, n) for n in _BUILTINS}
+        # isinstance and range themselves, for a value that differs per lane of a lane group as
+        # each lane alone would see it (sage.npu.sim.lanes)
+        safe["isinstance"], safe["range"] = lane_isinstance, lane_range
         safe["__build_class__"] = b.__build_class__
         safe["__import__"] = self.import_
         return safe

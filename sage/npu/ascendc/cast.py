@@ -24,6 +24,7 @@ from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc._half import store_half
 from sage.npu.ascendc._vecbase import issue
 from sage.npu.ascendc.tensors import LocalTensor
+from sage.npu.sim.lanes import lane_ready
 
 
 class RoundMode(enum.Enum):
@@ -121,6 +122,7 @@ def convert(src: np.ndarray, dt: np.dtype, mode: RoundMode) -> np.ndarray:
 _LEGAL: set[tuple] = set()  # (src dtype, dst dtype, RoundMode) combinations the table allows
 
 
+@lane_ready
 def Cast(dst, src, round_mode: RoundMode, count: int) -> None:
     """Cast(dst, src, RoundMode.X, count): dst = src converted to dst's dtype. Cost: vconv on the wider type."""
     if not isinstance(round_mode, RoundMode):
@@ -138,15 +140,17 @@ def Cast(dst, src, round_mode: RoundMode, count: int) -> None:
         _LEGAL.add(key)  # (an enum's .name is a slow property: each combination is looked up once)
     width = max(dst._dtype.itemsize, src._dtype.itemsize)
     issue("Cast", "vconv", dst, (src,), count, itemsize=width)
+    # (every form below is elementwise: a lane group's rows convert as each lane's would alone)
     if dst._slot is src._slot and dst._off != src._off and dst._dtype.itemsize != src._dtype.itemsize:
-        data = src._arr[:count].copy()
+        data = src._arr[..., :count].copy()
     else:
-        data = src._arr[:count]
+        data = src._arr[..., :count]
+    out = dst._arr[..., :count]
     if dst._dtype is dtypes.float16 and data.dtype == dtypes.float32 and round_mode in _NEAREST:
-        store_half(dst._arr[:count], data)  # numpy's bits, minus its slow path for float16 subnormals
+        store_half(out, data)  # numpy's bits, minus its slow path for float16 subnormals
     elif dst._dtype is dtypes.float32 and data.dtype == dtypes.float16:
-        dst._arr[:count] = data  # exact widening (the only mode the table allows)
+        out[...] = data  # exact widening (the only mode the table allows)
     elif dst._dtype == data.dtype:  # float -> float: rounds each value to an integral one
-        dst._arr[:count] = _to_integral(_exact64(data), round_mode).astype(data.dtype)
+        out[...] = _to_integral(_exact64(data), round_mode).astype(data.dtype)
     else:
-        dst._arr[:count] = convert(data, dst._dtype, round_mode)
+        out[...] = convert(data, dst._dtype, round_mode)

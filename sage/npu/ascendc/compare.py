@@ -12,6 +12,7 @@ from sage.npu.isa import legal
 from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc._vecbase import issue, repeat_bytes, require
 from sage.npu.ascendc.tensors import LocalTensor
+from sage.npu.sim.lanes import as_array, lane_ready
 
 
 class CMPMODE(enum.Enum):
@@ -48,6 +49,7 @@ def _mask_out(name, dst, src0, count: int, mode: CMPMODE):
     return nbytes
 
 
+@lane_ready
 def Compare(dst, src0, src1, cmpMode: CMPMODE, count: int) -> None:
     """Compare(dst_mask, src0, src1, CMPMODE.LT, count): bit i (LSB first) of the uint8 mask dst = src0[i] <op>
     src1[i]; count x sizeof must be a multiple of 256 B; dst needs count/8 bytes. Cost: vcmp."""
@@ -59,10 +61,12 @@ def Compare(dst, src0, src1, cmpMode: CMPMODE, count: int) -> None:
         chk.fits(t, count, "Compare")
     issue("Compare", "vcmp", dst, (src0, src1), 0, itemsize=src0._dtype.itemsize,
           repeats=count * src0._dtype.itemsize // repeat_bytes("Compare"), spans=spans)
-    bits = _OPS[cmpMode](src0._arr[:count], src1._arr[:count])
-    dst._arr.view(np.uint8)[:nbytes] = np.packbits(bits, bitorder="little")
+    # (along the last axis: a lane group's rows are packed each on its own)
+    bits = _OPS[cmpMode](src0._arr[..., :count], src1._arr[..., :count])
+    dst._arr.view(np.uint8)[..., :nbytes] = np.packbits(bits, axis=-1, bitorder="little")
 
 
+@lane_ready
 def CompareScalar(dst, src0, scalar, cmpMode: CMPMODE, count: int) -> None:
     """CompareScalar(dst_mask, src0, scalar, CMPMODE.X, count): bit i = src0[i] <op> scalar, as Compare. Cost: vcmps."""
     count = chk.count_arg(count, "CompareScalar count")
@@ -72,10 +76,11 @@ def CompareScalar(dst, src0, scalar, cmpMode: CMPMODE, count: int) -> None:
     spans = ((src0.span(count),), ((dst._slot, dst._off, dst._off + nbytes),))
     issue("CompareScalar", "vcmps", dst, (src0,), 0, itemsize=src0._dtype.itemsize,
           repeats=count * src0._dtype.itemsize // repeat_bytes("CompareScalar"), spans=spans)
-    bits = _OPS[cmpMode](src0._arr[:count], src0._dtype.type(scalar))
-    dst._arr.view(np.uint8)[:nbytes] = np.packbits(bits, bitorder="little")
+    bits = _OPS[cmpMode](src0._arr[..., :count], as_array(scalar, src0._dtype))
+    dst._arr.view(np.uint8)[..., :nbytes] = np.packbits(bits, axis=-1, bitorder="little")
 
 
+@lane_ready
 def Select(dst, selMask, src0, src1, selMode: SELMODE, count: int) -> None:
     """Select(dst, mask, src0, src1, SELMODE.X, count): dst[i] = src0[i] if mask bit i else src1[i]; src1 is a
     scalar with VSEL_TENSOR_SCALAR_MODE, a tensor with VSEL_TENSOR_TENSOR_MODE. Cost: vsel."""
@@ -99,11 +104,12 @@ def Select(dst, selMask, src0, src1, selMode: SELMODE, count: int) -> None:
              (dst.span(count),))
     issue("Select", "vsel", dst, (*srcs, selMask), 0, itemsize=dt.itemsize,
           repeats=-(-count * dt.itemsize // repeat_bytes("Select")), spans=spans)
-    bits = np.unpackbits(selMask._arr.view(np.uint8)[:nbytes], bitorder="little")[:count].astype(bool)
-    other = dt.type(src1) if scalar_mode else src1._arr[:count]
-    dst._arr[:count] = np.where(bits, src0._arr[:count], other)
+    bits = np.unpackbits(selMask._arr.view(np.uint8)[..., :nbytes], axis=-1, bitorder="little")[..., :count].astype(bool)
+    other = as_array(src1, dt) if scalar_mode else src1._arr[..., :count]
+    dst._arr[..., :count] = np.where(bits, src0._arr[..., :count], other)
 
 
+@lane_ready
 def Gather(dst, src, srcOffset, srcBaseAddr: int, count: int) -> None:
     """Gather(dst, src, offsets_uint32, base_bytes, count): dst[i] = element at byte base + offsets[i] of src. Cost: vgather."""
     count = chk.count_arg(count, "Gather count")
@@ -116,8 +122,8 @@ def Gather(dst, src, srcOffset, srcBaseAddr: int, count: int) -> None:
     spans = ((src.span(src._size), srcOffset.span(count)), (dst.span(count),))
     issue("Gather", "vgather", dst, (src, srcOffset), 0, itemsize=dt.itemsize,
           repeats=-(-count * dt.itemsize // repeat_bytes("Gather")), spans=spans)
-    byte_off = srcOffset._arr[:count].astype(np.int64) + int(srcBaseAddr)
+    byte_off = srcOffset._arr[..., :count].astype(np.int64) + int(srcBaseAddr)
     if count and ((byte_off % dt.itemsize).any() or byte_off.min() < 0 or byte_off.max() >= src._size * dt.itemsize):
         raise BoundsError(f"Gather: byte offsets must be multiples of {dt.itemsize} inside the source of "
                           f"{src._size * dt.itemsize} B")
-    dst._arr[:count] = src._arr[byte_off // dt.itemsize]
+    dst._arr[..., :count] = np.take_along_axis(src._arr, byte_off // dt.itemsize, axis=-1)  # (each lane its own)

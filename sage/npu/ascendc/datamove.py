@@ -6,6 +6,7 @@ import numpy as np
 
 from sage.npu.errors import AlignmentError, KernelRuntimeError
 from sage.npu.sim.core import MTE2, MTE3, V, CoreState, current_core
+from sage.npu.sim.lanes import NotLaneable, lane_ready, per_lane
 from sage.npu.sim.opcodes import GM_COPY, LOCAL_COPY, PATH_INDEX
 from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc.params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyParams, Nd2NzParams)
@@ -39,6 +40,25 @@ def _store(core: CoreState, d: np.ndarray, s: np.ndarray) -> None:
         d[...] = core.atomic(d, s)
 
 
+def _each(core: CoreState, off) -> list[tuple[int | None, int]]:
+    """(lane, GM element offset) per lane of a lane group, or [(None, off)] for a lone block: the
+    general copy forms below take each lane's own rows one lane at a time."""
+    if core.lanes is None:
+        return [(None, off)]
+    return list(enumerate(per_lane(off, core.weight)))
+
+
+def _row(arr: np.ndarray, lane: int | None) -> np.ndarray:
+    """A lane's own local memory (a lone block's is the whole array)."""
+    return arr if lane is None else arr[lane]
+
+
+def _store_all(core: CoreState, pairs: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """The GM writes of (source, destination) views, one pair per lane."""
+    for s, d in pairs:
+        _store(core, d, s)
+
+
 def SetAtomicAdd(dtype=None) -> None:
     """Later UB->GM copies (DataCopy, DataCopyPad, Fixpipe) add into GM instead of storing, so blocks can
     accumulate into one output (the output must be initialised first). Ended by SetAtomicNone()."""
@@ -70,6 +90,7 @@ def _blocks_32(params: DataCopyParams, isz: int, what: str) -> tuple[int, int, i
     return bc, bl * unit, (bl + params.srcStride) * unit, (bl + params.dstStride) * unit
 
 
+@lane_ready
 def DataCopy(dst, src, count_or_params) -> None:
     """Copy ``count`` elements (or DataCopyParams blocks): GM->UB, UB->GM, UB->UB on an AIV; GM->L1 (with
     Nd2NzParams for the cube) on an AIC. dst and src share one dtype."""
@@ -81,6 +102,8 @@ def DataCopy(dst, src, count_or_params) -> None:
         dst = chk.local(dst, "DataCopy dst")
         pos = dst._slot.space.name
         if pos == "L1" and isinstance(arg, Nd2NzParams):
+            if core.lanes is not None:
+                raise NotLaneable("DataCopy with Nd2NzParams")
             from sage.npu.ascendc.cube import copy_nd2nz
             copy_nd2nz(core, dst, src, arg)
             return
@@ -129,11 +152,21 @@ def _fast_copy(core: CoreState, dst, src, count: int) -> bool:
     if read:
         core.instr(MTE2, "DataCopy", GM_COPY, _GM_UB, nbytes, 1, nbytes, gm, (), (lspan,))
         core.gm_access(MTE2, buf, byte_lo, nbytes, nbytes, 1, False, "DataCopy")
-        local._arr[:count] = buf.data[off:off + count]
+        if core.lanes is None:
+            local._arr[:count] = buf.data[off:off + count]
+        else:  # each lane's row from its own GM bytes
+            arr, data = local._arr, buf.data
+            for lane, at in enumerate(per_lane(off, core.weight)):
+                arr[lane, :count] = data[at:at + count]
     else:
         core.instr(MTE3, "DataCopy", GM_COPY, _UB_GM, nbytes, 1, nbytes, gm, (lspan,), ())
         core.gm_access(MTE3, buf, byte_lo, nbytes, nbytes, 1, True, "DataCopy")
-        _store(core, buf.data[off:off + count], local._arr[:count])
+        if core.lanes is None:
+            _store(core, buf.data[off:off + count], local._arr[:count])
+        else:  # (no atomics in a lane group: SetAtomic* is not lane-ready)
+            arr, data = local._arr, buf.data
+            for lane, at in enumerate(per_lane(off, core.weight)):
+                data[at:at + count] = arr[lane, :count]
     return True
 
 
@@ -156,13 +189,16 @@ def _gm_to_local(core, dst: LocalTensor, src: GlobalTensor, arg, path: str) -> N
                 f"DataCopy of {count} x {dst._dtype.name} = {count * isz} B: the length must be a multiple of 32 B "
                 f"({32 // isz} elements); use DataCopyPad for unaligned lengths")
         bc, be, sp, dp = 1, count, count, count
-    s = chk.rows_view(gm, src._off, bc, be, sp, "DataCopy src", "the GM tensor")
-    d = chk.rows_view(dst._arr, 0, bc, be, dp, "DataCopy dst", "the local tensor")
+    # (source first, then destination: a block's bounds errors come in that order)
+    pairs = [(chk.rows_view(gm, off, bc, be, sp, "DataCopy src", "the GM tensor"),
+              chk.rows_view(_row(dst._arr, lane), 0, bc, be, dp, "DataCopy dst", "the local tensor"))
+             for lane, off in _each(core, src._off)]
     nbytes = bc * be * isz
     span_lo, span_hi = 0, (bc - 1) * sp + be
     gm_transfer(core, MTE2, "DataCopy", path, src, span_lo, span_hi, nbytes, bc, sp * isz,
                 dst.span((bc - 1) * dp + be), True)
-    d[...] = s
+    for s, d in pairs:
+        d[...] = s
 
 
 def _local_to_gm(core, dst: GlobalTensor, src: LocalTensor, arg) -> None:
@@ -178,12 +214,13 @@ def _local_to_gm(core, dst: GlobalTensor, src: LocalTensor, arg) -> None:
                 f"DataCopy of {count} x {src._dtype.name} = {count * isz} B: the length must be a multiple of 32 B "
                 f"({32 // isz} elements); use DataCopyPad for unaligned lengths")
         bc, be, sp, dp = 1, count, count, count
-    s = chk.rows_view(src._arr, 0, bc, be, sp, "DataCopy src", "the local tensor")
-    d = chk.rows_view(dst._buf.data, dst._off, bc, be, dp, "DataCopy dst", "the GM tensor")
+    pairs = [(chk.rows_view(_row(src._arr, lane), 0, bc, be, sp, "DataCopy src", "the local tensor"),
+              chk.rows_view(dst._buf.data, off, bc, be, dp, "DataCopy dst", "the GM tensor"))
+             for lane, off in _each(core, dst._off)]
     nbytes = bc * be * isz
     gm_transfer(core, MTE3, "DataCopy", "UB->GM", dst, 0, (bc - 1) * dp + be, nbytes, bc, dp * isz,
                 src.span((bc - 1) * sp + be), False)
-    _store(core, d, s)
+    _store_all(core, pairs)
 
 
 def _local_to_local(core, dst: LocalTensor, src: LocalTensor, arg) -> None:
@@ -204,18 +241,21 @@ def _local_to_local(core, dst: LocalTensor, src: LocalTensor, arg) -> None:
         if (count * isz) % 32:
             raise AlignmentError(f"DataCopy of {count * isz} B between local buffers: the length must be a multiple of 32 B")
         bc, be, sp, dp = 1, count, count, count
-    s = chk.rows_view(src._arr, 0, bc, be, sp, "DataCopy src", "the local tensor")
-    d = chk.rows_view(dst._arr, 0, bc, be, dp, "DataCopy dst", "the local tensor")
+    pairs = [(chk.rows_view(_row(src._arr, lane), 0, bc, be, sp, "DataCopy src", "the local tensor"),
+              chk.rows_view(_row(dst._arr, lane), 0, bc, be, dp, "DataCopy dst", "the local tensor"))
+             for lane, _ in _each(core, 0)]
     nbytes = bc * be * isz
     core.instr(pipe, "DataCopy", LOCAL_COPY, PATH_INDEX[path], nbytes, bc, 0, None,
                reads=(src.span((bc - 1) * sp + be),), writes=(dst.span((bc - 1) * dp + be),))
-    d[...] = s.copy()
+    for s, d in pairs:
+        d[...] = s.copy()
 
 
 def _ceil32(n: int) -> int:
     return -(-n // 32) * 32
 
 
+@lane_ready
 def DataCopyPad(dst, src, copy_params, pad_params: DataCopyPadExtParams | None = None) -> None:
     """Copy blockCount rows of blockLen bytes (any length) between GM and UB. GM strides are in bytes, UB
     strides in 32 B units. In UB each row takes ceil32(leftPadding + blockLen + rightPadding) bytes
@@ -242,14 +282,16 @@ def DataCopyPad(dst, src, copy_params, pad_params: DataCopyPadExtParams | None =
         row = _ceil32((left + right) * isz + bl) // isz
         dp = row + copy_params.dstStride * 32 // isz
         sp = be + copy_params.srcStride // isz
-        s = chk.rows_view(src._buf.data, src._off, bc, be, sp, "DataCopyPad src", "the GM tensor")
-        d = chk.rows_view(dst._arr, 0, bc, row, dp, "DataCopyPad dst", "the local tensor")
+        pairs = [(chk.rows_view(src._buf.data, off, bc, be, sp, "DataCopyPad src", "the GM tensor"),
+                  chk.rows_view(_row(dst._arr, lane), 0, bc, row, dp, "DataCopyPad dst", "the local tensor"))
+                 for lane, off in _each(core, src._off)]
         gm_transfer(core, MTE2, "DataCopyPad", "GM->UB", src, 0, (bc - 1) * sp + be, bc * bl, bc, sp * isz,
                     dst.span((bc - 1) * dp + row), True)
-        d[:, left:left + be] = s
-        if pad.isPad:
-            d[:, :left] = pad.paddingValue
-            d[:, left + be:left + be + right] = pad.paddingValue
+        for s, d in pairs:
+            d[:, left:left + be] = s
+            if pad.isPad:
+                d[:, :left] = pad.paddingValue
+                d[:, left + be:left + be + right] = pad.paddingValue
     elif isinstance(dst, GlobalTensor) and isinstance(src, LocalTensor):
         src = chk.local(src, "DataCopyPad src", "UB")
         _check_dtypes(dst, src, "DataCopyPad")
@@ -260,10 +302,11 @@ def DataCopyPad(dst, src, copy_params, pad_params: DataCopyPadExtParams | None =
         be = bl // isz
         sp = _ceil32(bl) // isz + copy_params.srcStride * 32 // isz
         dp = be + copy_params.dstStride // isz
-        s = chk.rows_view(src._arr, 0, bc, be, sp, "DataCopyPad src", "the local tensor")
-        d = chk.rows_view(dst._buf.data, dst._off, bc, be, dp, "DataCopyPad dst", "the GM tensor")
+        pairs = [(chk.rows_view(_row(src._arr, lane), 0, bc, be, sp, "DataCopyPad src", "the local tensor"),
+                  chk.rows_view(dst._buf.data, off, bc, be, dp, "DataCopyPad dst", "the GM tensor"))
+                 for lane, off in _each(core, dst._off)]
         gm_transfer(core, MTE3, "DataCopyPad", "UB->GM", dst, 0, (bc - 1) * dp + be, bc * bl, bc, dp * isz,
                     src.span((bc - 1) * sp + be), False)
-        _store(core, d, s)
+        _store_all(core, pairs)
     else:
         raise KernelRuntimeError(f"DataCopyPad copies between GM and UB, got {type(dst).__name__} <- {type(src).__name__}")

@@ -34,6 +34,7 @@ import numpy as np
 
 from sage.npu.errors import LaunchError
 from sage.npu.sim import core as core_mod
+from sage.npu.sim.lanes import LANE_READY, LaneValue, NotLaneable
 
 # handle id -> (simulator object, the core it belongs to or None: valid anywhere in the run); one
 # table, so translating a handle is one lookup
@@ -43,7 +44,7 @@ _IDS = itertools.count(1)
 _PUBLIC: dict[type, type] = {}    # simulator class -> its handle class
 _HANDLE_TYPES: set[type] = set()
 _SESSION_LEVEL: set[type] = set()  # classes whose objects live for the whole run (GM tensors, kernels)
-_PLAIN = {type(None), bool, int, float, complex, str}
+_PLAIN = {type(None), bool, int, float, complex, str, LaneValue}  # (a LaneValue: one value per lane)
 _PLAIN_BASES: tuple[type, ...] = (enum.Enum, np.dtype)
 _HOST = object()                   # the owner of block-level handles made outside every block
 _ARGUMENT_TYPES: set[type] = {types.FunctionType}  # besides _PLAIN and handles; params added on first use
@@ -160,6 +161,8 @@ def api(fn: Callable) -> Callable:
     def call(*args, **kwargs):
         core = core_mod._current
         if core is not None:
+            if core.lanes is not None and fn not in LANE_READY:
+                raise NotLaneable(fn.__name__)
             outer, core.caller = core.caller, sys._getframe(1)
         try:
             if kwargs:
@@ -216,6 +219,8 @@ def _constructor(impl: type) -> Callable:
     def __init__(self, *args, **kwargs):
         core = core_mod._current
         if core is not None:
+            if core.lanes is not None and impl not in LANE_READY:
+                raise NotLaneable(impl.__name__)
             outer, core.caller = core.caller, sys._getframe(1)
         try:
             obj = impl(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
@@ -235,6 +240,8 @@ def _forward_method(fn: Callable, passthrough: bool) -> Callable:
         def method(self, *args, **kwargs):
             core = core_mod._current
             if core is not None:
+                if core.lanes is not None and fn not in LANE_READY:
+                    raise NotLaneable(fn.__name__)
                 outer, core.caller = core.caller, sys._getframe(1)
             try:
                 return wrap(fn(unwrap(self), *args, **kwargs))
@@ -250,6 +257,8 @@ def _forward_property(fget: Callable) -> Callable:
     def get(self):
         core = core_mod._current
         if core is not None:
+            if core.lanes is not None and fget not in LANE_READY:
+                raise NotLaneable(fget.__name__)
             outer, core.caller = core.caller, sys._getframe(1)
         try:
             return wrap(fget(unwrap(self)))

@@ -23,6 +23,7 @@ from collections import deque
 from sage.npu import dtypes
 from sage.npu.errors import KernelRuntimeError, QueueError
 from sage.npu.sim.core import FIX, M, MTE1, MTE2, MTE3, V, Slot, current_core
+from sage.npu.sim.lanes import lane_ready
 from sage.npu.ascendc.tensors import LocalTensor
 
 
@@ -60,6 +61,7 @@ def _space_of(position) -> str:
     return _SPACE[position]
 
 
+@lane_ready
 class TQue:
     """``TQue<TPosition, depth>``: a queue of local buffers (created by ``TPipe.InitBuffer``)."""
 
@@ -80,6 +82,7 @@ class TQue:
         if not self._slots:
             raise QueueError(f"{what} on a {self._name} that has no buffers: call pipe.InitBuffer(que, num, bytes) first")
 
+    @lane_ready
     def AllocTensor(self, dtype=dtypes.float16) -> LocalTensor:
         """Take a free buffer (round robin); its next user waits until its previous users finished."""
         core = current_core("AllocTensor")
@@ -104,6 +107,7 @@ class TQue:
             slot.freed = None
         return LocalTensor.whole(slot, dt, slot.alloc_gen)
 
+    @lane_ready
     def EnQue(self, tensor: LocalTensor) -> None:
         """Hand a tensor to the consumer (SetFlag on the pipe that wrote it)."""
         core = current_core("EnQue")
@@ -116,6 +120,7 @@ class TQue:
         slot.enqueued = True
         self._queue.append((tensor, core.signal(self._producer, self._labels[1])))
 
+    @lane_ready
     def DeQue(self, dtype=None) -> LocalTensor:
         """Take the oldest enqueued tensor; the next pipe to touch it waits for its producer."""
         core = current_core("DeQue")
@@ -129,6 +134,7 @@ class TQue:
             return tensor
         return LocalTensor.whole(slot, dtypes.as_dtype(dtype), tensor._gen)
 
+    @lane_ready
     def FreeTensor(self, tensor: LocalTensor) -> None:
         """Give the buffer back: the consumer pipe raises a flag once its earlier work is done; the
         next AllocTensor of this buffer makes the producer pipe wait for it."""
@@ -158,6 +164,7 @@ class TQue:
             self._slots.append(Slot(space, addr, nbytes, f"{self._name} buffer {i} ({space.name} @{addr})"))
 
 
+@lane_ready
 class TQueBind(TQue):
     """``TQueBind<src, dst, depth>``: one queue whose producer is ``src``'s and consumer ``dst``'s, e.g.
     VECIN -> VECOUT for a pure copy (MTE2 -> MTE3) with no vector copy between two queues (CANN best
@@ -174,6 +181,7 @@ class TQueBind(TQue):
         self._name = f"TQueBind({src.name}, {dst.name})"
 
 
+@lane_ready
 class TBuf:
     """``TBuf<TPosition>``: one scratch buffer with no queue sync: ``Get(dtype)`` returns it as a tensor."""
 
@@ -183,6 +191,7 @@ class TBuf:
         self.position = position
         self._slot: Slot | None = None
 
+    @lane_ready
     def Get(self, dtype=dtypes.float16, count: int | None = None) -> LocalTensor:
         """The whole buffer (or its first ``count`` elements) as a tensor of ``dtype``."""
         current_core("TBuf.Get")
@@ -205,6 +214,7 @@ class TBuf:
         self._slot.allocated = True
 
 
+@lane_ready
 class TPipe:
     """``TPipe``: allocates queue and TBuf memory with ``InitBuffer``."""
 
@@ -213,6 +223,7 @@ class TPipe:
     def __init__(self):
         current_core("TPipe()")
 
+    @lane_ready
     def InitBuffer(self, que, num_or_bytes: int, nbytes: int | None = None) -> None:
         """``InitBuffer(que, num, bytes)`` for a TQue, ``InitBuffer(tbuf, bytes)`` for a TBuf."""
         core = current_core("InitBuffer")

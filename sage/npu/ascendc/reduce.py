@@ -14,6 +14,7 @@ from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc._vecbase import indexed, issue, repeat_bytes, repeat_form, repeat_index, require
 from sage.npu.ascendc.params import BrcbRepeatParams
 from sage.npu.ascendc.tensors import LocalTensor
+from sage.npu.sim.lanes import lane_ready, plain_only
 
 
 class ReduceOrder(enum.Enum):
@@ -56,19 +57,22 @@ def _level_repeats(count: int, lanes: int) -> list[int]:
 
 
 def _reduce_all(x: np.ndarray, op, lanes: int):
+    """The reduction of `x` along its last axis (a lane group's `x` has one row per lane)."""
     if op is not np.add:
-        return op.reduce(x)  # max / min do not depend on the order
+        return op.reduce(x, axis=-1)  # max / min do not depend on the order
     tree = x.dtype.itemsize == 2 and dtypes.is_float(x.dtype)
-    while x.size > 1:
-        r = -(-x.size // lanes)
-        pad = r * lanes - x.size
+    lead = x.shape[:-1]
+    while x.shape[-1] > 1:
+        n = x.shape[-1]
+        r = -(-n // lanes)
+        pad = r * lanes - n
         if pad:
-            x = np.concatenate([x, np.zeros(pad, dtype=x.dtype)])
-        rows = x.reshape(r, lanes)
+            x = np.concatenate([x, np.zeros(lead + (pad,), dtype=x.dtype)], axis=-1)
+        rows = x.reshape(lead + (r, lanes))
         # 16-bit floats: an explicit tree rounds every partial sum to the dtype, as the hardware
         # does (numpy would accumulate half in float32); wider types: numpy's pairwise sum
-        x = _tree_rows(rows, op) if tree else np.add.reduce(rows, axis=1)
-    return x[0]
+        x = _tree_rows(rows, op) if tree else np.add.reduce(rows, axis=-1)
+    return x[..., 0] if lead else x[0]
 
 
 def _reduce(name, key, op, dst, src, work, count, calIndex=False):
@@ -92,24 +96,29 @@ def _reduce(name, key, op, dst, src, work, count, calIndex=False):
     work_bytes = min(work._size * work._dtype.itemsize, reps[0] * isz)
     spans = ((src.span(count),), (dst.span(2 if calIndex else 1), (work._slot, work._off, work._off + work_bytes)))
     issue(name, key, dst, (src, work), 0, itemsize=isz, repeats=sum(reps), spans=spans, extra_heads=len(reps) - 1)
-    x = src._arr[:count]
+    x = src._arr[..., :count]
+    if calIndex:
+        plain_only(x, f"{name} (calIndex)")
     value = _reduce_all(x, op, lanes)
-    dst._arr[0] = value
+    dst._arr[..., 0] = value
     if calIndex:
         idx = int(np.flatnonzero(x == value)[0]) if value == value else int(np.flatnonzero(x != x)[0])
         dst._arr[1:2].view(np.uint16 if isz == 2 else np.uint32)[0] = idx  # index bits, read via ReinterpretCast
 
 
+@lane_ready
 def ReduceSum(dst, src, work, count: int) -> None:
     """ReduceSum(dst, src, work, count): dst[0] = sum(src[:count]) (tree in src dtype). Cost: vcadd per level."""
     _reduce("ReduceSum", "vcadd", np.add, dst, src, work, count)
 
 
+@lane_ready
 def ReduceMax(dst, src, work, count: int, calIndex: bool = False) -> None:
     """ReduceMax(dst, src, work, count, calIndex=False): dst[0] = max; with calIndex dst[1] holds the index bits. Cost: vcmax per level."""
     _reduce("ReduceMax", "vcmax", np.maximum, dst, src, work, count, calIndex)
 
 
+@lane_ready
 def ReduceMin(dst, src, work, count: int, calIndex: bool = False) -> None:
     """ReduceMin(dst, src, work, count, calIndex=False): dst[0] = min. Cost: vcmin per level."""
     _reduce("ReduceMin", "vcmin", np.minimum, dst, src, work, count, calIndex)
@@ -126,35 +135,39 @@ def _whole(name, key, op, dst, src, mask, repeatTimes, dstRepStride, srcBlkStrid
     # the destination is aligned to one result (ReduceRepeat page, table 3), not to 32 B
     align = 4 if order == ReduceOrder.ORDER_ONLY_INDEX else width * dt.itemsize
     issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (out_span,)), dst_align=align)
-    rows = src._arr[si]
+    # (indexed from the last axis: a lane group's operands have one more, its lanes, in front)
+    rows = src._arr[..., si]
     values = _tree_rows(rows, op)
     if width == 1 and order != ReduceOrder.ORDER_ONLY_INDEX:
-        dst._arr[di] = values
+        dst._arr[..., di] = values
         return
-    index = np.argmax(rows == values[:, None], axis=1)
+    index = np.argmax(rows == values[..., None], axis=-1)
     ibits = dst._arr.view(np.uint16 if dt.itemsize == 2 else np.uint32)
     if order == ReduceOrder.ORDER_ONLY_INDEX:
-        ibits[di] = index
+        ibits[..., di] = index
     elif order == ReduceOrder.ORDER_VALUE_INDEX:
-        dst._arr[di] = values
-        ibits[di + 1] = index
+        dst._arr[..., di] = values
+        ibits[..., di + 1] = index
     else:
-        ibits[di] = index
-        dst._arr[di + 1] = values
+        ibits[..., di] = index
+        dst._arr[..., di + 1] = values
 
 
+@lane_ready
 def WholeReduceSum(dst, src, mask: int, repeatTimes: int, dstRepStride: int = 1, srcBlkStride: int = 1,
                    srcRepStride: int = 8) -> None:
     """Per repeat, sum the first ``mask`` lanes; result of repeat i at dst[i*dstRepStride]. Cost: vcadd."""
     _whole("WholeReduceSum", "vcadd", np.add, dst, src, mask, repeatTimes, dstRepStride, srcBlkStride, srcRepStride)
 
 
+@lane_ready
 def WholeReduceMax(dst, src, mask: int, repeatTimes: int, dstRepStride: int = 1, srcBlkStride: int = 1,
                    srcRepStride: int = 8, order: ReduceOrder = ReduceOrder.ORDER_VALUE_INDEX) -> None:
     """Per repeat, max of the first ``mask`` lanes; (value, index bits) pairs unless order=ORDER_ONLY_VALUE. Cost: vcmax."""
     _whole("WholeReduceMax", "vcmax", np.maximum, dst, src, mask, repeatTimes, dstRepStride, srcBlkStride, srcRepStride, order)
 
 
+@lane_ready
 def WholeReduceMin(dst, src, mask: int, repeatTimes: int, dstRepStride: int = 1, srcBlkStride: int = 1,
                    srcRepStride: int = 8, order: ReduceOrder = ReduceOrder.ORDER_VALUE_INDEX) -> None:
     """Per repeat, min of the first ``mask`` lanes; (value, index) pairs unless order=ORDER_ONLY_VALUE. Cost: vcmin."""
@@ -174,24 +187,27 @@ def _block(name, key, op, dst, src, repeatTimes, mask, dstRepStride, srcBlkStrid
     # the destination: 16 B aligned for half, 32 B for float (ReduceDataBlock page)
     issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (indexed(name, dst, di.ravel()),)),
           dst_align=8 * dt.itemsize)
-    rows = src._arr[si]
+    rows = src._arr[..., si]
     if pad:
-        rows = np.concatenate([rows, np.full((rep, pad), _identity(op, dt), dtype=dt)], axis=1)
-    dst._arr[di] = _tree_rows(rows.reshape(rep, nblk, epb), op)
+        rows = np.concatenate([rows, np.full(rows.shape[:-1] + (pad,), _identity(op, dt), dtype=dt)], axis=-1)
+    dst._arr[..., di] = _tree_rows(rows.reshape(rows.shape[:-1] + (nblk, epb)), op)
 
 
+@lane_ready
 def BlockReduceSum(dst, src, repeatTimes: int, mask: int, dstRepStride: int = 1, srcBlkStride: int = 1,
                    srcRepStride: int = 8) -> None:
     """Sum of each 32 B block: repeat i gives 8 values at dst[i*dstRepStride*8 ...]. Cost: vcgadd."""
     _block("BlockReduceSum", "vcgadd", np.add, dst, src, repeatTimes, mask, dstRepStride, srcBlkStride, srcRepStride)
 
 
+@lane_ready
 def BlockReduceMax(dst, src, repeatTimes: int, mask: int, dstRepStride: int = 1, srcBlkStride: int = 1,
                    srcRepStride: int = 8) -> None:
     """Max of each 32 B block, laid out as BlockReduceSum. Cost: vcmax."""
     _block("BlockReduceMax", "vcmax", np.maximum, dst, src, repeatTimes, mask, dstRepStride, srcBlkStride, srcRepStride)
 
 
+@lane_ready
 def Brcb(dst, src, repeatTimes: int, repeatParams: BrcbRepeatParams | None = None) -> None:
     """Brcb(dst, src, repeatTimes, BrcbRepeatParams(dstBlkStride, dstRepStride)): each of 8 src elements per
     repeat fills one 32 B block of dst. Cost: vbrcb."""
@@ -206,4 +222,5 @@ def Brcb(dst, src, repeatTimes: int, repeatParams: BrcbRepeatParams | None = Non
     si = np.arange(rep * 8)
     issue("Brcb", "vbrcb", dst, (src,), 0, repeats=rep,
           spans=((indexed("Brcb", src, si),), (indexed("Brcb", dst, di.ravel()),)))
-    dst._arr[di] = src._arr[:rep * 8].reshape(rep, 8, 1)
+    part = src._arr[..., :rep * 8]
+    dst._arr[..., di] = part.reshape(part.shape[:-1] + (rep, 8, 1))

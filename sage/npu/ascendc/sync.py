@@ -6,6 +6,7 @@ import enum
 
 from sage.npu.errors import KernelRuntimeError, LaunchError
 from sage.npu.sim.core import PIPE_INDEX, S, current_core
+from sage.npu.sim.lanes import lane_ready
 from sage.npu.sim.opcodes import AIC, AIV, CROSS_SET, CROSS_WAIT, KERNEL_TYPES, SYNC, SYNC_ALL
 
 
@@ -60,6 +61,7 @@ def _event_id(core, event_id) -> int:
     return event_id
 
 
+@lane_ready
 def SetFlag(event: HardEvent, event_id: int = 0) -> None:
     """For ``HardEvent.SRC_DST`` and id 0..7: the flag goes up on pipe SRC once all its earlier work is done. Cost: 1 cycle on SRC."""
     core = current_core("SetFlag")
@@ -67,6 +69,7 @@ def SetFlag(event: HardEvent, event_id: int = 0) -> None:
     core.set_flag(src, dst, _event_id(core, event_id), _flag_name("SetFlag", event, event_id))
 
 
+@lane_ready
 def WaitFlag(event: HardEvent, event_id: int = 0) -> None:
     """For ``HardEvent.SRC_DST`` and id: pipe DST waits for the matching SetFlag, then lowers it. Cost: 1 cycle on DST."""
     core = current_core("WaitFlag")
@@ -74,6 +77,7 @@ def WaitFlag(event: HardEvent, event_id: int = 0) -> None:
     core.wait_flag(src, dst, _event_id(core, event_id), _flag_name("WaitFlag", event, event_id))
 
 
+@lane_ready
 def PipeBarrier(pipe: PipeType) -> None:
     """PIPE_X: later work of pipe X waits for its earlier work (the next instruction pays its head);
     PIPE_ALL: every pipe waits for all earlier work of all pipes."""
@@ -83,6 +87,7 @@ def PipeBarrier(pipe: PipeType) -> None:
     core.barrier(None if pipe is PipeType.PIPE_ALL else PIPE_INDEX[pipe.value], f"PipeBarrier({pipe.name})")
 
 
+@lane_ready
 def GetBlockIdx() -> int:
     """Index of this block, 0..block_dim-1; in a MIX_AIC_1_2 launch an AIV's index is 0..2*block_dim-1
     (block * 2 + GetSubBlockIdx()), an AIC's 0..block_dim-1, as in CANN."""
@@ -92,16 +97,19 @@ def GetBlockIdx() -> int:
     return core.block_idx
 
 
+@lane_ready
 def GetBlockNum() -> int:
     """block_dim of the launch (in a mix launch: the number of AIC + 2 AIV groups)."""
     return current_core("GetBlockNum").block_num
 
 
+@lane_ready
 def GetSubBlockIdx() -> int:
     """Which of its group's two AIVs this core is (0 or 1; 0 on an AIC and in non-mix launches)."""
     return current_core("GetSubBlockIdx").sub
 
 
+@lane_ready
 def GetTaskRation() -> int:
     """AIVs per block as this core sees it: 2 on an AIV of a MIX_AIC_1_2 launch, else 1."""
     core = current_core("GetTaskRation")

@@ -8,6 +8,7 @@ from sage.npu import dtypes
 from sage.npu.errors import BoundsError, KernelRuntimeError, QueueError, RaceError
 from sage.npu.sim import core as core_mod
 from sage.npu.sim.core import S, Slot, current_core
+from sage.npu.sim.lanes import LaneValue, lane_ready, lanes
 from sage.npu.sim.opcodes import SCALAR_GM, SCALAR_LOCAL
 from sage.npu.ascendc.host import GmHandle
 
@@ -15,11 +16,14 @@ from sage.npu.ascendc.host import GmHandle
 def _index(i, what: str) -> int:
     if i.__class__ is int:  # the common case first (bool is a subclass, not this class)
         return i
+    if i.__class__ is LaneValue:  # (a lane group: each lane's index checked as it would be alone)
+        return lanes(_index(a, what) for a in i.v)
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
         raise KernelRuntimeError(f"{what}: index must be an int, got {type(i).__name__}")
     return int(i)
 
 
+@lane_ready
 class GlobalTensor:
     """``GlobalTensor<T>``: ``SetGlobalBuffer(gm, offset, size)``; ``gt[i]`` is the view from element i."""
 
@@ -31,6 +35,7 @@ class GlobalTensor:
         self._off = 0
         self._size = 0
 
+    @lane_ready
     def SetGlobalBuffer(self, gm, offset: int = 0, size: int | None = None) -> None:
         """Point at elements [offset, offset + size) of a GM tensor (size defaults to the rest)."""
         if isinstance(gm, GlobalTensor):
@@ -52,6 +57,7 @@ class GlobalTensor:
             raise KernelRuntimeError("GlobalTensor used before SetGlobalBuffer")
         return self._buf
 
+    @lane_ready
     def __getitem__(self, i) -> GlobalTensor:
         i = _index(i, "GlobalTensor[i]")
         if self._buf is None:
@@ -63,9 +69,11 @@ class GlobalTensor:
         return view
 
     @property
+    @lane_ready
     def dtype(self) -> np.dtype:
         return self._require().dtype
 
+    @lane_ready
     def GetSize(self) -> int:
         return self._size
 
@@ -104,6 +112,7 @@ class GlobalTensor:
         self._buf.data[self._off + i] = value
 
 
+@lane_ready
 class LocalTensor:
     """``LocalTensor<T>``: a typed window on a local buffer; ``t[offset]`` is the view from element offset."""
 
@@ -112,7 +121,7 @@ class LocalTensor:
 
     def __init__(self, slot: Slot, off: int, size: int, dtype: np.dtype, gen: int):
         self._slot, self._off, self._size, self._dtype, self._gen = slot, off, size, dtype, gen
-        self._arr = slot.space.data[slot.addr + off:slot.addr + off + size * dtype.itemsize].view(dtype)
+        self._arr = slot.space.data[..., slot.addr + off:slot.addr + off + size * dtype.itemsize].view(dtype)
 
     @classmethod
     def whole(cls, slot: Slot, dtype: np.dtype, gen: int) -> LocalTensor:
@@ -121,7 +130,7 @@ class LocalTensor:
         t._slot, t._off, t._size, t._dtype, t._gen = slot, 0, slot.nbytes // dtype.itemsize, dtype, gen
         arr = slot.views.get(dtype)
         if arr is None:
-            arr = slot.views[dtype] = slot.space.data[slot.addr:slot.addr + t._size * dtype.itemsize].view(dtype)
+            arr = slot.views[dtype] = slot.space.data[..., slot.addr:slot.addr + t._size * dtype.itemsize].view(dtype)
         t._arr = arr
         return t
 
@@ -132,15 +141,18 @@ class LocalTensor:
             raise QueueError(f"{what}: tensor used after FreeTensor (its buffer was freed and may be reused)")
 
     @property
+    @lane_ready
     def addr(self) -> int:
         """Byte address inside its memory (UB, L1, ...)."""
         return self._slot.addr + self._off
 
     @property
+    @lane_ready
     def dtype(self) -> np.dtype:
         return self._dtype
 
     @property
+    @lane_ready
     def position(self) -> str:
         return self._slot.space.name
 
@@ -148,6 +160,7 @@ class LocalTensor:
         return (self._slot, self._off, self._off + count * self._dtype.itemsize)
 
     # -- Ascend C API -----------------------------------------------------------------------
+    @lane_ready
     def __getitem__(self, offset) -> LocalTensor:
         offset = _index(offset, "LocalTensor[offset]")
         if not 0 <= offset <= self._size:
@@ -156,12 +169,14 @@ class LocalTensor:
         view = LocalTensor.__new__(LocalTensor)
         view._slot, view._off, view._size, view._dtype, view._gen = (
             self._slot, self._off + offset * self._dtype.itemsize, self._size - offset, self._dtype, self._gen)
-        view._arr = self._arr[offset:]  # the same bytes as slicing the memory again, in one numpy call
+        view._arr = self._arr[..., offset:]  # the same bytes as slicing the memory again, in one numpy call
         return view
 
+    @lane_ready
     def GetSize(self) -> int:
         return self._size
 
+    @lane_ready
     def ReinterpretCast(self, dtype) -> LocalTensor:
         """The same bytes seen as another element type."""
         dt = dtypes.as_dtype(dtype)
@@ -189,15 +204,25 @@ class LocalTensor:
             core.scalar_read_done()
         return i
 
+    @lane_ready
     def GetValue(self, i: int):
         """A scalar read (slow: a scalar-pipe load; needs V_S / MTE2_S sync after other pipes wrote)."""
         i = self._scalar(i, "GetValue", write=False)
-        return self._arr[i].item()
+        arr = self._arr
+        if arr.ndim == 2:  # a lane group: each lane's own value
+            return lanes(arr[:, i].tolist())
+        return arr[i].item()
 
+    @lane_ready
     def SetValue(self, i: int, value) -> None:
         """A scalar write (slow: a scalar-pipe store; vector use afterwards needs S_V sync)."""
         i = self._scalar(i, "SetValue", write=True)
-        self._arr[i] = value
+        arr = self._arr
+        if arr.ndim == 2:  # each lane's value stored as a lone store would store it
+            for lane, v in enumerate(value.v if value.__class__ is LaneValue else (value,) * arr.shape[0]):
+                arr[lane, i] = v
+            return
+        arr[i] = value
 
     def __repr__(self) -> str:
         return f"LocalTensor({self._dtype.name}[{self._size}] in {self._slot.label})"

@@ -14,6 +14,7 @@ from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc._vecbase import indexed, issue, repeat_form, repeat_index, require
 from sage.npu.ascendc.tensors import LocalTensor
 from sage.npu.ascendc.params import BinaryRepeatParams, UnaryRepeatParams
+from sage.npu.sim.lanes import as_array, lane_ready
 
 _F32 = np.float32
 
@@ -39,7 +40,7 @@ def _binary(name: str, key: str, fn, what: str):
         if repeatTimes is None:
             count = count_or_mask if count_or_mask.__class__ is int else chk.count_arg(count_or_mask, f"{name} count")
             issue(name, key, dst, (src0, src1), count)
-            fn(src0._arr[:count], src1._arr[:count], out=dst._arr[:count])
+            fn(src0._arr[..., :count], src1._arr[..., :count], out=dst._arr[..., :count])
             return
         p = repeatParams or BinaryRepeatParams()
         isz = dt.itemsize
@@ -53,13 +54,13 @@ def _binary(name: str, key: str, fn, what: str):
             # repeats run in order: with dstRepStride 0 each one reads what the previous wrote
             # (Ascend C's own reductions fold a row into one repeat this way)
             for r in range(rep):
-                dst._arr[di[r]] = fn(src0._arr[ai[r]], src1._arr[bi[r]])
+                dst._arr[..., di[r]] = fn(src0._arr[..., ai[r]], src1._arr[..., bi[r]])
             return
-        dst._arr[di] = fn(src0._arr[ai], src1._arr[bi])
+        dst._arr[..., di] = fn(src0._arr[..., ai], src1._arr[..., bi])
     op.__name__ = name
     op.__doc__ = f"dst = {what}; also {name}(dst, src0, src1, mask, repeatTimes, BinaryRepeatParams)."
     op.what, op.cost_key = what, key
-    return op
+    return lane_ready(op)
 
 
 def _unary(name: str, key: str, fn, what: str):
@@ -75,20 +76,20 @@ def _unary(name: str, key: str, fn, what: str):
             count = count_or_mask if count_or_mask.__class__ is int else chk.count_arg(count_or_mask, f"{name} count")
             issue(name, key, dst, (src,), count)
             if into:
-                fn(src._arr[:count], out=dst._arr[:count])
+                fn(src._arr[..., :count], out=dst._arr[..., :count])
             else:
-                dst._arr[:count] = fn(src._arr[:count])
+                dst._arr[..., :count] = fn(src._arr[..., :count])
             return
         p = repeatParams or UnaryRepeatParams()
         mk, rep = repeat_form(name, count_or_mask, repeatTimes, dt.itemsize)
         di = repeat_index(mk, rep, p.dstBlkStride, p.dstRepStride, dt.itemsize)
         si = repeat_index(mk, rep, p.srcBlkStride, p.srcRepStride, dt.itemsize)
         issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (indexed(name, dst, di),)))
-        dst._arr[di] = fn(src._arr[si])
+        dst._arr[..., di] = fn(src._arr[..., si])
     op.__name__ = name
     op.__doc__ = f"dst = {what}; also {name}(dst, src, mask, repeatTimes, UnaryRepeatParams)."
     op.what, op.cost_key = what, key
-    return op
+    return lane_ready(op)
 
 
 def _scalar(name: str, key: str, fn, what: str):
@@ -100,25 +101,26 @@ def _scalar(name: str, key: str, fn, what: str):
                             and src._dtype is dst._dtype) else chk.same_dtype(name, dst, src)
         if dt not in allowed:
             require(name, dt)
-        s = dt.type(scalar)  # the scalar operand has the tensor's type, as on the hardware
         if repeatTimes is None:
+            s = as_array(scalar, dt)  # the scalar operand has the tensor's type, as on the hardware (per lane)
             count = count_or_mask if count_or_mask.__class__ is int else chk.count_arg(count_or_mask, f"{name} count")
             issue(name, key, dst, (src,), count)
             if into:
-                fn(src._arr[:count], s, out=dst._arr[:count])
+                fn(src._arr[..., :count], s, out=dst._arr[..., :count])
             else:
-                dst._arr[:count] = fn(src._arr[:count], s)
+                dst._arr[..., :count] = fn(src._arr[..., :count], s)
             return
+        s = as_array(scalar, dt, 3)  # (each lane's operand is (repeats, elements) here)
         p = repeatParams or UnaryRepeatParams()
         mk, rep = repeat_form(name, count_or_mask, repeatTimes, dt.itemsize)
         di = repeat_index(mk, rep, p.dstBlkStride, p.dstRepStride, dt.itemsize)
         si = repeat_index(mk, rep, p.srcBlkStride, p.srcRepStride, dt.itemsize)
         issue(name, key, dst, (src,), 0, repeats=rep, spans=((indexed(name, src, si),), (indexed(name, dst, di),)))
-        dst._arr[di] = fn(src._arr[si], s)
+        dst._arr[..., di] = fn(src._arr[..., si], s)
     op.__name__ = name
     op.__doc__ = f"dst = {what} (scalar rounded to the dtype); also {name}(dst, src, scalar, mask, repeatTimes, UnaryRepeatParams)."
     op.what, op.cost_key = what, key
-    return op
+    return lane_ready(op)
 
 
 Add = _binary("Add", "vadd", np.add, "src0 + src1")
@@ -146,6 +148,7 @@ Mins = _scalar("Mins", "vmins", np.minimum, "min(src, scalar)")
 LeakyRelu = _scalar("LeakyRelu", "vmuls", lambda x, a: np.where(x >= 0, x, x * a), "src if src >= 0 else src * scalar")
 
 
+@lane_ready
 def Duplicate(dst, scalar, count_or_mask, repeatTimes=None, dstBlockStride=1, dstRepeatStride=8) -> None:
     """Duplicate(dst, scalar, count): dst[:count] = scalar. Cost: vector_dup."""
     dst = chk.local(dst, "Duplicate dst", "UB")
@@ -154,14 +157,15 @@ def Duplicate(dst, scalar, count_or_mask, repeatTimes=None, dstBlockStride=1, ds
     if repeatTimes is None:
         count = chk.count_arg(count_or_mask, "Duplicate count")
         issue("Duplicate", "vector_dup", dst, (), count)
-        dst._arr[:count] = dt.type(scalar)
+        dst._arr[..., :count] = as_array(scalar, dt)
         return
     mk, rep = repeat_form("Duplicate", count_or_mask, repeatTimes, dt.itemsize)
     di = repeat_index(mk, rep, dstBlockStride, dstRepeatStride, dt.itemsize)
     issue("Duplicate", "vector_dup", dst, (), 0, repeats=rep, spans=((), (indexed("Duplicate", dst, di),)))
-    dst._arr[di] = dt.type(scalar)
+    dst._arr[..., di] = as_array(scalar, dt, 3)
 
 
+@lane_ready
 def Axpy(dst, src, scalar, count: int) -> None:
     """Axpy(dst, src, scalar, count): dst = dst + src * scalar (src fp16 with dst fp32 allowed). Cost: vaxpy."""
     if not (dst.__class__ is LocalTensor and src.__class__ is LocalTensor and dst._slot.alloc_gen == dst._gen
@@ -176,8 +180,8 @@ def Axpy(dst, src, scalar, count: int) -> None:
     issue("Axpy", "vaxpy", dst, (src,), count, itemsize=dst._dtype.itemsize)
     dt = dst._dtype
     # src widened exactly to dst's type inside the multiply, then dst += the product, element by element
-    prod = np.multiply(src._arr[:count], dt.type(scalar), dtype=dt)
-    d = dst._arr[:count]
+    prod = np.multiply(src._arr[..., :count], as_array(scalar, dt), dtype=dt)
+    d = dst._arr[..., :count]
     np.add(d, prod, out=d)
 
 

@@ -126,17 +126,20 @@ class GmHazards:
 
     def access(self, buf: int, label: str, acc: Access) -> None:
         """Check `acc` against what other actors did to `buf`, then record it."""
-        pages = self.pages.setdefault(buf, {})
-        first, last = acc.lo // PAGE, (acc.hi - 1) // PAGE
+        pages = self.pages.get(buf)
+        if pages is None:
+            pages = self.pages[buf] = {}
+        first, last = acc.lo // PAGE, (acc.lo + (acc.count - 1) * acc.pitch + acc.length - 1) // PAGE
         span = range(first, last + 1) if last - first < _MAX_PAGES else (first, last)
         seen: set[int] = set()
-        for p in span:
-            entry = pages.get(p)
+        write = acc.write
+        entries = [pages.get(p) for p in span]
+        for entry in entries:
             if entry is not None:
                 reads, writes = entry
                 if writes:  # (an input's pages hold reads only: most checks have nothing to look at)
                     self._check(acc, writes, seen, label)
-                if acc.write and reads:
+                if write and reads:
                     self._check(acc, reads, seen, label)
         wide = self.wide.get(buf)
         if wide:
@@ -145,11 +148,16 @@ class GmHazards:
         if last - first >= _MAX_PAGES:
             _trail(self.wide.setdefault(buf, {}), actor).add(acc)
             return
-        for p in span:
-            entry = pages.get(p)
+        side = 1 if write else 0
+        for p, entry in zip(span, entries):
             if entry is None:
                 entry = pages[p] = ({}, {})
-            _trail(entry[1 if acc.write else 0], actor).add(acc)
+            trails = entry[side]
+            trail = trails.get(actor)
+            if trail is None:
+                trail = trails[actor] = Trail()
+            trail.seqs.append(acc.seq)
+            trail.accesses.append(acc)
 
     def _check(self, acc: Access, trails: Trails, seen: set[int], label: str) -> None:
         for (stream, pipe), trail in trails.items():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+from bisect import bisect_right
 
 import numpy as np
 
@@ -16,10 +17,14 @@ from sage.npu.hardware import HardwareSpec
 from sage.npu.sim.opcodes import AIC, vector_keys
 from sage.npu.sim.runtrace import RunTrace
 from sage.npu.sim import core as core_mod
+from sage.npu.sim.lanes import Divergence, LockstepAbort, NotLaneable, groups
 from sage.npu.sim.streams import LaunchRun
 
 GM_ALIGN = 512  # allocations start on a 512 B GM line, as device allocators do
 BLOCK_DIM_MAX = 65535  # CANN: blockDim is a logical count in [1, 65535] (atlas_ascendc_10_0014, kernel launch)
+# A launch whose lane groups diverge is split and run again; after this many splits it runs block by
+# block (each split reruns the launch, so a kernel whose blocks keep diverging must not pay for each)
+MAX_LANE_SPLITS = 4
 
 
 class GmBuffer:
@@ -44,8 +49,11 @@ def gm_addresses(sizes: list[int]) -> list[int]:
 
 
 class Session:
-    def __init__(self, spec: HardwareSpec, *, kernel_file: str = "kernel.py", instruction_budget: int = 20_000_000):
+    def __init__(self, spec: HardwareSpec, *, kernel_file: str = "kernel.py", instruction_budget: int = 20_000_000,
+                 lockstep: bool = True):
         self.spec = spec
+        self.lockstep = lockstep  # run blocks with one control flow as lane groups (sage.npu.sim.lanes)
+        self.lane_io: list[tuple] = []  # the GM bytes lane groups touched in this try: (buffer, lo, hi, write)
         self.kernel_file = kernel_file
         self.repeat_bytes = spec.vector.repeat_bytes
         self.vec_index = {k: i for i, k in enumerate(vector_keys(spec))}
@@ -79,13 +87,67 @@ class Session:
                               f"{self.spec.chip.aic_cores} AIC cores run in waves)")
         self.phase += 1
         try:
-            self.trace.launches.append(LaunchRun(self, fn, name, block_dim, args, kwargs, on_block_end).run())
+            self.trace.launches.append(self._run_launch(fn, name, block_dim, args, kwargs, on_block_end))
         finally:
             self.phase += 1
+
+    def _run_launch(self, fn, name: str, block_dim: int, args: tuple, kwargs: dict, on_block_end):
+        """Run a launch in lane groups where it can be (all blocks in one group first; a group
+        that diverges is split by the value its lanes disagreed on), else block by block.
+
+        A try that fails is made again (every lane group runs before any lone block, so only lane
+        groups have run) when what it wrote to GM cannot change what the next try computes: no
+        byte it wrote is one it read. Each block then reads what it read at the launch's start
+        and writes again what it wrote, the same values. Otherwise (a kernel that updates GM in
+        place) LockstepAbort starts the whole run again block by block (execute.run_functional):
+        GM is no longer what it was when the launch started, and copying it before every launch
+        would cost more than the lanes save."""
+        partition = [tuple(range(block_dim))] if self.lockstep and block_dim > 1 else None
+        splits = 0
+        while True:
+            count = self.instructions
+            self.lane_io = []
+            try:
+                return LaunchRun(self, fn, name, block_dim, args, kwargs, on_block_end, partition).run()
+            except (Divergence, NotLaneable, Exception) as failed:
+                if partition is None:
+                    raise
+                if not self._retry_reads_launch_start():
+                    raise LockstepAbort() from None
+                self.instructions = count
+                splits += 1
+                if isinstance(failed, Divergence) and failed.group is not None and splits <= MAX_LANE_SPLITS:
+                    partition = [g for g in partition if g != failed.group] + groups(failed.values, failed.group)
+                    if all(len(g) == 1 for g in partition):
+                        partition = None
+                else:  # not lane-ready, an error (it comes again, as it comes block by block), or too many splits
+                    partition = None
+
+    def _retry_reads_launch_start(self) -> bool:
+        """No GM byte the lane groups wrote in this try is one they read (byte ranges taken whole,
+        bursts and gaps alike: a conservative test)."""
+        merged: dict[int, tuple[list[int], list[int]]] = {}  # buffer -> its written ranges, disjoint, in order
+        for b, lo, hi in sorted((b, lo, hi) for b, lo, hi, w in self.lane_io if w):
+            starts, ends = merged.setdefault(b, ([], []))
+            if ends and lo <= ends[-1]:
+                ends[-1] = max(ends[-1], hi)
+            else:
+                starts.append(lo)
+                ends.append(hi)
+        for b, lo, hi, w in self.lane_io:
+            if w or b not in merged:
+                continue
+            starts, ends = merged[b]
+            k = bisect_right(starts, lo) - 1
+            if (k >= 0 and ends[k] > lo) or (k + 1 < len(starts) and starts[k + 1] < hi):
+                return False
+        return True
 
     def print_order(self) -> tuple:
         """Where text printed now belongs: host code between launches, or a block of a launch."""
         core = core_mod._current
         if core is None:
             return (self.phase, -1, 0, 0)
+        if core.lanes is not None:  # text printed once for a group would stand for each of its blocks
+            raise NotLaneable("print in a lane group")
         return (self.phase, core.block_idx, core.core_type != AIC, core.sub)

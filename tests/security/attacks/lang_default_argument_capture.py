@@ -15,6 +15,8 @@ KEEP.later = []
 
 @kernel
 def k(x, z):
+    if GetBlockIdx() == 0:           # a branch on the block index: the two blocks run one by one (run as
+        pass                         # one lane group both would take the else branch, as on the chip)
     pipe = TPipe()
     b = TBuf(TPosition.VECCALC)
     pipe.InitBuffer(b, 1024)

@@ -11,6 +11,8 @@ class Box:
 
 @kernel
 def k(x, z, box):
+    if GetBlockIdx() == 0:           # a branch on the block index: the two blocks run one by one (run as
+        pass                         # one lane group both would append, as each would on the chip)
     pipe = TPipe()
     b = TBuf(TPosition.VECCALC)
     pipe.InitBuffer(b, 1024)

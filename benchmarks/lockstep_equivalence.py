@@ -1,0 +1,253 @@
+"""Lane groups against block-by-block runs: the same outputs, records and errors, and the CPU of each.
+
+Every kernel here runs twice in-process (no sandbox), once with every block alone
+(`run_functional(..., lockstep=False)`, the simulator before lane groups) and once as it
+runs by default (lane groups, sage/npu/sim/lanes.py). Per run it compares the outputs bit
+for bit (dtype, shape, NaN where NaN), every instruction record of every block of every
+launch, and the error (type and message), and times both. The kernels are the examples in
+examples/kernels/ on their tasks' cases, and for every suite task on its first `--cases`
+cases either the offline agent's first kernel (`--source agent`, the default: what the
+bench evaluates first) or the library's ready kernel file (`--source library`, the tasks
+that have one, `sage.bench.reference.kernel_files`).
+
+    .venv/bin/python benchmarks/lockstep_equivalence.py [--cases 1] [--level N] [--source agent] [--json]
+
+The agent's kernels take a while to make (it times its candidates); they are kept in
+`--kernels DIR` (default runs/lockstep_kernels, one file per task and case count) and
+reused by later runs.
+
+It also counts how the launches of the lane runs ran: in lane groups (the last try of the
+launch had some), or block by block, and why (the DSL call not written for lanes, a split
+limit, or an error that the block-by-block run then reports).
+
+A run that differs is run block by block once more: when that run differs from the first
+block-by-block run too (the blocks' random order changes the result, as atomic
+accumulation from several blocks does), it is listed as order-dependent, not as a
+difference of the lanes.
+
+Exit status 1 when any run differs. --json prints {"runs", "differ", "cpu_s_blocks",
+"cpu_s_lanes", "launches", "in_lanes", "kinds", "order_dependent", "fallbacks": {reason:
+count}, "differences": [...]}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sage.npu.execute import FunctionalRun, run_functional
+from sage.npu.hardware import load_preset
+from sage.npu.sim import lanes, streams
+from sage.npu.sim.session import Session
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "kernels"
+
+
+def difference(a: FunctionalRun, b: FunctionalRun) -> str | None:
+    """What differs between two runs of one kernel on one input, or None."""
+    if (a.error is None) != (b.error is None):
+        return f"error only {'block by block' if a.error else 'in lanes'}: {(a.error or b.error).message}"
+    if a.error is not None:
+        if (a.error.type, a.error.message) != (b.error.type, b.error.message):
+            return f"errors differ: {a.error.type}: {a.error.message} / {b.error.type}: {b.error.message}"
+        return None
+    for i, (x, y) in enumerate(zip(a.outputs, b.outputs)):
+        if x.dtype != y.dtype or x.shape != y.shape or not np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"):
+            return f"output {i} differs"
+    la, lb = a.trace.launches, b.trace.launches
+    if len(la) != len(lb):
+        return f"{len(la)} launches against {len(lb)}"
+    for n, (p, q) in enumerate(zip(la, lb)):
+        if [(t.block, t.sub, t.core_type, t.records) for t in p.blocks] != \
+                [(t.block, t.sub, t.core_type, t.records) for t in q.blocks]:
+            return f"launch {n} ({p.name}): records differ"
+    return None
+
+
+def example_runs() -> list[tuple[str, str, list, dict]]:
+    from sage.bench.tasks import kernel_args
+
+    pairs = {"add.py": "add_task.py", "softmax.py": "softmax_task.py", "layernorm.py": "layernorm_task.py",
+             "matmul.py": "matmul_task.py", "matmul_vector.py": "matmul_task.py",
+             "matmul_bias_gelu_mix.py": "matmul_bias_gelu_task.py"}
+    runs = []
+    for kernel, task_file in pairs.items():
+        spec = importlib.util.spec_from_file_location(f"lockstep_task_{Path(task_file).stem}", EXAMPLES / task_file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        source = (EXAMPLES / kernel).read_text()
+        for i, case in enumerate(module.get_input_groups()):
+            runs.append((f"examples/{kernel} case {i}", source, kernel_args(case), {}))
+    return runs
+
+
+def agent_kernel(task, cases: int) -> str | None:
+    """The offline agent's first kernel for `task` (None where it makes none)."""
+    from sage.agent.compiler.build import Unsupported
+    from sage.agent.offline.agent import CompilerAgent
+    from sage.kernels import target_for
+
+    try:
+        return CompilerAgent(task, target_for("ascend910b2"), "ascend910b2", evaluated=cases).first([], [])[0]
+    except Unsupported:
+        return None
+
+
+def suite_runs(cases: int, level: int | None, source_of: str, keep: Path) -> list[tuple[str, str, list, dict]]:
+    from sage.bench.evaluate import select_cases
+    from sage.bench.reference.kernel_files import library_kernel_file
+    from sage.bench.tasks import kernel_args, load_task, parameter_kwargs, suite_files, level_of
+
+    runs = []
+    for path in suite_files():
+        if level is not None and level_of(path) != level:
+            continue
+        task = load_task(path)
+        print(f"\rkernels: {task.key[:60]:60}", end="", file=sys.stderr, flush=True)
+        kept = keep / f"{source_of}_{cases}_{task.key.replace('/', '__')}.py"
+        if kept.exists():
+            source = kept.read_text() or None
+        else:
+            source = library_kernel_file(task) if source_of == "library" else agent_kernel(task, cases)
+            keep.mkdir(parents=True, exist_ok=True)
+            kept.write_text(source or "")  # (empty: no kernel for this task)
+        if source is None:
+            continue
+        model, selected = select_cases(task, cases)
+        kwargs = parameter_kwargs(model)
+        runs += [(f"{task.key} case {i}", source, kernel_args(case), kwargs) for i, case in selected]
+    return runs
+
+
+class LaunchLog:
+    """How each launch of the lane runs ran: the partition of each of its tries (a run redone
+    block by block after a lane group failed late counts as its redo), the calls that refused lanes."""
+
+    def __init__(self) -> None:
+        self.launches: list[list] = []
+        self.refused: list[str] = []
+        self.active = False
+        run_launch, launch_init = Session._run_launch, streams.LaunchRun.__init__
+        refuse_init, abort_init = lanes.NotLaneable.__init__, lanes.LockstepAbort.__init__
+        log = self
+
+        def each_launch(session, *args, **kwargs):
+            if log.active:
+                log.launches.append([])
+            return run_launch(session, *args, **kwargs)
+
+        def each_try(run, *args, **kwargs):
+            launch_init(run, *args, **kwargs)
+            if log.active and log.launches:
+                log.launches[-1].append((run.block_dim, run.partition))
+
+        def refuse(exc, *args):
+            refuse_init(exc, *args)
+            if log.active:
+                log.refused.append(str(args[0]) if args else "?")
+
+        def abort(exc, *args):
+            abort_init(exc, *args)
+            if log.active:
+                log.launches = []
+                log.refused.append("a lane group failed after writing GM: the run was redone block by block")
+        Session._run_launch, streams.LaunchRun.__init__ = each_launch, each_try
+        lanes.NotLaneable.__init__, lanes.LockstepAbort.__init__ = refuse, abort
+
+    def start(self, active: bool) -> None:
+        self.active, self.launches, self.refused = active, [], []
+
+    def in_lanes(self) -> int:
+        return sum(1 for tries in self.launches if tries and tries[-1][1] is not None)
+
+    def kinds(self) -> dict[str, int]:
+        """Launches by how they ended: one block, in lane groups, split into lone blocks, or refused."""
+        out: dict[str, int] = {}
+        for tries in self.launches:
+            if not tries:
+                continue
+            dim, last = tries[-1]
+            kind = ("one block" if dim == 1 else "lane groups" if last is not None else
+                    "split into lone blocks" if len(tries) > 1 and tries[-2][1] is not None and
+                    not self.refused else "block by block (refused or failed)")
+            out[kind] = out.get(kind, 0) + 1
+        return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=1, help="cases per suite task (default 1)")
+    parser.add_argument("--source", choices=("agent", "library"), default="agent",
+                        help="the suite's kernels: the offline agent's first (default) or the library's")
+    parser.add_argument("--level", type=int, default=None, help="only this suite level")
+    parser.add_argument("--no-suite", action="store_true", help="the examples only")
+    parser.add_argument("--kernels", type=Path, default=ROOT / "runs" / "lockstep_kernels",
+                        help="where the suite's kernels are kept between runs")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    spec = load_preset("ascend910b2")
+    runs = example_runs() + ([] if args.no_suite else suite_runs(args.cases, args.level, args.source, args.kernels))
+    cpu = {False: 0.0, True: 0.0}
+    differences = []
+    log = LaunchLog()
+    launches = in_lanes = 0
+    fallbacks: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+    order_dependent: list[str] = []
+    for n, (label, source, inputs, kwargs) in enumerate(runs, 1):
+        done = {}
+        for lockstep in (False, True):
+            log.start(lockstep)
+            start = time.process_time()
+            done[lockstep] = run_functional(source, inputs, kwargs, spec=spec, filename="kernel.py", lockstep=lockstep)
+            cpu[lockstep] += time.process_time() - start
+        log.active = False
+        launches += len(log.launches)
+        in_lanes += log.in_lanes()
+        for kind, count in log.kinds().items():
+            kinds[kind] = kinds.get(kind, 0) + count
+        for reason in set(log.refused):
+            fallbacks[reason] = fallbacks.get(reason, 0) + 1
+        diff = difference(done[False], done[True])
+        if diff is not None and difference(done[False], run_functional(
+                source, inputs, kwargs, spec=spec, filename="kernel.py", lockstep=False)) is not None:
+            # two block-by-block runs differ too: the blocks' random order changes the result
+            # (atomic accumulation in another order rounds otherwise), which no lane run can match
+            order_dependent.append(label)
+        elif diff is not None:
+            differences.append({"run": label, "difference": diff})
+        if not args.json:
+            print(f"\r[{n}/{len(runs)}] {label[:60]:60}", end="", file=sys.stderr, flush=True)
+    if not args.json:
+        print(file=sys.stderr)
+    summary = {"runs": len(runs), "differ": len(differences), "cpu_s_blocks": round(cpu[False], 2),
+               "cpu_s_lanes": round(cpu[True], 2), "launches": launches, "in_lanes": in_lanes, "kinds": kinds,
+               "order_dependent": order_dependent,
+               "fallbacks": dict(sorted(fallbacks.items(), key=lambda kv: -kv[1])), "differences": differences}
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    else:
+        print(f"{len(runs)} runs, {len(differences)} differ; functional CPU block by block {cpu[False]:.1f} s, "
+              f"in lane groups {cpu[True]:.1f} s ({cpu[False] / max(cpu[True], 1e-9):.2f}x)")
+        print(f"launches: {launches}, {in_lanes} with lane groups; by how they ran: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])))
+        print("runs with a call not written for lanes, or a late failure:")
+        for reason, count in summary["fallbacks"].items():
+            print(f"  {count:4} {reason}")
+        if order_dependent:
+            print(f"{len(order_dependent)} runs whose output changes from one block-by-block run to the next "
+                  f"(random block order): {', '.join(order_dependent)}")
+        for d in differences:
+            print(f"  {d['run']}: {d['difference']}")
+    return 1 if differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,249 @@
+"""Lockstep lanes: the blocks of a launch that run the same kernel code, run once for all of them.
+
+Most launches run one instruction stream per block, and most blocks of a launch follow the
+same control flow on different data (48 blocks of a row softmax have 2 distinct streams).
+Running the kernel's Python once per block then costs 48 times the interpretation for the
+same instruction records. A *lane group* runs the kernel's Python once for several blocks:
+the core holds every lane's local memory as one row of a 2-D array, each vector
+instruction is one numpy call over all lanes, each record is made (and race-checked) once
+and copied per lane at the end, and what differs per lane (the block index, GM offsets,
+scalars read from data) is a `LaneValue`.
+
+Exactness rests on one rule: **a LaneValue never turns into one Python value**. The moment
+kernel code or a DSL check needs one (``if``, ``range``, ``int()``, an index, ``repr``, a
+dict key, ``isinstance``) and the lanes disagree, the coercion raises `Divergence` with
+every lane's value; the launch is then rolled back and run again with the group split by
+that value. Where the lanes agree a value is a plain Python value, so the code of each lane
+takes the very path it takes alone. Only DSL calls written for lanes (`lane_ready`) may run
+in a lane group; any other raises `NotLaneable`, and so does any error: the launch then
+runs block by block exactly as before, and the error a kernel sees is the per-block one.
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+from typing import Any, Callable
+
+import numpy as np
+
+
+class Divergence(BaseException):
+    """The lanes of a group disagree on a value the code needs as one Python value.
+
+    A BaseException: DSL code that catches errors to reword them must not swallow it
+    (kernels have no try/except at all)."""
+
+    def __init__(self, values: tuple):
+        super().__init__("lanes diverge")
+        self.values = values
+        self.group: tuple[int, ...] | None = None  # the group's blocks, set where its stream is resumed
+
+
+class NotLaneable(BaseException):
+    """A DSL call or state a lane group cannot run: the launch runs block by block instead."""
+
+
+class LockstepAbort(BaseException):
+    """A lane group failed after it wrote GM: the whole run starts again, every block alone."""
+
+
+_F64 = struct.Struct("<d")
+LANE_READY: set = set()
+_group: Any = None  # the lane group running now (its core), set by LaunchRun around each resume
+
+
+def enter(group: Any) -> None:
+    """Lane group `group` runs from now on (None: no group runs)."""
+    global _group
+    _group = group
+
+
+def _foreign(x: LaneValue) -> None:
+    # A value kept from another group (or taken out to the host in a Python object) would be
+    # combined lane by lane with lanes it does not belong to: the run starts again block by block.
+    raise NotLaneable("a value of another lane group")  # DSL functions, methods, property getters and classes written for lanes
+
+
+def lane_ready(obj: Any) -> Any:
+    """Mark a DSL function, method, property getter or class as correct for a lane group."""
+    LANE_READY.add(obj)
+    return obj
+
+
+def _key(x: Any) -> tuple:
+    """What two lanes must share to count as one value: its type and, for a float, its bits
+    (-0.0 is not 0.0, and NaNs of one bit pattern are one value, so a split on them ends)."""
+    if x.__class__ is float:
+        return (float, _F64.pack(x))
+    return (x.__class__, x)
+
+
+def _uniform(v: tuple) -> bool:
+    v0 = v[0]
+    cls = v0.__class__
+    for x in v:
+        if x.__class__ is not cls or not x == v0:
+            break
+    else:
+        if cls is not float or v0 != 0.0:
+            return True
+    k = _key(v0)
+    return all(_key(x) == k for x in v)
+
+
+def lanes(values) -> Any:
+    """One Python value if every lane holds the same, else a LaneValue of the running group."""
+    v = tuple(values)
+    return v[0] if _uniform(v) else LaneValue(v, _group)
+
+
+def per_lane(x: Any, n: int) -> tuple:
+    """`x` as one value per lane (a plain value repeats)."""
+    if x.__class__ is LaneValue:
+        if x.g is not _group or len(x.v) != n:
+            _foreign(x)
+        return x.v
+    return (x,) * n
+
+
+def groups(values: tuple, members: tuple) -> list[tuple]:
+    """`members` (block indices, one per lane) split by their lanes' values, in lane order."""
+    out: dict = {}
+    for m, x in zip(members, values):
+        out.setdefault(_key(x), []).append(m)
+    return [tuple(g) for g in out.values()]
+
+
+def as_array(x: Any, dtype: np.dtype, ndim: int = 2) -> Any:
+    """A scalar operand of a vector instruction: `dtype.type(x)`, or per lane an array of shape
+    (lanes, 1, ...) that broadcasts over each lane's `ndim`-dimensional operand (lanes first),
+    each value rounded to the dtype alone."""
+    if x.__class__ is LaneValue:
+        if x.g is not _group:
+            _foreign(x)
+        return np.array([dtype.type(a) for a in x.v], dtype=dtype).reshape((len(x.v),) + (1,) * (ndim - 1))
+    return dtype.type(x)
+
+
+def plain_only(arr: np.ndarray, what: str) -> None:
+    """`what` is not written for lane groups: refuse it on a lane group's memory (2-D)."""
+    if arr.ndim != 1:
+        raise NotLaneable(what)
+
+
+class LaneValue:
+    """A Python value that differs between the lanes of a group: arithmetic works lane by
+    lane, turning it into one value diverges (see the module docstring)."""
+
+    __slots__ = ("v", "g")
+
+    def __init__(self, v: tuple, group: Any):
+        self.v, self.g = v, group  # (g: the group it belongs to: its lanes are that group's lanes)
+
+    def _diverge(self, *args):
+        if self.g is not _group:
+            _foreign(self)
+        raise Divergence(self.v)
+
+    __bool__ = __index__ = __int__ = __float__ = __complex__ = __hash__ = _diverge
+    __repr__ = __str__ = __format__ = __len__ = __iter__ = __trunc__ = __floor__ = __ceil__ = _diverge
+
+    def __round__(self, ndigits=None):
+        if self.g is not _group:
+            _foreign(self)
+        return lanes(round(a, ndigits) for a in self.v)
+
+    def __reduce__(self):
+        raise TypeError("a LaneValue cannot be pickled")
+
+
+def _binary(fn: Callable) -> tuple[Callable, Callable]:
+    def op(self, other):
+        if self.g is not _group:
+            _foreign(self)
+        if other.__class__ is LaneValue:
+            if other.g is not _group:
+                _foreign(other)
+            return lanes(fn(a, b) for a, b in zip(self.v, other.v))
+        return lanes(fn(a, other) for a in self.v)
+
+    def rop(self, other):
+        if self.g is not _group:
+            _foreign(self)
+        return lanes(fn(other, a) for a in self.v)
+    return op, rop
+
+
+for _name, _fn in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                   ("truediv", operator.truediv), ("floordiv", operator.floordiv), ("mod", operator.mod),
+                   ("pow", operator.pow), ("lshift", operator.lshift), ("rshift", operator.rshift),
+                   ("and", operator.and_), ("or", operator.or_), ("xor", operator.xor), ("divmod", divmod)):
+    _op, _rop = _binary(_fn)
+    setattr(LaneValue, f"__{_name}__", _op)
+    setattr(LaneValue, f"__r{_name}__", _rop)
+for _name, _fn in (("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge),
+                   ("eq", operator.eq), ("ne", operator.ne)):
+    setattr(LaneValue, f"__{_name}__", _binary(_fn)[0])
+for _name, _fn in (("neg", operator.neg), ("pos", operator.pos), ("abs", abs), ("invert", operator.invert)):
+    setattr(LaneValue, f"__{_name}__", (lambda f: lambda self: lanes(f(a) for a in self.v) if self.g is _group
+                                        else _foreign(self))(_fn))
+del _name, _fn, _op, _rop
+
+
+def lane_isinstance(obj: Any, classinfo: Any) -> bool:
+    """The kernel's isinstance: a LaneValue is asked as the value of each lane would be, which
+    only one Python value can answer."""
+    if obj.__class__ is LaneValue:
+        if obj.g is not _group:
+            _foreign(obj)
+        answers = tuple(isinstance(a, classinfo) for a in obj.v)
+        if not _uniform(answers):
+            raise Divergence(answers)
+        return answers[0]
+    return isinstance(obj, classinfo)
+
+
+class _RangeType(type):
+    def __instancecheck__(cls, obj: Any) -> bool:  # isinstance(r, range) as with the builtin
+        return isinstance(obj, range)
+
+
+class lane_range(metaclass=_RangeType):  # noqa: N801 - it stands for the builtin `range` in kernels
+    """The kernel's `range`: the builtin, except that bounds that differ per lane give one
+    iteration per lane value (`for t in range(t0, t1)` with t0 = block * tiles) as long as every
+    lane runs the loop equally often; where the counts differ the lanes diverge on them."""
+
+    def __new__(cls, *args):
+        for a in args:
+            if a.__class__ is LaneValue:
+                break
+        else:
+            return range(*args)
+        n = next(len(a.v) for a in args if a.__class__ is LaneValue)
+        per = [range(*lane) for lane in zip(*(per_lane(a, n) for a in args))]  # (each lane's own checks)
+        counts = tuple(len(r) for r in per)
+        if not _uniform(counts):
+            raise Divergence(counts)
+        return _LaneRange(per, counts[0])
+
+
+class _LaneRange:
+    """range(...) over the lanes of a group: the i-th value of each lane's range, counts equal."""
+
+    __slots__ = ("per", "n")
+
+    def __init__(self, per: list[range], n: int):
+        self.per, self.n = per, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        for i in range(self.n):
+            yield lanes(r[i] for r in self.per)
+
+    def __reversed__(self):
+        for i in reversed(range(self.n)):
+            yield lanes(r[i] for r in self.per)
+
