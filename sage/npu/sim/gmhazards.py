@@ -123,9 +123,25 @@ class GmHazards:
     def __init__(self) -> None:
         self.pages: dict[int, dict[int, tuple[Trails, Trails]]] = {}   # buf -> page -> (reads, writes) by actor
         self.wide: dict[int, Trails] = {}
+        # Reads of an allocation nothing has written yet in this launch (most of them: the inputs)
+        # cannot race with anything so far; they are kept in arrival order and indexed only when
+        # the first write to that allocation comes, which is then checked against them.
+        self.unwritten_reads: dict[int, list[Access]] = {}
+        self.written: set[int] = set()
 
     def access(self, buf: int, label: str, acc: Access) -> None:
         """Check `acc` against what other actors did to `buf`, then record it."""
+        if buf not in self.written:
+            if not acc.write:
+                reads = self.unwritten_reads.get(buf)
+                if reads is None:
+                    self.unwritten_reads[buf] = [acc]
+                else:
+                    reads.append(acc)
+                return
+            self.written.add(buf)
+            for read in self.unwritten_reads.pop(buf, ()):  # (each actor's in program order, as they came)
+                self._index(buf, read)
         pages = self.pages.get(buf)
         if pages is None:
             pages = self.pages[buf] = {}
@@ -144,11 +160,23 @@ class GmHazards:
         wide = self.wide.get(buf)
         if wide:
             self._check(acc, wide, seen, label)
+        self._record(buf, acc, pages, span, entries, last - first >= _MAX_PAGES)
+
+    def _index(self, buf: int, acc: Access) -> None:
+        """Record `acc` with no checks (a read that came while nothing was written)."""
+        pages = self.pages.get(buf)
+        if pages is None:
+            pages = self.pages[buf] = {}
+        first, last = acc.lo // PAGE, (acc.lo + (acc.count - 1) * acc.pitch + acc.length - 1) // PAGE
+        span = range(first, last + 1) if last - first < _MAX_PAGES else (first, last)
+        self._record(buf, acc, pages, span, [pages.get(p) for p in span], last - first >= _MAX_PAGES)
+
+    def _record(self, buf: int, acc: Access, pages: dict, span, entries: list, wide: bool) -> None:
         actor = (acc.stream, acc.pipe)
-        if last - first >= _MAX_PAGES:
+        if wide:
             _trail(self.wide.setdefault(buf, {}), actor).add(acc)
             return
-        side = 1 if write else 0
+        side = 1 if acc.write else 0
         for p, entry in zip(span, entries):
             if entry is None:
                 entry = pages[p] = ({}, {})
