@@ -127,11 +127,13 @@ def suite_runs(cases: int, level: int | None, source_of: str, keep: Path) -> lis
 
 
 class LaunchLog:
-    """How each launch of the lane runs ran: the partition of each of its tries (a run redone
-    block by block after a lane group failed late counts as its redo), the calls that refused lanes."""
+    """How each launch of the lane runs ran: the (block_dim, partition) of each of its tries and
+    the DSL calls that refused lanes in it. A run redone block by block after a lane group failed
+    late counts as its redo."""
 
     def __init__(self) -> None:
         self.launches: list[list] = []
+        self.reasons: list[set[str]] = []
         self.refused: list[str] = []
         self.active = False
         run_launch, launch_init = Session._run_launch, streams.LaunchRun.__init__
@@ -141,6 +143,7 @@ class LaunchLog:
         def each_launch(session, *args, **kwargs):
             if log.active:
                 log.launches.append([])
+                log.reasons.append(set())
             return run_launch(session, *args, **kwargs)
 
         def each_try(run, *args, **kwargs):
@@ -152,31 +155,34 @@ class LaunchLog:
             refuse_init(exc, *args)
             if log.active:
                 log.refused.append(str(args[0]) if args else "?")
+                if log.reasons:
+                    log.reasons[-1].add("refused")
 
         def abort(exc, *args):
             abort_init(exc, *args)
             if log.active:
-                log.launches = []
-                log.refused.append("a lane group failed after writing GM: the run was redone block by block")
+                log.launches, log.reasons = [], []
+                log.refused.append("a lane group failed after writing GM it had read: the run was redone")
         Session._run_launch, streams.LaunchRun.__init__ = each_launch, each_try
         lanes.NotLaneable.__init__, lanes.LockstepAbort.__init__ = refuse, abort
 
     def start(self, active: bool) -> None:
-        self.active, self.launches, self.refused = active, [], []
+        self.active, self.launches, self.reasons, self.refused = active, [], [], []
 
     def in_lanes(self) -> int:
         return sum(1 for tries in self.launches if tries and tries[-1][1] is not None)
 
     def kinds(self) -> dict[str, int]:
-        """Launches by how they ended: one block, in lane groups, split into lone blocks, or refused."""
+        """Launches by how they ended: one block, in lane groups, split into lone blocks (the
+        lanes diverged on the block index), or block by block for a refused call or an error."""
         out: dict[str, int] = {}
-        for tries in self.launches:
+        for tries, reasons in zip(self.launches, self.reasons):
             if not tries:
                 continue
             dim, last = tries[-1]
             kind = ("one block" if dim == 1 else "lane groups" if last is not None else
-                    "split into lone blocks" if len(tries) > 1 and tries[-2][1] is not None and
-                    not self.refused else "block by block (refused or failed)")
+                    "refused or failed" if reasons or len(tries) == 1 or tries[-2][1] is None else
+                    "split into lone blocks")
             out[kind] = out.get(kind, 0) + 1
         return out
 
@@ -234,16 +240,20 @@ def main() -> int:
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
-        print(f"{len(runs)} runs, {len(differences)} differ; functional CPU block by block {cpu[False]:.1f} s, "
-              f"in lane groups {cpu[True]:.1f} s ({cpu[False] / max(cpu[True], 1e-9):.2f}x)")
-        print(f"launches: {launches}, {in_lanes} with lane groups; by how they ran: "
-              + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])))
-        print("runs with a call not written for lanes, or a late failure:")
+        # (80 columns)
+        print(f"{len(runs)} runs, {len(differences)} differ in outputs, records or errors")
+        print(f"functional CPU: block by block {cpu[False]:.1f} s, in lane groups {cpu[True]:.1f} s "
+              f"({cpu[False] / max(cpu[True], 1e-9):.2f}x)")
+        print(f"{launches} launches: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])))
+        if summary["fallbacks"]:
+            print("runs in which lanes were refused (the call), or redone:")
         for reason, count in summary["fallbacks"].items():
             print(f"  {count:4} {reason}")
         if order_dependent:
-            print(f"{len(order_dependent)} runs whose output changes from one block-by-block run to the next "
-                  f"(random block order): {', '.join(order_dependent)}")
+            print(f"{len(order_dependent)} runs change from one block-by-block run to the next "
+                  "(random block order):")
+            for label in order_dependent:
+                print(f"  {label}")
         for d in differences:
             print(f"  {d['run']}: {d['difference']}")
     return 1 if differences else 0
