@@ -244,7 +244,9 @@ def main() -> int:
         print(f"{len(runs)} runs, {len(differences)} differ in outputs, records or errors")
         print(f"functional CPU: block by block {cpu[False]:.1f} s, in lane groups {cpu[True]:.1f} s "
               f"({cpu[False] / max(cpu[True], 1e-9):.2f}x)")
-        print(f"{launches} launches: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])))
+        print(f"{launches} launches:")
+        for kind, count in sorted(kinds.items(), key=lambda kv: -kv[1]):
+            print(f"  {count:4} {kind}")
         if summary["fallbacks"]:
             print("runs in which lanes were refused (the call), or redone:")
         for reason, count in summary["fallbacks"].items():

@@ -151,7 +151,8 @@ def run_functional(source: str, args: list, kwargs: dict | None = None, *, spec:
 
     `lockstep=False` runs every block alone (sage.npu.sim.lanes explains lane groups; the two
     give the same outputs, records and errors, which tests/npu/test_lanes.py checks). A lane
-    group that fails after writing GM has the whole run made again block by block."""
+    group that fails after rewriting GM it had read, or a lane group's value used after its
+    launch, has the whole run made again block by block (LockstepAbort)."""
     if lockstep:
         try:
             return _run_functional(source, args, kwargs, spec, filename, expected, instruction_budget, True)

@@ -152,21 +152,13 @@ def _fast_copy(core: CoreState, dst, src, count: int) -> bool:
     if read:
         core.instr(MTE2, "DataCopy", GM_COPY, _GM_UB, nbytes, 1, nbytes, gm, (), (lspan,))
         core.gm_access(MTE2, buf, byte_lo, nbytes, nbytes, 1, False, "DataCopy")
-        if core.lanes is None:
-            local._arr[:count] = buf.data[off:off + count]
-        else:  # each lane's row from its own GM bytes
-            arr, data = local._arr, buf.data
-            for lane, at in enumerate(per_lane(off, core.weight)):
-                arr[lane, :count] = data[at:at + count]
+        for lane, at in _each(core, off):  # (each lane's row from its own GM bytes)
+            _row(local._arr, lane)[:count] = buf.data[at:at + count]
     else:
         core.instr(MTE3, "DataCopy", GM_COPY, _UB_GM, nbytes, 1, nbytes, gm, (lspan,), ())
         core.gm_access(MTE3, buf, byte_lo, nbytes, nbytes, 1, True, "DataCopy")
-        if core.lanes is None:
-            _store(core, buf.data[off:off + count], local._arr[:count])
-        else:  # (no atomics in a lane group: SetAtomic* is not lane-ready)
-            arr, data = local._arr, buf.data
-            for lane, at in enumerate(per_lane(off, core.weight)):
-                data[at:at + count] = arr[lane, :count]
+        for lane, at in _each(core, off):
+            _store(core, buf.data[at:at + count], _row(local._arr, lane)[:count])
     return True
 
 

@@ -103,7 +103,7 @@ class LaunchRun:
         rng = self.session.block_order
         if self.partition is None:
             first = self._stream(rng.randrange(self.block_dim), 0, None)
-        else:  # a lane group first: every group runs before any lone block (Session.launch relies on it)
+        else:  # a lane group first: every group runs before any lone block (Session._run_launch relies on it)
             grouped = [g for g in self.partition if len(g) > 1]
             first = self._group(grouped[rng.randrange(len(grouped))], None)
         self.streams.append(first)
@@ -130,37 +130,31 @@ class LaunchRun:
                                 f"{f' sub-block {s.sub}' if s.core.core_type == AIV else ''} waits for "
                                 f"{s.waiting}); on the chip this launch would hang", line=s.core.last_line)
         blocks = []
-        for s in self.streams:
+        for s in self.streams:  # (a lane group gives one block per lane)
             core = s.core
-            if core.lanes is None:
-                blocks.append(BlockTrace(core.records, core.core_type == AIC, core.core_type or AIV, s.block, s.sub))
-            else:
-                blocks += [BlockTrace(core.lane_records(i), core.core_type == AIC, core.core_type or AIV, b, s.sub)
-                           for i, b in enumerate(core.lanes)]
+            for i, b in enumerate(core.lanes or (s.block,)):
+                records = core.records if core.lanes is None else core.lane_records(i)
+                blocks.append(BlockTrace(records, core.core_type == AIC, core.core_type or AIV, b, s.sub))
         self.trace.blocks = sorted(blocks, key=lambda t: (t.block, t.core_type != AIC, t.sub))
         self.trace.kernel_type = self.kernel_type
         return self.trace
 
-    def _stream(self, block: int, sub: int, core_type: str | None) -> Stream:
-        core = core_mod.CoreState(self.session, block, self.block_dim, core_type=core_type, sub=sub, launch=self)
+    def _stream(self, block: int, sub: int, core_type: str | None, lanes: tuple[int, ...] | None = None) -> Stream:
+        """The stream of one core: block `block` alone, or the lane group of blocks `lanes` (one
+        stream id per lane, for GM hazards)."""
+        core = core_mod.CoreState(self.session, block, self.block_dim, core_type=core_type, sub=sub, launch=self,
+                                  lanes=lanes)
+        n = 1 if lanes is None else len(lanes)
         core.stream_id = self._made
-        self._made += 1
+        core.lane_ids = tuple(range(self._made, self._made + n)) if lanes is not None else ()
+        self._made += n
         stream = Stream(block, sub, core)
         stream.glet = greenlet.greenlet(lambda: self._body(stream), parent=self.scheduler)
         return stream
 
     def _group(self, blocks: tuple[int, ...], core_type: str | None) -> Stream:
         """One stream for a partition group: a lone block as ever, or a lane group."""
-        if len(blocks) == 1:
-            return self._stream(blocks[0], 0, core_type)
-        core = core_mod.CoreState(self.session, blocks[0], self.block_dim, core_type=core_type, launch=self,
-                                  lanes=blocks)
-        core.lane_ids = tuple(range(self._made, self._made + len(blocks)))
-        core.stream_id = self._made
-        self._made += len(blocks)
-        stream = Stream(blocks[0], 0, core)
-        stream.glet = greenlet.greenlet(lambda: self._body(stream), parent=self.scheduler)
-        return stream
+        return self._stream(blocks[0], 0, core_type, blocks if len(blocks) > 1 else None)
 
     def _body(self, stream: Stream) -> None:
         # A greenlet starts with a fresh context: numpy's error state is not inherited.
