@@ -151,7 +151,9 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
         result.printed = run.printed or None
         isolation_gaps.update(run.isolation_gaps)
         never_launched = _never_launched(run.profile, expected)
-        if run.error is None and not never_launched:
+        blank = None if run.error is not None or never_launched else _blank_output(expected, run.outputs)
+        if run.error is None and not never_launched and blank is None:
+            # (an output no copy reached is wrong whatever the time: the verdict says so, not the tripwire)
             run.error = physical_check(run.profile, expected, model, case, preset)
         if run.error is not None:
             result.error = run.error.model_copy(update={"message": f"{where}: {run.error.message}"})
@@ -165,6 +167,8 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
         if never_launched:
             # Outputs that no kernel computed are wrong even where empty()'s fill happens to match.
             result.correct, result.reason = False, f"{where}: {NEVER_LAUNCHED}"
+        elif blank is not None:
+            result.correct, result.reason = False, f"{where}: {blank}"
         elif not result.correct:
             result.reason = f"{where}: {_unwritten_reason(expected, run.outputs) or result.reason}"
         if not result.correct:
@@ -333,6 +337,16 @@ NEVER_LAUNCHED = ("the kernel was never launched: forward() returned its outputs
 def _never_launched(profile: Profile | None, expected: list[np.ndarray]) -> bool:
     """forward() returned without a launch although the outputs have elements to compute."""
     return profile is not None and profile.launches == 0 and any(e.size for e in expected)
+
+
+def _blank_output(expected: list[np.ndarray], outputs: list[np.ndarray] | None) -> str | None:
+    """`output N (dtype[shape]) was never written` when one output with elements holds only what
+    `empty()` left there, wherever the reference differs: no kernel copy reached any of it."""
+    for i, (e, a) in enumerate(zip(expected, outputs or [])):
+        if a.size and unwritten_elements(a, e) == a.size:
+            return (f"output {i} ({dtype_name(a.dtype)}{list(a.shape)}) was never written: no copy from a kernel "
+                    f"reached any of its elements (each still holds the 0xFF fill of empty())")
+    return None
 
 
 def _unwritten_reason(expected: list[np.ndarray], outputs: list[np.ndarray] | None) -> str | None:

@@ -28,6 +28,7 @@ from sage.npu.results import ErrorInfo, KernelRun
 from sage.npu.sim import core as core_mod
 from sage.npu.sim.blas import single_threaded_blas
 from sage.npu.sim.lanes import Divergence, LockstepAbort, NotLaneable
+from sage.npu.sim import tries
 from sage.npu.sim.runtrace import RunTrace
 from sage.npu.sim.session import Session
 from sage.npu.trace import build_trace
@@ -53,6 +54,20 @@ def _where(exc: BaseException, filename: str) -> str:
     if not frames or frames[-1][0].f_code.co_filename == filename:
         return ""
     return f" (raised in {frames[-1][0].f_code.co_name}() of the DSL, called from the kernel line)"
+
+
+def _message(err: BaseException, lockstep: bool) -> str:
+    """str(err) of an exception kernel code raised, or a stand-in: its arguments are kernel data
+    (a handle whose block ended, an int of 5,000 digits, a lane group's value), and turning
+    them into text can raise in turn, which must not become an error of sage's own."""
+    try:
+        return str(err)
+    except (Divergence, NotLaneable):
+        if lockstep:  # a lane group's value in the message: the run is made again block by block
+            raise LockstepAbort() from None
+        return f"(the {type(err).__name__}'s message could not be shown)"
+    except BaseException:  # noqa: BLE001 - whatever formatting kernel data raised
+        return f"(the {type(err).__name__}'s message could not be shown)"
 
 
 def _forward_return_line(source: str) -> int | None:
@@ -151,8 +166,8 @@ def run_functional(source: str, args: list, kwargs: dict | None = None, *, spec:
 
     `lockstep=False` runs every block alone (sage.npu.sim.lanes explains lane groups; the two
     give the same outputs, records and errors, which tests/npu/test_lanes.py checks). A lane
-    group that fails after rewriting GM it had read, or a lane group's value used after its
-    launch, has the whole run made again block by block (LockstepAbort)."""
+    group's value used after its launch has the whole run made again block by block
+    (LockstepAbort), from a fresh namespace and fresh GM."""
     if lockstep:
         try:
             return _run_functional(source, args, kwargs, spec, filename, expected, instruction_budget, True)
@@ -170,7 +185,13 @@ def _run_functional(source: str, args: list, kwargs: dict | None, spec: Hardware
         return FunctionalRun(None, None, err.info())
     printer = PrintSink()
     printer.order = session.print_order
-    namespace = KernelNamespace(printer).globals(filename)
+    guards = KernelNamespace(printer)
+    namespace = guards.globals(filename)
+
+    def state_roots(launch: tuple) -> set[int] | None:  # what a launch try may not change (sim/tries.py)
+        names = [v for k, v in namespace.items() if not k.startswith("_")]
+        return tries.preexisting((launch, names), namespace, guards.classes, guards.writable, handles.handle_types())
+    session.state_roots = state_roots
     error: NpuError | None = None
     outputs = None
     handles.reset()
@@ -203,7 +224,8 @@ def _run_functional(source: str, args: list, kwargs: dict | None, spec: Hardware
     except RecursionError as err:
         error = KernelRuntimeError(f"RecursionError: {err}", _kernel_line(err, filename))
     except Exception as err:  # noqa: BLE001 - any other exception in kernel code is the kernel's bug, reported with its line
-        error = KernelRuntimeError(f"{type(err).__name__}: {err}{_where(err, filename)}", _kernel_line(err, filename))
+        error = KernelRuntimeError(f"{type(err).__name__}: {_message(err, lockstep)}{_where(err, filename)}",
+                                   _kernel_line(err, filename))
     finally:
         host.set_session(None)
         core_mod.set_current(None)

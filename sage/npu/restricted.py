@@ -44,6 +44,7 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from sage.npu.errors import KernelRuntimeError, SandboxError
+from sage.npu.sim import tries
 from sage.npu.sim.lanes import lane_isinstance, lane_range
 
 DSL_MODULE = "sage.npu.ascendc"
@@ -97,6 +98,24 @@ class KernelPolicy(RestrictingNodeTransformer):
                 self.error(node, f"'{alias.name}' is not part of {node.module} as a kernel sees it")
             if alias.asname:
                 self.check_name(node, alias.asname)
+        return self.node_contents_visit(node)
+
+    def visit_Name(self, node: ast.Name):
+        if node.id == "printed":
+            self.error(node, "`printed` is not available in a kernel: what a kernel prints cannot be read back "
+                             "(on the chip it goes to the host, not to the kernel)")
+            return node
+        return super().visit_Name(node)
+
+    def visit_Compare(self, node: ast.Compare):
+        # Identity says which objects the interpreter shares, not what a value is: blocks run as
+        # one lane group share objects that blocks run alone do not (sage.npu.sim.lanes), and a
+        # kernel must not be able to tell the two apart. `is None` asks only about a value.
+        operands = [node.left, *node.comparators]
+        for i, op in enumerate(node.ops):
+            if isinstance(op, (ast.Is, ast.IsNot)) and not any(
+                    isinstance(x, ast.Constant) and x.value is None for x in operands[i:i + 2]):
+                self.error(node, "`is` / `is not` may only compare with None in a kernel: use == to compare values")
         return self.node_contents_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef):
@@ -165,7 +184,14 @@ _ERROR_LINE = re.compile(r"Line (\d+|None): (.*)", re.S)
 _VALUE_TYPES = (int, float, bool, complex, str, bytes, tuple, list, dict, set, frozenset, range, slice,
                 type(None))
 _VALUE_DENY = frozenset({"format", "format_map"})
-_VALUE_ATTRS = {t: frozenset(n for n in dir(t) if not n.startswith("_")) - _VALUE_DENY for t in _VALUE_TYPES}
+# The methods that change their list, dict or set: each read of one is checked (a try of a launch
+# that may be thrown away may not change a container made before it: sage/npu/sim/tries.py).
+_MUTATORS = {list: frozenset({"append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"}),
+             dict: frozenset({"update", "setdefault", "pop", "popitem", "clear"}),
+             set: frozenset({"add", "discard", "remove", "pop", "clear", "update", "intersection_update",
+                             "difference_update", "symmetric_difference_update"})}
+_VALUE_ATTRS = {t: frozenset(n for n in dir(t) if not n.startswith("_")) - _VALUE_DENY - _MUTATORS.get(t, frozenset())
+                for t in _VALUE_TYPES}
 _DTYPE_ATTRS = frozenset({"itemsize", "name"})
 _ITEM_TYPES = (list, tuple, dict, str, range, bytes)
 _WRITE_TYPES = (list, dict, set)
@@ -229,6 +255,9 @@ class KernelNamespace:
             return member
         if obj is math and name in MATH_NAMES:
             return getattr(math, name)
+        if name in _MUTATORS.get(t, ()):
+            tries.check_change(obj)
+            return getattr(obj, name)
         what = getattr(t, "__name__", "object")
         raise SandboxError(f"reading '.{name}' of a {what} is not allowed in a kernel "
                            "(kernels reach DSL handles, plain values and their own classes only)")
@@ -236,6 +265,8 @@ class KernelNamespace:
     def write(self, obj: Any) -> Any:
         t = type(obj)
         if t in self.classes or t in _WRITE_TYPES or t in self.writable or self._is_own_class(obj):
+            if tries._frozen is not None and id(obj) in tries._frozen:
+                tries.check_change(obj)
             return obj
         raise SandboxError(f"a kernel may not change a {getattr(t, '__name__', 'object')} "
                            "(DSL handles are immutable; keep state on your own objects)")
@@ -318,6 +349,8 @@ def _inplacevar(op: str, x: Any, y: Any) -> Any:
     fn = _INPLACE.get(op)
     if fn is None:
         raise SandboxError(f"operator {op} is not allowed in a kernel")
+    if x.__class__ in _WRITE_TYPES:  # `xs += ys` changes the list itself
+        tries.check_change(x)
     return fn(x, y)
 
 
@@ -394,4 +427,5 @@ class _Collector:
         self.sink.write(str(sep).join(str(o) for o in objects) + str(end))
 
     def __call__(self) -> str:
-        return self.sink.text()
+        # (`printed`; the policy refuses the name, this refuses any other way to it)
+        raise SandboxError("what a kernel prints cannot be read back")

@@ -2,9 +2,11 @@
 
 Their output goes where a kernel's ``print`` goes: the run's bounded print buffer
 (``sage.npu.restricted.PrintSink``), returned with the result and shown truncated by the
-CLI (``--verbose``, and ``printed`` in ``--json``), never to stdout. They are debug aids: not
-timed (on the chip they slow the kernel) and they need no sync (DumpTensor shows the values
-the functional run has at that point of the program).
+CLI (``--verbose``, and ``printed`` in ``--json``), never to stdout, and never back to the
+kernel (``printed`` is refused). They are debug aids: printf and a DumpTensor of local memory
+are not timed (on the chip they slow the kernel) and need no sync (DumpTensor shows the values
+the functional run has at that point of the program); a DumpTensor of GM pays for the GM reads
+the chip makes, so it is no free path to a tensor's data.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import numpy as np
 
 from sage.npu.errors import BoundsError, KernelRuntimeError
 from sage.npu.restricted import PrintSink, active_printer
-from sage.npu.sim.core import current_core
+from sage.npu.sim.core import MTE2, current_core
+from sage.npu.sim.opcodes import AIC, GM_COPY, PATH_INDEX
 from sage.npu.ascendc.host import current_session
 from sage.npu.ascendc.tensors import GlobalTensor, LocalTensor
 
@@ -54,6 +57,8 @@ def DumpTensor(tensor, desc, dump_size) -> None:  # noqa: N802 - Ascend C's name
         raise KernelRuntimeError(f"DumpTensor needs a LocalTensor or GlobalTensor, got {type(tensor).__name__}")
     if count > data.size:
         raise BoundsError(f"DumpTensor(dump_size={count}): the tensor has {data.size} elements")
+    if position == "GM":
+        _charge_gm_dump(core, buf, tensor._off * buf.dtype.itemsize, count * buf.dtype.itemsize)
     sink = _sink()
     head = (f"DumpTensor: desc={desc}, addr={addr}, data_type={_DT_NAMES.get(data.dtype.name, data.dtype.name)}, "
             f"position={position}, block_id={core.block_idx}\n")
@@ -62,6 +67,28 @@ def DumpTensor(tensor, desc, dump_size) -> None:  # noqa: N802 - Ascend C's name
     # numpy's shortest round-trip text per dtype (0.1 in float16 prints 0.1, not 0.0999755859375).
     values = shown.astype({"bfloat16": np.float32, "bool": np.uint8}.get(data.dtype.name, data.dtype))
     sink.write(head + "[" + ", ".join(map(str, values)) + "]\n")
+
+
+DUMP_PIECE = 1024   # CANN dav_c220 DumpTensorGM2GMEntityImpl: ONE_DUMP_BACKUP_SIZE, 1 KB per copy
+
+
+def _charge_gm_dump(core, buf, lo: int, nbytes: int) -> None:
+    """Record the reads a DumpTensor of GM makes on the chip: the data goes through UB (L1 on a
+    cube core) 1 KB at a time, each piece read from GM by MTE2 between PipeBarrier<PIPE_ALL>s
+    (asc-devkit impl/basic_api/dav_c220/kernel_operator_dump_tensor_impl.h,
+    DumpTensorGM2GMEntityImpl). So dumped input is paid for like a copy and is never a free
+    path to the data. (The pieces' writes into the dump workspace, outside every allocation of
+    the run, are not recorded.)"""
+    padded = -(-nbytes // 32) * 32
+    path = PATH_INDEX["GM->L1" if core.core_type == AIC else "GM->UB"]
+    for start in range(lo, lo + padded, DUMP_PIECE):
+        end = min(start + DUMP_PIECE, lo + padded, buf.nbytes)
+        if end <= start:
+            break
+        core.barrier(None, "DumpTensor")
+        core.instr(MTE2, "DumpTensor", GM_COPY, path, end - start, 1, end - start, (buf.id, start, end))
+        core.gm_access(MTE2, buf, start, end - start, end - start, 1, False, "DumpTensor")
+    core.barrier(None, "DumpTensor")
 
 
 def format_c(fmt: str, args: tuple) -> str:

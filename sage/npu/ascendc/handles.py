@@ -34,6 +34,7 @@ import numpy as np
 
 from sage.npu.errors import LaunchError
 from sage.npu.sim import core as core_mod
+from sage.npu.sim import lanes
 from sage.npu.sim.lanes import LANE_READY, LaneValue, NotLaneable
 
 # handle id -> (simulator object, the core it belongs to or None: valid anywhere in the run); one
@@ -120,6 +121,8 @@ def unwrap(handle: Any, depth: int = 0) -> Any:
     """The simulator object behind `handle`; DSL values pass through, anything else raises."""
     cls = handle.__class__
     if cls not in _HANDLE_TYPES:
+        if cls is LaneValue and handle.g is not lanes._group:
+            lanes.foreign(handle)  # a lane group's value kept from another group or launch
         if cls in _PLAIN or cls in _ARGUMENT_TYPES:
             return handle
         if isinstance(handle, _PLAIN_BASES):
@@ -186,7 +189,7 @@ def _plain(args: tuple) -> list:
         if cls in handle_types:
             entry = objects.get(a._hid)
             a = entry[0] if entry is not None and (entry[1] is None or entry[1] is current) else unwrap(a)
-        elif cls not in _PLAIN and cls not in _ARGUMENT_TYPES:
+        elif (cls not in _PLAIN and cls not in _ARGUMENT_TYPES) or cls is LaneValue:
             a = unwrap(a)  # lists and tuples unwrapped, other DSL values checked, anything else refused
         out.append(a)
     return out
@@ -284,6 +287,11 @@ def writable_types() -> tuple[type, ...]:
 
 def subscriptable_types() -> tuple[type, ...]:
     return tuple(cls for cls in _HANDLE_TYPES if "__getitem__" in cls.__dict__)
+
+
+def handle_types() -> set[type]:
+    """Every handle class (immutable to kernel code)."""
+    return _HANDLE_TYPES
 
 
 def is_handle(value: Any) -> bool:

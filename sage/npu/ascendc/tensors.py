@@ -8,7 +8,7 @@ from sage.npu import dtypes
 from sage.npu.errors import BoundsError, KernelRuntimeError, QueueError, RaceError
 from sage.npu.sim import core as core_mod
 from sage.npu.sim.core import S, Slot, current_core
-from sage.npu.sim.lanes import LaneValue, lane_ready, lanes
+from sage.npu.sim.lanes import LaneValue, lane_ready, lane_values, lanes, per_lane
 from sage.npu.sim.opcodes import SCALAR_GM, SCALAR_LOCAL
 from sage.npu.ascendc.host import GmHandle
 
@@ -17,7 +17,7 @@ def _index(i, what: str) -> int:
     if i.__class__ is int:  # the common case first (bool is a subclass, not this class)
         return i
     if i.__class__ is LaneValue:  # (a lane group: each lane's index checked as it would be alone)
-        return lanes(_index(a, what) for a in i.v)
+        return lanes(_index(a, what) for a in lane_values(i))
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
         raise KernelRuntimeError(f"{what}: index must be an int, got {type(i).__name__}")
     return int(i)
@@ -219,7 +219,7 @@ class LocalTensor:
         i = self._scalar(i, "SetValue", write=True)
         arr = self._arr
         if arr.ndim == 2:  # each lane's value stored as a lone store would store it
-            for lane, v in enumerate(value.v if value.__class__ is LaneValue else (value,) * arr.shape[0]):
+            for lane, v in enumerate(per_lane(value, arr.shape[0])):
                 arr[lane, i] = v
             return
         arr[i] = value

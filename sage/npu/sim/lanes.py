@@ -59,10 +59,20 @@ def enter(group: Any) -> None:
     _group = group
 
 
-def _foreign(x: LaneValue) -> None:
-    # A value kept from another group (or taken out to the host in a Python object) would be
-    # combined lane by lane with lanes it does not belong to: the run starts again block by block.
-    raise NotLaneable("a value of another lane group")  # DSL functions, methods, property getters and classes written for lanes
+def foreign(x: LaneValue) -> None:
+    """A value kept from another group (or taken out to the host in a Python object) would be
+    combined lane by lane with lanes it does not belong to: the run starts again block by block."""
+    raise NotLaneable("a value of another lane group")
+
+
+_foreign = foreign
+
+
+def lane_values(x: LaneValue) -> tuple:
+    """The per-lane values of a LaneValue of the running group (NotLaneable for another's)."""
+    if x.g is not _group:
+        foreign(x)
+    return x.v
 
 
 def lane_ready(obj: Any) -> Any:
@@ -107,11 +117,15 @@ def per_lane(x: Any, n: int) -> tuple:
     return (x,) * n
 
 
-def groups(values: tuple, members: tuple) -> list[tuple]:
-    """`members` (block indices, one per lane) split by their lanes' values, in lane order."""
+def groups(values: tuple, members: tuple) -> list[tuple] | None:
+    """`members` (block indices, one per lane) split by their lanes' values, in lane order;
+    None when a value cannot be a key (a list): the launch then runs block by block."""
     out: dict = {}
-    for m, x in zip(members, values):
-        out.setdefault(_key(x), []).append(m)
+    try:
+        for m, x in zip(members, values):
+            out.setdefault(_key(x), []).append(m)
+    except TypeError:  # unhashable: lanes that computed lists of different contents
+        return None
     return [tuple(g) for g in out.values()]
 
 
@@ -193,7 +207,9 @@ del _name, _fn, _op, _rop
 
 def lane_isinstance(obj: Any, classinfo: Any) -> bool:
     """The kernel's isinstance: a LaneValue is asked as the value of each lane would be, which
-    only one Python value can answer."""
+    only one Python value can answer; a range over lanes is a range, as each lane's is."""
+    if obj.__class__ is _LaneRange:
+        return isinstance(range(0), classinfo)
     if obj.__class__ is LaneValue:
         if obj.g is not _group:
             _foreign(obj)
@@ -229,12 +245,56 @@ class lane_range(metaclass=_RangeType):  # noqa: N801 - it stands for the builti
 
 
 class _LaneRange:
-    """range(...) over the lanes of a group: the i-th value of each lane's range, counts equal."""
+    """range(...) over the lanes of a group: the i-th value of each lane's range, counts equal.
+
+    Whatever kernel code can ask of it answers as each lane's range would (a LaneValue where
+    they differ, Divergence where one Python value is needed); what it cannot answer is an
+    error, which runs the launch block by block: code must not be able to tell lanes apart
+    from blocks run alone (tests/security/test_lane_equivalence.py)."""
 
     __slots__ = ("per", "n")
 
     def __init__(self, per: list[range], n: int):
         self.per, self.n = per, n
+
+    def _each(self, fn: Callable) -> Any:
+        return lanes(fn(r) for r in self.per)
+
+    def _one(self, fn: Callable) -> Any:
+        values = tuple(fn(r) for r in self.per)
+        if not _uniform(values):
+            raise Divergence(values)
+        return values[0]
+
+    def __repr__(self) -> str:
+        return self._one(repr)
+
+    def __str__(self) -> str:
+        return self._one(str)
+
+    def __format__(self, spec: str) -> str:
+        return self._one(lambda r: format(r, spec))
+
+    def __hash__(self) -> int:
+        return self._one(hash)
+
+    def __eq__(self, other: Any) -> Any:
+        if other.__class__ is _LaneRange:
+            return lanes(a == b for a, b in zip(self.per, other.per))
+        return self._each(lambda r: r == other)
+
+    def __ne__(self, other: Any) -> Any:
+        if other.__class__ is _LaneRange:
+            return lanes(a != b for a, b in zip(self.per, other.per))
+        return self._each(lambda r: r != other)
+
+    def __contains__(self, x: Any) -> Any:
+        if x.__class__ is LaneValue:
+            return lanes(a in r for a, r in zip(per_lane(x, len(self.per)), self.per))
+        return self._each(lambda r: x in r)
+
+    def __reduce__(self):
+        raise TypeError("a lane range cannot be pickled")
 
     def __len__(self) -> int:
         return self.n

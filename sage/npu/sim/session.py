@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import random
-from bisect import bisect_right
-
 import numpy as np
 
 from sage.npu.errors import LaunchError
@@ -17,7 +15,9 @@ from sage.npu.hardware import HardwareSpec
 from sage.npu.sim.opcodes import AIC, vector_keys
 from sage.npu.sim.runtrace import RunTrace
 from sage.npu.sim import core as core_mod
-from sage.npu.sim.lanes import Divergence, LockstepAbort, NotLaneable, groups
+from sage.npu.sim import tries
+from sage.npu.sim.lanes import Divergence, NotLaneable, groups
+from sage.npu.sim.tries import GmUndo
 from sage.npu.sim.streams import LaunchRun
 
 GM_ALIGN = 512  # allocations start on a 512 B GM line, as device allocators do
@@ -53,7 +53,11 @@ class Session:
                  lockstep: bool = True):
         self.spec = spec
         self.lockstep = lockstep  # run blocks with one control flow as lane groups (sage.npu.sim.lanes)
-        self.lane_io: list[tuple] = []  # the GM bytes lane groups touched in this try: (buffer, lo, hi, write)
+        self.undo: GmUndo | None = None  # while a try that may be thrown away runs: the GM bytes it overwrote
+        # The Python objects that exist when a launch starts, reached from its kernel, arguments and
+        # the kernel file's namespace (tries.preexisting; None: some cannot be watched). execute.py
+        # sets it for a kernel file's run; alone, a session watches the launch's own arguments.
+        self.state_roots = lambda roots: tries.preexisting(roots, {}, set(), (), set())
         self.kernel_file = kernel_file
         self.repeat_bytes = spec.vector.repeat_bytes
         self.vec_index = {k: i for i, k in enumerate(vector_keys(spec))}
@@ -95,53 +99,38 @@ class Session:
         """Run a launch in lane groups where it can be (all blocks in one group first; a group
         that diverges is split by the value its lanes disagreed on), else block by block.
 
-        A try that fails is made again (every lane group runs before any lone block, so only lane
-        groups have run) when what it wrote to GM cannot change what the next try computes: no
-        byte it wrote is one it read. Each block then reads what it read at the launch's start
-        and writes again what it wrote, the same values. Otherwise (a kernel that updates GM in
-        place) LockstepAbort starts the whole run again block by block (execute.run_functional):
-        GM is no longer what it was when the launch started, and copying it before every launch
-        would cost more than the lanes save."""
+        A try that fails is thrown away whole before the launch runs again (sage.npu.sim.tries):
+        the GM bytes it wrote are put back, and it could not change a Python object that existed
+        before the launch. So the run that is judged and timed is one uninterrupted execution of
+        the launch, whatever a thrown-away try computed or left behind."""
         partition = [tuple(range(block_dim))] if self.lockstep and block_dim > 1 else None
+        frozen = self.state_roots((fn, args, kwargs)) if partition is not None else None
+        if frozen is None:  # state the guards cannot watch: no try may be thrown away, so none in lanes
+            partition = None
         splits = 0
         while True:
             count = self.instructions
-            self.lane_io = []
+            undo = self.undo = GmUndo() if partition is not None else None
+            tries.freeze(frozen if partition is not None else None)
             try:
                 return LaunchRun(self, fn, name, block_dim, args, kwargs, on_block_end, partition).run()
             except (Divergence, NotLaneable, Exception) as failed:
-                if partition is None:
+                if undo is None:
                     raise
-                if not self._retry_reads_launch_start():
-                    raise LockstepAbort() from None
+                undo.restore()
                 self.instructions = count
                 splits += 1
-                if isinstance(failed, Divergence) and failed.group is not None and splits <= MAX_LANE_SPLITS:
-                    partition = [g for g in partition if g != failed.group] + groups(failed.values, failed.group)
+                split = (groups(failed.values, failed.group) if isinstance(failed, Divergence)
+                         and failed.group is not None and splits <= MAX_LANE_SPLITS else None)
+                if split is not None:
+                    partition = [g for g in partition if g != failed.group] + split
                     if all(len(g) == 1 for g in partition):
                         partition = None
                 else:  # not lane-ready, an error (it comes again, as it comes block by block), or too many splits
                     partition = None
-
-    def _retry_reads_launch_start(self) -> bool:
-        """No GM byte the lane groups wrote in this try is one they read (byte ranges taken whole,
-        bursts and gaps alike: a conservative test)."""
-        merged: dict[int, tuple[list[int], list[int]]] = {}  # buffer -> its written ranges, disjoint, in order
-        for b, lo, hi in sorted((b, lo, hi) for b, lo, hi, w in self.lane_io if w):
-            starts, ends = merged.setdefault(b, ([], []))
-            if ends and lo <= ends[-1]:
-                ends[-1] = max(ends[-1], hi)
-            else:
-                starts.append(lo)
-                ends.append(hi)
-        for b, lo, hi, w in self.lane_io:
-            if w or b not in merged:
-                continue
-            starts, ends = merged[b]
-            k = bisect_right(starts, lo) - 1
-            if (k >= 0 and ends[k] > lo) or (k + 1 < len(starts) and starts[k + 1] < hi):
-                return False
-        return True
+            finally:
+                tries.freeze(None)
+                self.undo = None
 
     def print_order(self) -> tuple:
         """Where text printed now belongs: host code between launches, or a block of a launch."""

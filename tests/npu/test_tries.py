@@ -1,0 +1,63 @@
+"""A thrown-away launch try leaves nothing behind (sage/npu/sim/tries.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sage.npu.sim import tries
+from sage.npu.sim.lanes import NotLaneable
+from sage.npu.sim.session import GmBuffer
+
+
+def test_undo_puts_back_every_byte_oldest_value_last():
+    data = np.arange(16, dtype=np.float32)
+    buf = GmBuffer(0, data, 0, False)
+    undo = tries.GmUndo()
+    undo.save(buf, 8, 24)             # elements 2..5
+    data[2:6] = -1
+    undo.save(buf, 16, 40)            # elements 4..9, after the first write
+    data[4:10] = -2
+    undo.save(buf, 60, 80)            # past the end: clipped to the allocation
+    data[15] = -3
+    undo.restore()
+    assert np.array_equal(data, np.arange(16, dtype=np.float32))
+    assert undo.saved == []
+
+
+class K:
+    pass
+
+
+def test_preexisting_reaches_what_kernel_code_can_change():
+    inner = [1]
+    table = {"a": inner}
+    obj = K()
+    obj.items = [2]
+    K.shared = [3]
+    glob: dict = {}
+
+    def helper(acc=[4]):  # noqa: B006 - a function of this module, not the kernel's: not walked
+        return acc
+    roots = (table, obj, (5, [6]), K, helper)
+    found = tries.preexisting(roots, glob, {K}, (), set())
+    assert {id(table), id(inner), id(obj), id(obj.items), id(K), id(K.shared)} <= found
+    assert id(helper.__defaults__[0]) not in found
+
+
+def test_preexisting_gives_up_on_state_no_guard_sees():
+    lst = [1, 2]
+    assert tries.preexisting([iter(lst)], {}, set(), (), set()) is None
+    assert tries.preexisting([lst.append], {}, set(), (), set()) is None
+
+
+def test_a_frozen_object_may_not_change():
+    kept, fresh = [1], [2]
+    tries.freeze({id(kept)})
+    try:
+        with pytest.raises(NotLaneable):
+            tries.check_change(kept)
+        tries.check_change(fresh)
+    finally:
+        tries.freeze(None)
+    tries.check_change(kept)
