@@ -25,9 +25,14 @@ block-by-block run too (the blocks' random order changes the result, as atomic
 accumulation from several blocks does), it is listed as order-dependent, not as a
 difference of the lanes.
 
+Every lane run is also timed twice (the replay, `time_run`): with the L2 model's strided
+copies accounted in one numpy pass per copy (`IntervalSet.add_bursts`, the default) and
+burst by burst (`l2.BULK_BURSTS` out of reach, the code before it); the two profiles must be
+equal field for field.
+
 Exit status 1 when any run differs. --json prints {"runs", "differ", "cpu_s_blocks",
 "cpu_s_lanes", "launches", "in_lanes", "kinds", "order_dependent", "fallbacks": {reason:
-count}, "differences": [...]}.
+count}, "differences": [...], "replay_differ", "replay_cpu_s_bulk", "replay_cpu_s_bursts"}.
 """
 
 from __future__ import annotations
@@ -41,9 +46,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sage.npu.execute import FunctionalRun, run_functional
+from sage.npu.execute import FunctionalRun, run_functional, time_run
 from sage.npu.hardware import load_preset
-from sage.npu.sim import lanes, streams
+from sage.npu.sim import l2, lanes, streams
 from sage.npu.sim.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,6 +131,28 @@ def suite_runs(cases: int, level: int | None, source_of: str, keep: Path) -> lis
     return runs
 
 
+def replay_difference(run: FunctionalRun, spec, cpu: dict[str, float]) -> str | None:
+    """Time `run` with the L2 model's strided copies in bulk and burst by burst: what differs."""
+    if run.error is not None:
+        return None
+    profiles = {}
+    bulk = l2.BULK_BURSTS
+    for mode, threshold in (("bulk", bulk), ("bursts", 1 << 62)):
+        l2.BULK_BURSTS = threshold
+        try:
+            start = time.process_time()
+            timed = time_run(run, spec)
+            cpu[mode] += time.process_time() - start
+        finally:
+            l2.BULK_BURSTS = bulk
+        profiles[mode] = None if timed.profile is None else timed.profile.model_dump()
+    if profiles["bulk"] == profiles["bursts"]:
+        return None
+    if profiles["bulk"] is None or profiles["bursts"] is None:
+        return "one replay failed"
+    return ", ".join(k for k in profiles["bulk"] if profiles["bulk"][k] != profiles["bursts"][k])
+
+
 class LaunchLog:
     """How each launch of the lane runs ran: the (block_dim, partition) of each of its tries and
     the DSL calls that refused lanes in it. A run redone block by block after a lane group failed
@@ -162,7 +189,7 @@ class LaunchLog:
             abort_init(exc, *args)
             if log.active:
                 log.launches, log.reasons = [], []
-                log.refused.append("a lane group failed after writing GM it had read: the run was redone")
+                log.refused.append("a lane group's value outlived its launch: the run was redone")
         Session._run_launch, streams.LaunchRun.__init__ = each_launch, each_try
         lanes.NotLaneable.__init__, lanes.LockstepAbort.__init__ = refuse, abort
 
@@ -207,6 +234,8 @@ def main() -> int:
     fallbacks: dict[str, int] = {}
     kinds: dict[str, int] = {}
     order_dependent: list[str] = []
+    replay_differences: list[dict] = []
+    replay_cpu = {"bulk": 0.0, "bursts": 0.0}
     for n, (label, source, inputs, kwargs) in enumerate(runs, 1):
         done = {}
         for lockstep in (False, True):
@@ -221,6 +250,9 @@ def main() -> int:
             kinds[kind] = kinds.get(kind, 0) + count
         for reason in set(log.refused):
             fallbacks[reason] = fallbacks.get(reason, 0) + 1
+        replayed = replay_difference(done[True], spec, replay_cpu)
+        if replayed is not None:
+            replay_differences.append({"run": label, "difference": replayed})
         diff = difference(done[False], done[True])
         if diff is not None and difference(done[False], run_functional(
                 source, inputs, kwargs, spec=spec, filename="kernel.py", lockstep=False)) is not None:
@@ -236,7 +268,9 @@ def main() -> int:
     summary = {"runs": len(runs), "differ": len(differences), "cpu_s_blocks": round(cpu[False], 2),
                "cpu_s_lanes": round(cpu[True], 2), "launches": launches, "in_lanes": in_lanes, "kinds": kinds,
                "order_dependent": order_dependent,
-               "fallbacks": dict(sorted(fallbacks.items(), key=lambda kv: -kv[1])), "differences": differences}
+               "fallbacks": dict(sorted(fallbacks.items(), key=lambda kv: -kv[1])), "differences": differences,
+               "replay_differ": replay_differences, "replay_cpu_s_bulk": round(replay_cpu["bulk"], 2),
+               "replay_cpu_s_bursts": round(replay_cpu["bursts"], 2)}
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
@@ -258,7 +292,11 @@ def main() -> int:
                 print(f"  {label}")
         for d in differences:
             print(f"  {d['run']}: {d['difference']}")
-    return 1 if differences else 0
+        print(f"replay, L2 strided copies in one pass against burst by burst: {len(replay_differences)} "
+              f"differ; CPU {replay_cpu['bulk']:.1f} s against {replay_cpu['bursts']:.1f} s")
+        for d in replay_differences:
+            print(f"  {d['run']}: {d['difference']}")
+    return 1 if differences or replay_differences else 0
 
 
 if __name__ == "__main__":

@@ -2,6 +2,9 @@
 
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from sage.npu.sim.l2 import MAX_INTERVALS, IntervalSet, L2Cache
 
 
@@ -46,3 +49,57 @@ def test_rows_touch_only_their_bursts():
     # resident: [0,200) [300,500) [600,800) [900,1100); [200,300) [500,600) [800,900) never touched
     assert l2.access(0, 0, 1000) == 200 + 200 + 200 + 100
     assert l2.access_rows(1, 0, 100, 100, 3) == 0 and l2.access(1, 0, 300) == 300   # pitch = length: one run
+
+
+def _per_burst(ivs: IntervalSet, lo: int, length: int, pitch: int, count: int) -> tuple[int, int]:
+    """The reference: every burst's overlap first, then every burst added, one call each."""
+    starts = range(lo, lo + count * pitch, pitch)
+    hit = sum(ivs.overlap(s, s + length) for s in starts)
+    return hit, sum(ivs.add(s, s + length) for s in starts)
+
+
+@given(st.lists(st.tuples(st.integers(0, 5000), st.integers(1, 64), st.integers(1, 200), st.integers(1, 60)),
+                min_size=1, max_size=25))
+@settings(max_examples=300, deadline=None, derandomize=True)
+def test_bulk_bursts_equal_bursts_one_by_one(copies):
+    """add_bursts (one numpy pass) against the loop it replaces, on random strided copies that
+    overlap, touch and interleave with what is resident; a byte set checks both."""
+    bulk, loop, truth = IntervalSet(), IntervalSet(), set()
+    for lo, length, extra, count in copies:
+        pitch = length + extra
+        expected_hit = sum(1 for k in range(count) for b in range(lo + k * pitch, lo + k * pitch + length)
+                           if b in truth)
+        got = bulk.add_bursts(lo, length, pitch, count)
+        assert got == _per_burst(loop, lo, length, pitch, count)
+        assert got[0] == expected_hit
+        truth.update(b for k in range(count) for b in range(lo + k * pitch, lo + k * pitch + length))
+        assert (bulk.starts, bulk.ends, bulk.total) == (loop.starts, loop.ends, loop.total)
+        assert bulk.total == len(truth)
+
+
+class _LoopCache(L2Cache):
+    """L2Cache with every strided copy accounted burst by burst (the code before add_bursts)."""
+
+    def access_rows(self, alloc_id, lo, length, pitch, count):
+        if count <= 1 or pitch <= length:
+            return self.access(alloc_id, lo, lo + (count - 1) * pitch + length)
+        ivs = self.resident.setdefault(alloc_id, IntervalSet())
+        self.resident.move_to_end(alloc_id)
+        hit, added = _per_burst(ivs, lo, length, pitch, count)
+        self.total += added
+        self._evict()
+        return hit
+
+
+def test_a_cache_gives_what_the_loop_gives_through_the_cap_and_evictions():
+    """Thousands of scattered bursts over three allocations: the interval cap is passed (the
+    smallest half forgotten) and allocations are evicted; hits and state stay the loop's."""
+    cache, loop = L2Cache(1 << 21), _LoopCache(1 << 21)
+    rng = random.Random(3)
+    for _ in range(400):
+        alloc, lo, length = rng.randrange(3), rng.randrange(0, 1 << 22), rng.randrange(1, 512)
+        pitch, count = length + rng.randrange(1, 8192), rng.randrange(1, 200)
+        assert cache.access_rows(alloc, lo, length, pitch, count) == loop.access_rows(alloc, lo, length, pitch, count)
+        assert cache.total == loop.total and list(cache.resident) == list(loop.resident)
+        assert all((a.starts, a.ends) == (b.starts, b.ends) for a, b in zip(cache.resident.values(),
+                                                                             loop.resident.values()))
