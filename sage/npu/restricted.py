@@ -45,7 +45,7 @@ from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from sage.npu.errors import KernelRuntimeError, SandboxError
 from sage.npu.sim import tries
-from sage.npu.sim.lanes import lane_isinstance, lane_range
+from sage.npu.sim.lanes import lane_isinstance, lane_max, lane_min, lane_range, per_lane_call
 
 DSL_MODULE = "sage.npu.ascendc"
 MAX_SOURCE_BYTES = 256 * 1024        # a kernel file is a few KB; a larger one is refused unread
@@ -143,6 +143,14 @@ def dsl_names() -> frozenset[str]:
 
 
 MATH_NAMES = frozenset(n for n in dir(math) if not n.startswith("_"))
+# The `math` a kernel imports: the module's constants, and its functions per lane when given a
+# lane group's values (sage.npu.sim.lanes.per_lane_call), so a block's own scalar math keeps
+# the group together.
+KERNEL_MATH = types.ModuleType("math", math.__doc__)
+for _n in MATH_NAMES:
+    _v = getattr(math, _n)
+    setattr(KERNEL_MATH, _n, per_lane_call(_v) if callable(_v) else _v)
+del _n, _v
 
 
 def compile_kernel(source: str, filename: str = "kernel.py") -> types.CodeType:
@@ -253,8 +261,8 @@ class KernelNamespace:
             # np.dtype above is slow for a class object: it made HardEvent.V_S cost a microsecond)
             member = self.enum_members[(obj, name)] = obj[name]
             return member
-        if obj is math and name in MATH_NAMES:
-            return getattr(math, name)
+        if obj is KERNEL_MATH and name in MATH_NAMES:
+            return getattr(KERNEL_MATH, name)
         if name in _MUTATORS.get(t, ()):
             tries.check_change(obj)
             return getattr(obj, name)
@@ -295,7 +303,7 @@ class KernelNamespace:
 
     def import_(self, name: str, globals=None, locals=None, fromlist=(), level: int = 0):
         if level == 0 and name == "math":
-            return math
+            return KERNEL_MATH
         if level == 0 and name == DSL_MODULE and fromlist:
             return sys.modules[DSL_MODULE]
         raise SandboxError(f"import of '{name}' is not allowed in a kernel")
@@ -325,6 +333,7 @@ class KernelNamespace:
         # isinstance and range themselves, for a value that differs per lane of a lane group as
         # each lane alone would see it (sage.npu.sim.lanes)
         safe["isinstance"], safe["range"] = lane_isinstance, lane_range
+        safe["min"], safe["max"] = lane_min, lane_max
         safe["__build_class__"] = b.__build_class__
         safe["__import__"] = self.import_
         return safe

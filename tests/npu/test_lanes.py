@@ -148,6 +148,29 @@ def test_a_branch_on_data_splits_the_lanes_by_its_outcome(partitions):
     assert partitions[1:] == [[8], [2, 6]]
 
 
+def test_a_blocks_own_scalar_math_keeps_the_group(partitions):
+    # per-block values through math.sqrt, min and max: each lane computes what it computes alone
+    body = rows_kernel().replace(
+        "            top = r.GetValue(0)\n",
+        "            top = r.GetValue(0)\n"
+        "            b = GetBlockIdx()\n"
+        "            top = top * math.sqrt(b + 1) / max(2.0, min(b, 3) + 0.5) + min([b, 5, top])\n")
+    run = both(body, [data(32)])
+    assert run.error is None and partitions[-1] == [8]
+
+
+def test_lanes_that_part_on_data_twice_run_block_by_block(partitions):
+    # every row maximum negative, then row 0 positive in blocks 0-3 and row 1 in blocks 0, 1, 4, 5:
+    # the group splits on row 0 into 0-3 and 4-7, and 0-3 parts again on row 1. A second split on
+    # data runs the launch block by block, not a retry per row (the storm the issue measured)
+    x = -np.abs(data(32))
+    for block in range(8):
+        x[block * 4 + 0, 0] = 1.0 if block < 4 else -1.0
+        x[block * 4 + 1, 0] = 1.0 if block in (0, 1, 4, 5) else -1.0
+    assert both(rows_kernel("if top > 0:\n                PipeBarrier(PIPE_V)"), [x]).error is None
+    assert partitions[1:] == [[8], [4, 4], None]
+
+
 def test_a_late_split_of_a_kernel_that_updates_gm_in_place_puts_gm_back_first(partitions):
     x = data(32)
     x[:8] = -np.abs(x[:8])

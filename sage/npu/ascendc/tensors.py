@@ -17,7 +17,7 @@ def _index(i, what: str) -> int:
     if i.__class__ is int:  # the common case first (bool is a subclass, not this class)
         return i
     if i.__class__ is LaneValue:  # (a lane group: each lane's index checked as it would be alone)
-        return lanes(_index(a, what) for a in lane_values(i))
+        return lanes((_index(a, what) for a in lane_values(i)), i.d)
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
         raise KernelRuntimeError(f"{what}: index must be an int, got {type(i).__name__}")
     return int(i)
@@ -210,7 +210,7 @@ class LocalTensor:
         i = self._scalar(i, "GetValue", write=False)
         arr = self._arr
         if arr.ndim == 2:  # a lane group: each lane's own value
-            return lanes(arr[:, i].tolist())
+            return lanes(arr[:, i].tolist(), data=True)
         return arr[i].item()
 
     @lane_ready

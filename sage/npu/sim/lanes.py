@@ -34,9 +34,10 @@ class Divergence(BaseException):
     A BaseException: DSL code that catches errors to reword them must not swallow it
     (kernels have no try/except at all)."""
 
-    def __init__(self, values: tuple):
+    def __init__(self, values: tuple, data: bool = False):
         super().__init__("lanes diverge")
         self.values = values
+        self.data = data  # the values come from tensor data (GetValue), not from the block index
         self.group: tuple[int, ...] | None = None  # the group's blocks, set where its stream is resumed
 
 
@@ -102,10 +103,11 @@ def _uniform(v: tuple) -> bool:
     return all(_key(x) == k for x in v)
 
 
-def lanes(values) -> Any:
-    """One Python value if every lane holds the same, else a LaneValue of the running group."""
+def lanes(values, data: bool = False) -> Any:
+    """One Python value if every lane holds the same, else a LaneValue of the running group
+    (`data`: computed from tensor data, see Divergence.data)."""
     v = tuple(values)
-    return v[0] if _uniform(v) else LaneValue(v, _group)
+    return v[0] if _uniform(v) else LaneValue(v, _group, data)
 
 
 def per_lane(x: Any, n: int) -> tuple:
@@ -150,15 +152,16 @@ class LaneValue:
     """A Python value that differs between the lanes of a group: arithmetic works lane by
     lane, turning it into one value diverges (see the module docstring)."""
 
-    __slots__ = ("v", "g")
+    __slots__ = ("v", "g", "d")
 
-    def __init__(self, v: tuple, group: Any):
-        self.v, self.g = v, group  # (g: the group it belongs to: its lanes are that group's lanes)
+    def __init__(self, v: tuple, group: Any, data: bool = False):
+        # (g: the group it belongs to: its lanes are that group's lanes; d: computed from tensor data)
+        self.v, self.g, self.d = v, group, data
 
     def _diverge(self, *args):
         if self.g is not _group:
             _foreign(self)
-        raise Divergence(self.v)
+        raise Divergence(self.v, self.d)
 
     __bool__ = __index__ = __int__ = __float__ = __complex__ = __hash__ = _diverge
     __repr__ = __str__ = __format__ = __len__ = __iter__ = __trunc__ = __floor__ = __ceil__ = _diverge
@@ -166,7 +169,7 @@ class LaneValue:
     def __round__(self, ndigits=None):
         if self.g is not _group:
             _foreign(self)
-        return lanes(round(a, ndigits) for a in self.v)
+        return lanes((round(a, ndigits) for a in self.v), self.d)
 
     def __reduce__(self):
         raise TypeError("a LaneValue cannot be pickled")
@@ -179,13 +182,13 @@ def _binary(fn: Callable) -> tuple[Callable, Callable]:
         if other.__class__ is LaneValue:
             if other.g is not _group:
                 _foreign(other)
-            return lanes(fn(a, b) for a, b in zip(self.v, other.v))
-        return lanes(fn(a, other) for a in self.v)
+            return lanes((fn(a, b) for a, b in zip(self.v, other.v)), self.d or other.d)
+        return lanes((fn(a, other) for a in self.v), self.d)
 
     def rop(self, other):
         if self.g is not _group:
             _foreign(self)
-        return lanes(fn(other, a) for a in self.v)
+        return lanes((fn(other, a) for a in self.v), self.d)
     return op, rop
 
 
@@ -200,7 +203,7 @@ for _name, _fn in (("lt", operator.lt), ("le", operator.le), ("gt", operator.gt)
                    ("eq", operator.eq), ("ne", operator.ne)):
     setattr(LaneValue, f"__{_name}__", _binary(_fn)[0])
 for _name, _fn in (("neg", operator.neg), ("pos", operator.pos), ("abs", abs), ("invert", operator.invert)):
-    setattr(LaneValue, f"__{_name}__", (lambda f: lambda self: lanes(f(a) for a in self.v) if self.g is _group
+    setattr(LaneValue, f"__{_name}__", (lambda f: lambda self: lanes((f(a) for a in self.v), self.d) if self.g is _group
                                         else _foreign(self))(_fn))
 del _name, _fn, _op, _rop
 
@@ -215,7 +218,7 @@ def lane_isinstance(obj: Any, classinfo: Any) -> bool:
             _foreign(obj)
         answers = tuple(isinstance(a, classinfo) for a in obj.v)
         if not _uniform(answers):
-            raise Divergence(answers)
+            raise Divergence(answers, obj.d)
         return answers[0]
     return isinstance(obj, classinfo)
 
@@ -239,9 +242,10 @@ class lane_range(metaclass=_RangeType):  # noqa: N801 - it stands for the builti
         n = next(len(a.v) for a in args if a.__class__ is LaneValue)
         per = [range(*lane) for lane in zip(*(per_lane(a, n) for a in args))]  # (each lane's own checks)
         counts = tuple(len(r) for r in per)
+        data = any(a.__class__ is LaneValue and a.d for a in args)
         if not _uniform(counts):
-            raise Divergence(counts)
-        return _LaneRange(per, counts[0])
+            raise Divergence(counts, data)
+        return _LaneRange(per, counts[0], data)
 
 
 class _LaneRange:
@@ -252,18 +256,18 @@ class _LaneRange:
     error, which runs the launch block by block: code must not be able to tell lanes apart
     from blocks run alone (tests/security/test_lane_equivalence.py)."""
 
-    __slots__ = ("per", "n")
+    __slots__ = ("per", "n", "data")
 
-    def __init__(self, per: list[range], n: int):
-        self.per, self.n = per, n
+    def __init__(self, per: list[range], n: int, data: bool = False):
+        self.per, self.n, self.data = per, n, data
 
     def _each(self, fn: Callable) -> Any:
-        return lanes(fn(r) for r in self.per)
+        return lanes((fn(r) for r in self.per), self.data)
 
     def _one(self, fn: Callable) -> Any:
         values = tuple(fn(r) for r in self.per)
         if not _uniform(values):
-            raise Divergence(values)
+            raise Divergence(values, self.data)
         return values[0]
 
     def __repr__(self) -> str:
@@ -280,17 +284,17 @@ class _LaneRange:
 
     def __eq__(self, other: Any) -> Any:
         if other.__class__ is _LaneRange:
-            return lanes(a == b for a, b in zip(self.per, other.per))
+            return lanes((a == b for a, b in zip(self.per, other.per)), self.data or other.data)
         return self._each(lambda r: r == other)
 
     def __ne__(self, other: Any) -> Any:
         if other.__class__ is _LaneRange:
-            return lanes(a != b for a, b in zip(self.per, other.per))
+            return lanes((a != b for a, b in zip(self.per, other.per)), self.data or other.data)
         return self._each(lambda r: r != other)
 
     def __contains__(self, x: Any) -> Any:
         if x.__class__ is LaneValue:
-            return lanes(a in r for a, r in zip(per_lane(x, len(self.per)), self.per))
+            return lanes((a in r for a, r in zip(per_lane(x, len(self.per)), self.per)), self.data or x.d)
         return self._each(lambda r: x in r)
 
     def __reduce__(self):
@@ -301,9 +305,61 @@ class _LaneRange:
 
     def __iter__(self):
         for i in range(self.n):
-            yield lanes(r[i] for r in self.per)
+            yield lanes((r[i] for r in self.per), self.data)
 
     def __reversed__(self):
         for i in reversed(range(self.n)):
-            yield lanes(r[i] for r in self.per)
+            yield lanes((r[i] for r in self.per), self.data)
 
+
+
+# -- per-lane math -------------------------------------------------------------------------------
+# A block's own scalar math (`math.sqrt(1 / n)` of a per-block count, `min(rows, left)`) on a
+# LaneValue is done lane by lane, giving a LaneValue, instead of diverging: each lane gets what
+# the function gives it alone (an error in one lane ends the lanes, and the launch runs block by
+# block, where that block raises it).
+
+def _lane_count(args: tuple, kwargs: dict) -> tuple[int, bool]:
+    """(lanes, whether any LaneValue argument comes from data); (0, False) without one."""
+    n, data = 0, False
+    for a in (*args, *kwargs.values()):
+        if a.__class__ is LaneValue:
+            if a.g is not _group:
+                foreign(a)
+            n, data = len(a.v), data or a.d
+    return n, data
+
+
+def per_lane_call(fn: Callable) -> Callable:
+    """`fn` as kernel code calls it: per lane where an argument is a LaneValue."""
+    def call(*args, **kwargs):
+        n, data = _lane_count(args, kwargs)
+        if not n:
+            return fn(*args, **kwargs)
+        cols = [per_lane(a, n) for a in args]
+        kcols = {k: per_lane(v, n) for k, v in kwargs.items()}
+        return lanes((fn(*(c[i] for c in cols), **{k: c[i] for k, c in kcols.items()}) for i in range(n)), data)
+    call.__name__ = call.__qualname__ = getattr(fn, "__name__", "function")
+    call.__doc__ = fn.__doc__
+    return call
+
+
+def _extremum(fn: Callable) -> Callable:
+    """min or max: per lane when given LaneValues, one by one or in a list (without `key`)."""
+    plain = per_lane_call(fn)
+
+    def call(*args, **kwargs):
+        if len(args) == 1 and "key" not in kwargs and args[0].__class__ in (list, tuple):
+            items = args[0]
+            if any(x.__class__ is LaneValue for x in items):
+                return plain(*items) if items else fn(items, **kwargs)
+            return fn(items, **kwargs)
+        if "key" in kwargs:
+            return fn(*args, **kwargs)
+        return plain(*args, **kwargs)
+    call.__name__ = call.__qualname__ = fn.__name__
+    call.__doc__ = fn.__doc__
+    return call
+
+
+lane_min, lane_max = _extremum(min), _extremum(max)

@@ -25,6 +25,7 @@ BLOCK_DIM_MAX = 65535  # CANN: blockDim is a logical count in [1, 65535] (atlas_
 # A launch whose lane groups diverge is split and run again; after this many splits it runs block by
 # block (each split reruns the launch, so a kernel whose blocks keep diverging must not pay for each)
 MAX_LANE_SPLITS = 4
+MAX_DATA_SPLITS = 1  # of those, splits on values read from tensor data (Divergence.data)
 
 
 class GmBuffer:
@@ -107,7 +108,7 @@ class Session:
         frozen = self.state_roots((fn, args, kwargs)) if partition is not None else None
         if frozen is None:  # state the guards cannot watch: no try may be thrown away, so none in lanes
             partition = None
-        splits = 0
+        splits = data_splits = 0
         while True:
             count = self.instructions
             undo = self.undo = GmUndo() if partition is not None else None
@@ -120,8 +121,12 @@ class Session:
                 undo.restore()
                 self.instructions = count
                 splits += 1
-                split = (groups(failed.values, failed.group) if isinstance(failed, Divergence)
-                         and failed.group is not None and splits <= MAX_LANE_SPLITS else None)
+                diverged = isinstance(failed, Divergence) and failed.group is not None
+                data_splits += diverged and failed.data
+                # (lanes that part on data once tend to part again on every row: a second split on
+                # data runs the launch block by block instead of a retry per row)
+                split = (groups(failed.values, failed.group) if diverged and splits <= MAX_LANE_SPLITS
+                         and data_splits <= MAX_DATA_SPLITS else None)
                 if split is not None:
                     partition = [g for g in partition if g != failed.group] + split
                     if all(len(g) == 1 for g in partition):
