@@ -103,3 +103,18 @@ def test_a_cache_gives_what_the_loop_gives_through_the_cap_and_evictions():
         assert cache.total == loop.total and list(cache.resident) == list(loop.resident)
         assert all((a.starts, a.ends) == (b.starts, b.ends) for a, b in zip(cache.resident.values(),
                                                                              loop.resident.values()))
+
+
+def test_streaming_and_rereading_take_the_short_paths_with_the_loops_result():
+    """Copies that stream past everything resident (appended, the first touching the last
+    interval) and copies inside one resident interval (all hits): the two short paths of
+    add_bursts, each against the loop."""
+    bulk, loop = IntervalSet(), IntervalSet()
+    copies = [(0, 64, 128, 16), (2048, 64, 128, 16), (2048 + 16 * 128, 32, 96, 10),   # streaming, touching
+              (0, 4096, 8192, 1), (100, 16, 48, 20), (0, 4000, 4001, 2)]               # one wide span, re-reads
+    for lo, length, pitch, count in copies:
+        if count > 1:
+            assert bulk.add_bursts(lo, length, pitch, count) == _per_burst(loop, lo, length, pitch, count)
+        else:
+            assert bulk.add(lo, lo + length) == loop.add(lo, lo + length)
+        assert (bulk.starts, bulk.ends, bulk.total) == (loop.starts, loop.ends, loop.total)

@@ -12,8 +12,10 @@ import numpy as np
 from sage.npu import dtypes
 from sage.npu.errors import AlignmentError, BoundsError, KernelRuntimeError
 from sage.npu.sim.core import FIX, M, MTE1, MTE2, current_core
+from sage.npu.sim.lanes import lane_ready
 from sage.npu.sim.opcodes import AIC, LOCAL_COPY, MAD, PATH_INDEX
 from sage.npu.ascendc import _checks as chk
+from sage.npu.ascendc.datamove import _each, _row, gm_transfer
 from sage.npu.ascendc.params import FixpipeParams, LoadData2DParams, MmadParams, Nd2NzParams
 from sage.npu.ascendc.tensors import GlobalTensor, LocalTensor
 
@@ -29,9 +31,13 @@ def col_unit(dt: np.dtype) -> int:
     return max(16, 32 // dt.itemsize)
 
 
+def _lane_rows(core) -> range | list[None]:
+    """The lanes whose local memory a cube instruction fills one at a time ([None]: a lone block)."""
+    return [None] if core.lanes is None else range(core.weight)
+
+
 def copy_nd2nz(core, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> None:
     """DataCopy(l1, gm, Nd2NzParams(1, nValue, dValue, 0, srcDValue, dstNzC0Stride, 1, 0))."""
-    from sage.npu.ascendc.datamove import gm_transfer
     core.claim(AIC, "DataCopy GM->L1")
     if dst.dtype != src.dtype:
         raise KernelRuntimeError(f"DataCopy: dst is {dst.dtype.name} but src is {src.dtype.name}")
@@ -45,15 +51,19 @@ def copy_nd2nz(core, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> Non
     if rows < 1 or cols < 1:
         raise KernelRuntimeError("Nd2NzParams: nValue and dValue must be >= 1")
     chk.fits(dst, rows_pad * cols_pad, "DataCopy (ND->NZ)")
-    s = chk.rows_view(src._buf.data, src._off, rows, cols, pitch_src, "DataCopy (ND->NZ) src", "the GM tensor")
+    # (one view per lane of a lane group: each lane's rows come from its own GM offset)
+    views = [(lane, chk.rows_view(src._buf.data, off, rows, cols, pitch_src, "DataCopy (ND->NZ) src",
+                                  "the GM tensor")) for lane, off in _each(core, src._off)]
     isz = dst.dtype.itemsize
     gm_transfer(core, MTE2, "DataCopy(ND2NZ)", "GM->L1", src, 0, (rows - 1) * pitch_src + cols, rows * cols * isz,
                 rows, pitch_src * isz, dst.span(rows_pad * cols_pad), True)
-    d = dst._arr[:rows_pad * cols_pad].reshape(rows_pad, cols_pad)
-    d[...] = 0
-    d[:rows, :cols] = s
+    for lane, s in views:
+        d = _row(dst._arr, lane)[:rows_pad * cols_pad].reshape(rows_pad, cols_pad)
+        d[...] = 0
+        d[:rows, :cols] = s
 
 
+@lane_ready
 def LoadData(dst, src, params: LoadData2DParams) -> None:
     """LoadData(l0a_or_l0b, l1, LoadData2DParams(rows, cols, srcStride, ifTranspose)): copy the rows x cols
     tile starting at src (a view t[offset] of a larger L1 matrix with row pitch srcStride) into dense rows x cols
@@ -75,15 +85,17 @@ def LoadData(dst, src, params: LoadData2DParams) -> None:
     chk.aligned(dst, "LoadData dst", 512)
     chk.aligned(src, "LoadData src")
     pitch = params.srcStride or cols
-    s = chk.rows_view(src._arr, 0, rows, cols, pitch, "LoadData src", "the L1 tensor")
+    views = [(lane, chk.rows_view(_row(src._arr, lane), 0, rows, cols, pitch, "LoadData src", "the L1 tensor"))
+             for lane in _lane_rows(core)]
     chk.fits(dst, rows * cols, "LoadData dst")
     nbytes = rows * cols * dst.dtype.itemsize
     path = "L1->L0A" if pos == "L0A" else "L1->L0B"
     core.instr(MTE1, "LoadData", LOCAL_COPY, PATH_INDEX[path], nbytes, 1, 0, None, reads=(src.span((rows - 1) * pitch + cols),), writes=(dst.span(rows * cols),))
-    out = dst._arr[:rows * cols]
-    out[...] = (s.T if params.ifTranspose else s).reshape(-1)
+    for lane, s in views:
+        _row(dst._arr, lane)[:rows * cols] = (s.T if params.ifTranspose else s).reshape(-1)
 
 
+@lane_ready
 def Mmad(c, a, b, params: MmadParams) -> None:
     """Mmad(c_l0c, a_l0a, b_l0b, MmadParams(m, n, k, cmatrixInitVal)): C[m,n] (+)= A[m,k] @ B[k,n], fp32
     accumulation (int32 for int8). Read row-major: A as [ceil16(m), ceil16(k)], B as [ceil16(k), ceil16(n)]
@@ -109,23 +121,24 @@ def Mmad(c, a, b, params: MmadParams) -> None:
     reads = (a.span(mp * kp), b.span(kp * nb)) + (() if params.cmatrixInitVal else (c.span(mp * np_),))
     core.instr(M, "Mmad", MAD, m, n, k, a.dtype.itemsize, None, reads=reads, writes=(c.span(mp * np_),))
     acc = _ACC[a.dtype]
-    A = a._arr[:mp * kp].reshape(mp, kp)[:m, :k].astype(acc)
-    B = b._arr[:kp * nb].reshape(kp, nb)[:k, :n].astype(acc)
-    C = c._arr[:mp * np_].reshape(mp, np_)
-    prod = A @ B
-    if params.cmatrixInitVal:
-        C[...] = 0
-        C[:m, :n] = prod
-    else:
-        C[:m, :n] += prod
+    for lane in _lane_rows(core):  # (lane by lane, the very product a block alone computes: same BLAS call)
+        A = _row(a._arr, lane)[:mp * kp].reshape(mp, kp)[:m, :k].astype(acc)
+        B = _row(b._arr, lane)[:kp * nb].reshape(kp, nb)[:k, :n].astype(acc)
+        C = _row(c._arr, lane)[:mp * np_].reshape(mp, np_)
+        prod = A @ B
+        if params.cmatrixInitVal:
+            C[...] = 0
+            C[:m, :n] = prod
+        else:
+            C[:m, :n] += prod
 
 
+@lane_ready
 def Fixpipe(dst, src, params: FixpipeParams) -> None:
     """Fixpipe(gm, l0c, FixpipeParams(mSize, nSize, srcStride, dstStride, reluEn)): write an mSize x nSize tile
     to GM (row pitch dstStride, 0 = nSize), converting fp32 to the GM dtype (fp16/bf16 round to nearest).
     Cost on FIX: one L0C->GM transfer of the tile."""
     from sage.npu.ascendc.cast import RoundMode, convert
-    from sage.npu.ascendc.datamove import gm_transfer
     core = current_core("Fixpipe")
     core.claim(AIC, "Fixpipe")
     src = chk.local(src, "Fixpipe src", "L0C")
@@ -135,12 +148,14 @@ def Fixpipe(dst, src, params: FixpipeParams) -> None:
         raise KernelRuntimeError("Fixpipe: mSize and nSize must be >= 1")
     sp = params.srcStride or _ceil(n, 16)
     dp = params.dstStride or n
-    s = chk.rows_view(src._arr, 0, m, n, sp, "Fixpipe src", "the L0C tensor")
-    d = chk.rows_view(dst._buf.data, dst._off, m, n, dp, "Fixpipe dst", "the GM tensor")
+    pairs = [(chk.rows_view(_row(src._arr, lane), 0, m, n, sp, "Fixpipe src", "the L0C tensor"),
+              chk.rows_view(dst._buf.data, off, m, n, dp, "Fixpipe dst", "the GM tensor"))
+             for lane, off in _each(core, dst._off)]
     isz = dst.dtype.itemsize
     # the FIX unit converts NZ -> ND while it streams: one transfer, not one burst per row
     gm_transfer(core, FIX, "Fixpipe", "L0C->GM", dst, 0, (m - 1) * dp + n, m * n * isz, 1, dp * isz,
                 src.span((m - 1) * sp + n), False, rows=(n * isz, dp * isz, m))
-    vals = np.maximum(s, 0) if params.reluEn else s
-    out = convert(np.ascontiguousarray(vals), dst.dtype, RoundMode.CAST_RINT).astype(dst.dtype, copy=False)
-    d[...] = out if core.atomic is None else core.atomic(d, out)
+    for s, d in pairs:
+        vals = np.maximum(s, 0) if params.reluEn else s
+        out = convert(np.ascontiguousarray(vals), dst.dtype, RoundMode.CAST_RINT).astype(dst.dtype, copy=False)
+        d[...] = out if core.atomic is None else core.atomic(d, out)

@@ -6,7 +6,7 @@ import numpy as np
 
 from sage.npu.errors import AlignmentError, KernelRuntimeError
 from sage.npu.sim.core import MTE2, MTE3, V, CoreState, current_core
-from sage.npu.sim.lanes import NotLaneable, lane_ready, per_lane
+from sage.npu.sim.lanes import lane_ready, per_lane
 from sage.npu.sim.opcodes import GM_COPY, LOCAL_COPY, PATH_INDEX
 from sage.npu.ascendc import _checks as chk
 from sage.npu.ascendc.params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyParams, Nd2NzParams)
@@ -102,8 +102,6 @@ def DataCopy(dst, src, count_or_params) -> None:
         dst = chk.local(dst, "DataCopy dst")
         pos = dst._slot.space.name
         if pos == "L1" and isinstance(arg, Nd2NzParams):
-            if core.lanes is not None:
-                raise NotLaneable("DataCopy with Nd2NzParams")
             from sage.npu.ascendc.cube import copy_nd2nz
             copy_nd2nz(core, dst, src, arg)
             return

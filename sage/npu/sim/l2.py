@@ -88,6 +88,20 @@ class IntervalSet:
         (bytes of them already resident, bytes newly added), exactly what `count` overlap()
         calls followed by `count` add() calls give as long as no add can forget (the caller
         checks: the intervals can then number at most len + count <= MAX_INTERVALS)."""
+        starts, ends = self.starts, self.ends
+        last = lo + (count - 1) * pitch + length
+        k = bisect_right(starts, lo) - 1
+        if k >= 0 and ends[k] >= last:  # every burst inside one resident interval: all hits, nothing new
+            return count * length, 0
+        if not starts or lo >= ends[-1]:  # past everything resident (streaming): no hit, bursts appended
+            firsts = range(lo, lo + count * pitch, pitch)
+            if starts and lo == ends[-1]:  # (the first burst touches the last interval: they merge)
+                ends[-1] = lo + length
+                firsts = firsts[1:]
+            starts.extend(firsts)
+            ends.extend(f + length for f in firsts)
+            self.total += count * length
+            return 0, count * length
         s = np.fromiter(self.starts, np.int64, len(self.starts))
         e = np.fromiter(self.ends, np.int64, len(self.ends))
         b0 = lo + pitch * np.arange(count, dtype=np.int64)
