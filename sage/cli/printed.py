@@ -12,6 +12,8 @@ from typing import Any
 
 from rich.console import Console
 
+from sage.text import terminal
+
 SHOWN_LINES = 20
 SHOWN_CHARS = 2000
 
@@ -41,4 +43,4 @@ def show_printed(console: Console, cases: Sequence[Any], verbose: bool) -> None:
         return
     for index, text in printed.items():
         console.print(f"printed by the kernel on case {index}:", style="bold", highlight=False)
-        console.print(truncated(text), markup=False, highlight=False)
+        console.print(terminal(truncated(text)), highlight=False)   # cleaned on entry; again for the terminal
