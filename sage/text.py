@@ -38,6 +38,7 @@ CELL_CHARS = 120            # a report.md cell
 MORE = "…"                  # ends a capped text
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 # Shown as escapes: C0 but tab and newline, DEL and C1; every format (Cf) character of
 # Unicode 15.1, line and paragraph separators, and the supplementary variation selectors
 # (invisible, used to smuggle text past a reader). tests/test_text.py checks the list
@@ -51,12 +52,18 @@ _HIDDEN = re.compile(
 _SPACE_RUN = re.compile(r"\s+")
 
 
+def _joined(match: re.Match[str]) -> str:
+    high, low = match.group()
+    return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
+
+
 def repair(text: str) -> str:
     """`text` encodable as UTF-8: surrogate pairs joined, lone surrogates as U+FFFD.
-    For text whose bytes matter (kernel source): nothing else changes."""
+    For text whose bytes matter (kernel source): nothing else changes. No codec is used: the
+    sandbox's locked-down child cannot import one it has not loaded yet."""
     if not _SURROGATE.search(text):
         return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return _SURROGATE.sub("\ufffd", _PAIR.sub(_joined, text))
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -108,11 +115,14 @@ def terminal(text: Any, style: str = "", limit: int | None = None, *, one_line: 
     return Text(clean(text, limit, one_line=one_line), style=style)
 
 
-# A report.md cell. Backslash escapes for what markdown would read (emphasis, code, links,
-# images, strikethrough, the table's pipe), entities for what HTML would, and the three
-# triggers of GitHub's autolinks broken: "://" (http, https, ftp), "www." and "@" (e-mail,
-# which GitHub links through any backslash escape, so the "@" goes into a code span).
-_MD_SPECIAL = re.compile(r"[\\`*_\[\]()!~|#{}]|[<>&]|@+|:(?=//)|(?<=[wW][wW][wW])\.")
+# A report.md cell. Backslash escapes for what markdown would read, and only where it would
+# read it, so names stay legible in the file (level1/10_layer_norm, .cuda() (line 18)): the
+# backslash and backtick (code spans), * and ~ (emphasis, strikethrough), _ unless inside a
+# word, [ and ] (links), ! before [ and ( after ] (so neither "![" nor "](" is ever written),
+# the pipe (the table); entities for what HTML would read (< > &); and the three triggers of
+# GitHub's autolinks broken: "://" (http, https, ftp), "www." and "@" (e-mail, which GitHub
+# links through any backslash escape, so the "@" goes into a code span).
+_MD_SPECIAL = re.compile(r"[\\`*~\[\]|<>&]|(?<!\w)_|_(?!\w)|!(?=\[)|(?<=\])\(|@+|:(?=//)|(?<=[wW][wW][wW])\.")
 _MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
 
