@@ -17,7 +17,7 @@ from rich.text import Text
 
 from sage.cli.common import fail, require_cache
 from sage.cli.printed import printed_by_case, show_printed
-from sage.cli.render import Col, Screen, compact_shape, fitted_table, markup
+from sage.cli.render import Col, Screen, compact_shape, fitted_table, hanging, markup
 from sage.text import json_safe, terminal
 
 app = typer.Typer(help="The simulated NPU: run kernels, list hardware presets.", no_args_is_help=True)
@@ -153,10 +153,12 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: b
     out.print(Text.assemble(terminal(key), f" on {preset} (seed {payload['seed']}): ", verdict), highlight=False)
     if evaluation.error:
         e = evaluation.error
-        out.print(Text.assemble(terminal(e.type, "red", one_line=True), f" (line {e.line})" if e.line else "", ": ",
-                                terminal(e.message, one_line=True)), highlight=False)
+        line = Text.assemble(terminal(e.type, "red", one_line=True), f" (line {e.line})" if e.line else "", ": ",
+                             terminal(e.message, one_line=True))
+        out.print(hanging(line, out.width), highlight=False, soft_wrap=True)
     elif evaluation.reason:
-        out.print(terminal(evaluation.reason, "red", one_line=True), highlight=False)
+        out.print(hanging(terminal(evaluation.reason, "red", one_line=True), out.width), highlight=False,
+                  soft_wrap=True)
     # Two tables, so figures never wrap at 80 columns: what each case computed, then how fast.
     # A tensor description folds at its commas when the inputs need room.
     cols = [Col("case", "right", wrap=False), Col("inputs", folds=","),

@@ -208,6 +208,17 @@ def _whole_style(text: Text) -> Any:
     return text.style
 
 
+def hanging(text: Text, width: int, indent: int = 2) -> Text:
+    """`text` (one line) wrapped to `width` with every line after the first indented: the
+    continuation of a long message from a kernel can never start a line of its own, where it
+    could pass for sage's verdict. The style of the text's first span (a red error class) is kept."""
+    lines = wrap_text(text.plain, max(width - indent, 1))
+    wrapped = Text("\n".join([lines[0], *(" " * indent + line for line in lines[1:])]), style=text.style)
+    if text.spans and text.spans[0].start == 0 and len(lines[0]) >= text.spans[0].end:
+        wrapped.stylize(text.spans[0].style, 0, text.spans[0].end)
+    return wrapped
+
+
 def markup(text: str) -> Text:
     """A cell from rich markup (e.g. "[green]correct[/green]"): sage's own literals only, never
     text from a kernel, an LLM, a task file or the memory (that is `sage.text.terminal`)."""
