@@ -28,6 +28,7 @@ import ast
 import difflib
 import hashlib
 import importlib.util
+import os
 import random
 import re
 import sys
@@ -388,7 +389,7 @@ def _raise_if_accelerator(path: Path, exc: BaseException) -> None:
 
 def _import_file(path: Path) -> ModuleType:
     # A unique module name per file path: two suites can both have "10_layer_norm".
-    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    digest = hashlib.sha1(os.fsencode(path)).hexdigest()[:10]   # the bytes: a name need not be UTF-8
     safe_stem = re.sub(r"\W", "_", path.stem)
     mod_name = f"sage_task_{safe_stem}_{digest}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
