@@ -96,14 +96,25 @@ def clean_optional(text: str | None, limit: int | None = None, *, one_line: bool
 
 def json_safe(value: Any) -> Any:
     """`value` with every string (keys included) in dicts, lists and tuples repaired, so that
-    any JSON encoder writes it as UTF-8. Only surrogates change: JSON escapes the rest itself."""
-    if isinstance(value, str):
-        return repair(value)
-    if isinstance(value, dict):
-        return {json_safe(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
+    any JSON encoder writes it as UTF-8. Only surrogates change: JSON escapes the rest itself.
+    A copy, made without recursion: an imported document may be nested deeper than the stack."""
+    if not isinstance(value, (dict, list, tuple)):
+        return repair(value) if isinstance(value, str) else value
+    result: Any = {} if isinstance(value, dict) else []
+    work = [(value, result)]
+    while work:
+        source, target = work.pop()
+        for key, item in (source.items() if isinstance(source, dict) else enumerate(source)):
+            if isinstance(item, (dict, list, tuple)):
+                copied: Any = {} if isinstance(item, dict) else []
+                work.append((item, copied))       # filled later; already in its place
+            else:
+                copied = repair(item) if isinstance(item, str) else item
+            if isinstance(target, dict):
+                target[repair(key) if isinstance(key, str) else key] = copied
+            else:
+                target.append(copied)
+    return result
 
 
 def terminal(text: Any, style: str = "", limit: int | None = None, *, one_line: bool = False) -> Text:
