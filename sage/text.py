@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 ERROR_CHARS = 4096          # an error message or a reason
 TITLE_CHARS = 120           # a lesson's title
-NOTE_CHARS = 300            # a lesson's note (its advice), an adoption reason, a trial note
+NOTE_CHARS = 300            # a lesson's note (its advice)
 TAG_CHARS = 100             # one tag
 PRINTED_CHARS = 64 * 1024   # what a kernel printed on one case
 SOURCE_CHARS = 32 * 1024    # kernel source kept in memory (an artifact, never read as text)
@@ -46,7 +46,7 @@ _PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 _HIDDEN = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e"
     "\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
-    "\U000110bd\U000110cd\U00013430-\U0001345f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
     "\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
 _SPACE_RUN = re.compile(r"\s+")
