@@ -13,6 +13,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sage.text import ERROR_CHARS, clean, repair
+
 ANSWER_CONTRACT = """\
 Answer with exactly two things:
 1. One fenced ```python block holding the complete kernel file (the DSL import, the
@@ -26,6 +28,7 @@ No other code blocks."""
 
 _FENCE = re.compile(r"^```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 _CODE_LANGS = {"python", "py", "python3"}
+ID_CHARS = 40      # an adopted id as the model wrote it ("E12"; anything longer is rejected anyway)
 
 
 class AnswerMeta(BaseModel):
@@ -58,10 +61,12 @@ def parse_answer(text: str) -> Answer:
             + _reminder()
         )
     meta = _find_meta(text, blocks)
-    source = code[0][1]
+    source = repair(code[0][1])   # code: only made encodable (the sandbox judges the rest)
     if not source.strip():
         raise MalformedAnswer("The python block is empty. " + _reminder())
-    return Answer(source=source, adopted=_dedupe(meta.adopted), plan=meta.plan)
+    # The model's own words are shown, stored and sent back: cleaned once, here (sage/text.py).
+    return Answer(source=source, adopted=_dedupe([clean(i, ID_CHARS, one_line=True) for i in meta.adopted]),
+                  plan=clean(meta.plan, ERROR_CHARS, one_line=True))
 
 
 def _find_meta(text: str, blocks: list[tuple[str, str, tuple[int, int]]]) -> AnswerMeta:

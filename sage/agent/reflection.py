@@ -15,23 +15,32 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from sage.agent.backends.base import Message
 from sage.agent.records import Turn
+from sage.text import NOTE_CHARS, TAG_CHARS, TITLE_CHARS, clean
 
 MAX_EXPERIENCES = 3
-MAX_TITLE = 120
+MAX_TITLE = TITLE_CHARS
 HINT_KEYS = ("tile_len (int), buffer_num (1-4), block_dim (int or \"all\"), copy_mode (\"pad\" | \"auto\"), "
              "fp32_compute (bool), base_m, base_n, base_k, l1_k (ints, cube), cube_buffer_num, cube_block_dim")
+
+
+def _cleaned(limit: int) -> BeforeValidator:
+    """An LLM's lesson text, cleaned and capped before it is checked (sage/text.py): a long or
+    hostile lesson is kept cut and escaped, not thrown away."""
+    return BeforeValidator(lambda value: clean(value, limit, one_line=True) if isinstance(value, str) else value)
 
 
 class ExperienceDraft(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    title: str = Field(min_length=3, max_length=MAX_TITLE)
-    advice: str = Field(min_length=10, max_length=800)
-    tags: list[str] = []
+    title: Annotated[str, _cleaned(MAX_TITLE), Field(min_length=3, max_length=MAX_TITLE)]
+    advice: Annotated[str, _cleaned(NOTE_CHARS), Field(min_length=10, max_length=NOTE_CHARS)]
+    tags: list[Annotated[str, _cleaned(TAG_CHARS)]] = []
     hints: dict[str, Any] = {}
 
 
@@ -111,7 +120,7 @@ def strict_request(problem: str) -> Message:
 
 _ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+", re.MULTILINE)
 _MARKUP = re.compile(r"[*_`#]+")
-TITLE_CHARS = 80
+PROSE_TITLE_CHARS = 80
 
 
 def prose_drafts(text: str, tags: list[str]) -> list[ExperienceDraft]:
@@ -121,12 +130,12 @@ def prose_drafts(text: str, tags: list[str]) -> list[ExperienceDraft]:
     items = [p for p in _ITEM.split(body)[1:]] if _ITEM.search(body) else re.split(r"\n\s*\n", body)
     drafts: list[ExperienceDraft] = []
     for item in items:
-        clean = " ".join(_MARKUP.sub("", item).split())
-        if len(clean.split()) < 10:
+        plain = " ".join(_MARKUP.sub("", item).split())
+        if len(plain.split()) < 10:
             continue
-        first = re.split(r"(?<=[.:;!?])\s", clean, maxsplit=1)[0].rstrip(".:;")
-        title = first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1].rsplit(" ", 1)[0] + "…"
-        drafts.append(ExperienceDraft(title=title, advice=clean[:800], tags=list(tags)))
+        first = re.split(r"(?<=[.:;!?])\s", plain, maxsplit=1)[0].rstrip(".:;")
+        title = first if len(first) <= PROSE_TITLE_CHARS else first[: PROSE_TITLE_CHARS - 1].rsplit(" ", 1)[0] + "…"
+        drafts.append(ExperienceDraft(title=title, advice=plain, tags=list(tags)))
         if len(drafts) == MAX_EXPERIENCES:
             break
     return drafts

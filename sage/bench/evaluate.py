@@ -49,6 +49,7 @@ from sage.bench.tasks import (ReferenceUnavailable, Task, TaskLoadError, kernel_
                               parameter_kwargs, runtime_accelerator_reason, to_numpy)
 from sage.npu.results import ErrorInfo, Profile
 from sage.npu.sandbox import Limits, run_sandboxed
+from sage.text import ERROR_CHARS, clean
 
 Status = Literal["correct", "incorrect", "error", "no_kernel", "reference_unavailable", "reference_error",
                  "unsupported"]
@@ -271,6 +272,9 @@ def measure_reference(task: Task, preset: str, cases: int | None) -> ReferenceRu
 
 class ReferenceFailure(Exception):
     """The reference forward raised for a reason other than a missing accelerator."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(clean(message, ERROR_CHARS))   # task code's text: shown and stored (sage/text.py)
 
 
 def reference_outputs(model: torch.nn.Module, case: list) -> list[np.ndarray]:

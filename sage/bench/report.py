@@ -15,6 +15,7 @@ from typing import Protocol
 
 from sage.bench.metrics import SuiteMetrics, compute_metrics, metrics_by_level
 from sage.bench.runner import CONFIG_FILE, RESULTS_FILE, ResultRow, final_rows, read_rows
+from sage.text import md_cell
 
 SUMMARY_FILE = "summary.json"
 
@@ -86,8 +87,8 @@ class TaskTableSection:
             ok = f"{sum(c.correct for c in e.cases)}/{len(e.cases)}" if e.cases else "-"
             bottleneck = next((c.bottleneck for c in e.cases if c.bottleneck), None)
             note = f"{e.error.type}: {e.error.message}" if e.error else (e.reason or "")
-            lines.append(f"| {r.task} | {e.status} | {ok} | {_num(e.speedup, 'x')} | {_num(e.device_speedup, 'x')} "
-                         f"| {_pct(e.roofline_fraction)} | {bottleneck or '-'} | {_cell(note)} |")
+            lines.append(f"| {md_cell(r.task)} | {e.status} | {ok} | {_num(e.speedup, 'x')} | {_num(e.device_speedup, 'x')} "
+                         f"| {_pct(e.roofline_fraction)} | {bottleneck or '-'} | {md_cell(note)} |")
         return "\n".join(lines)
 
 
@@ -109,7 +110,7 @@ class ReferenceSection:
         for r in ok:
             per_case = ", ".join(_num(c.total_us) for c in r.reference.cases)
             device = ", ".join(_num(c.device_us) for c in r.reference.cases)
-            lines.append(f"| {r.task} | {len(r.reference.cases)} | {per_case} | {device} | {r.wall_s:.2f} |")
+            lines.append(f"| {md_cell(r.task)} | {len(r.reference.cases)} | {per_case} | {device} | {r.wall_s:.2f} |")
         return "\n".join(lines)
 
 
@@ -122,7 +123,7 @@ class SkippedSection:
         for r in sorted(skipped, key=lambda r: r.task):
             reason = (r.evaluation.reason if r.evaluation else None) or (r.reference.reason if r.reference else None) \
                 or r.extra.get("reason", "")
-            lines.append(f"| {r.task} | {r.status}: {_cell(reason)} |")
+            lines.append(f"| {md_cell(r.task)} | {r.status}: {md_cell(reason)} |")
         return "\n".join(lines)
 
 
@@ -166,7 +167,7 @@ def _header(out: Path, rows: list[ResultRow]) -> str:
         config = json.loads((out / CONFIG_FILE).read_text())
     solvers = sorted({r.solver for r in rows if r.solver})
     epochs = sorted({r.epoch for r in rows})
-    lines = [f"# Benchmark report: {config.get('target', out.name)}", "",
+    lines = [f"# Benchmark report: {md_cell(config.get('target', out.name), 300)}", "",
              f"- results: `{RESULTS_FILE}` ({len(rows)} rows, {len(final_rows(rows))} tasks in the last epoch)",
              f"- preset: {config.get('preset', '?')}; solver: {', '.join(solvers) or '-'}; "
              f"epochs: {len(epochs)}; seed: {config.get('seed', '?')}; sage {config.get('sage_version', '?')}"]
@@ -183,9 +184,3 @@ def _pct(v: float | None) -> str:
 
 def _num(v: float | None, suffix: str = "") -> str:
     return "-" if v is None else f"{v:.3g}{suffix}"
-
-
-def _cell(text: str) -> str:
-    text = " ".join(str(text).split())
-    text = (text[:117] + "...") if len(text) > 120 else text
-    return text.replace("|", "\\|")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import PydanticSerializationError
 
 from sage import __version__
 from sage.bench.evaluate import ReferenceRun, Status, TaskEvaluation, evaluate_kernel, measure_reference
@@ -40,6 +41,7 @@ from sage.bench.selection import (collect_tasks, default_task_timeout, job_key, 
                                   task_order)
 from sage.bench.tasks import ReferenceUnavailable, Task, TaskLoadError, is_helper_module, level_of, load_task
 from sage.npu.sandbox import Limits
+from sage.text import json_safe
 
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "run.json"
@@ -232,7 +234,7 @@ def run_bench(config: BenchConfig, solver: Solver | None,
     config = config.model_copy(update={"run_id": _run_id(out, config)})
     # Rewritten from the rows that parsed, so a line torn by a crash does not end up
     # in the middle of the file once new rows are appended.
-    _write_atomically(results, "".join(r.model_dump_json() + "\n" for r in existing))
+    _write_atomically(results, "".join(row_line(r) + "\n" for r in existing))
     _write_atomically(out / CONFIG_FILE, config.model_dump_json(indent=2) + "\n")
     finished = {(r.task, r.epoch) for r in existing if r.final}
 
@@ -276,9 +278,19 @@ def _run_id(out: Path, config: BenchConfig) -> str:
 
 def _append(fh: IO[str], rows: list[ResultRow]) -> None:
     # One write per job, on disk before the next job's: a killed run loses only the jobs in flight.
-    fh.write("".join(r.model_dump_json() + "\n" for r in rows))
+    fh.write("".join(row_line(r) + "\n" for r in rows))
     fh.flush()
     os.fsync(fh.fileno())
+
+
+def row_line(row: ResultRow) -> str:
+    """The row as one JSON line, always. Text is cleaned where it enters (sage/text.py), but a
+    string that came in another way (a lone surrogate in a file name, a kernel source from an
+    LLM) must not cost the row, nor stop the run: the row is written repaired instead."""
+    try:
+        return row.model_dump_json()
+    except PydanticSerializationError:
+        return ResultRow.model_validate(json_safe(row.model_dump())).model_dump_json()
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -28,6 +28,7 @@ import ast
 import difflib
 import hashlib
 import importlib.util
+import os
 import random
 import re
 import sys
@@ -45,8 +46,10 @@ from pydantic import BaseModel
 from sage.bench.accelerator import accelerator_reason, runtime_accelerator_reason
 from sage.bench.case_file import CaseFileError, case_specs, read_case_file
 from sage.bench.case_support import case_support, describe_case
+from sage.text import ERROR_CHARS, TAG_CHARS, clean
 
 SUITE_DIR = Path(__file__).parent / "npukernelbench"
+DESCRIPTION_CHARS = 4096
 PLAIN_OPS_DIR = SUITE_DIR / "ops"
 
 _LEVEL_DIR = re.compile(r"level[_-]?(\d+)$", re.IGNORECASE)
@@ -61,7 +64,7 @@ class TaskLoadError(Exception):
 
     def __init__(self, path: Path | str, problem: str):
         self.path = Path(path)
-        self.problem = problem
+        self.problem = clean(problem, ERROR_CHARS)   # often a task's own exception text (sage/text.py)
         super().__init__(f"{self.path}: {problem}")
 
 
@@ -75,7 +78,7 @@ class ReferenceUnavailable(Exception):
 
     def __init__(self, path: Path | str, reason: str):
         self.path = Path(path)
-        self.reason = reason
+        self.reason = clean(reason, ERROR_CHARS)
         super().__init__(f"{self.path}: reference unavailable: {reason}")
 
 
@@ -240,7 +243,7 @@ def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0) -> 
         name=path.stem,
         path=path,
         level=level_of(path),
-        tags=[str(t) for t in tags] if isinstance(tags, (list, tuple)) else [str(tags)],
+        tags=[clean(t, TAG_CHARS, one_line=True) for t in (tags if isinstance(tags, (list, tuple)) else [tags])],
         description=_description(module),
         fused_op=getattr(module, "FUSED_OP", None),
         module=module,
@@ -386,7 +389,7 @@ def _raise_if_accelerator(path: Path, exc: BaseException) -> None:
 
 def _import_file(path: Path) -> ModuleType:
     # A unique module name per file path: two suites can both have "10_layer_norm".
-    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    digest = hashlib.sha1(os.fsencode(path)).hexdigest()[:10]   # the bytes: a name need not be UTF-8
     safe_stem = re.sub(r"\W", "_", path.stem)
     mod_name = f"sage_task_{safe_stem}_{digest}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
@@ -440,7 +443,8 @@ def _one_line(exc: BaseException) -> str:
 def _description(module: ModuleType) -> str:
     """DESCRIPTION, else the module's docstring, else Model's (KernelBench files have only that)."""
     text = getattr(module, "DESCRIPTION", None) or module.__doc__ or module.Model.__doc__ or ""
-    return " ".join(str(text).split())
+    # Shown in prompts, tables and reports: cleaned like any text from outside (sage/text.py).
+    return clean(text, DESCRIPTION_CHARS, one_line=True)
 
 
 def _strip_number(stem: str) -> str:

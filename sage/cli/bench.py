@@ -29,6 +29,7 @@ from typer.core import TyperGroup
 from sage import __version__
 from sage.cli.common import did_you_mean, fail, require_cache, require_memory, require_writable, run_budget
 from sage.cli.render import Col, Screen, fitted_table
+from sage.text import clean
 
 RUN_COMMAND = "run"
 REFERENCE_COMMAND = "reference"
@@ -214,7 +215,8 @@ def run(
         solver = _agent_solver(config, memory, memory_url, agent)
 
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err.console(), transient=as_json)
+                        TimeElapsedColumn(), TextColumn("{task.fields[last]}", markup=False), console=err.console(),
+                        transient=as_json)
     with progress:
         bar = progress.add_task("bench", total=None, last="")
 
@@ -222,7 +224,7 @@ def run(
             progress.update(bar, total=total)
 
         def on_row(row: Any) -> None:
-            progress.update(bar, advance=1, last=f"{row.task}: {row.status}")
+            progress.update(bar, advance=1, last=clean(f"{row.task}: {row.status}", one_line=True))
 
         with _run_failures(config.out):
             result = run_bench(config, solver, on_row=on_row, on_start=on_start)
@@ -283,14 +285,15 @@ def _run_compare(config: Any, modes: list[str], flags: dict[str, Any], as_json: 
     from sage.bench.ablation import ablation_metrics, load_mode_rows, run_compare
 
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=err.console(), transient=as_json)
+                        TimeElapsedColumn(), TextColumn("{task.fields[last]}", markup=False), console=err.console(),
+                        transient=as_json)
     bars: dict[str, Any] = {}
 
     def on_start(mode: str, total: int) -> None:
         bars[mode] = progress.add_task(f"memory {mode}", total=total, last="")
 
     def on_row(mode: str, row: Any) -> None:
-        progress.update(bars[mode], advance=1, last=f"{row.task}: {row.status}")
+        progress.update(bars[mode], advance=1, last=clean(f"{row.task}: {row.status}", one_line=True))
 
     with progress, _run_failures(config.out):
         result = run_compare(config, modes, lambda mode, cfg: _agent_solver(cfg, mode, None, flags),

@@ -17,15 +17,19 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
+
+from sage.text import terminal
 
 BAD_INPUT = 2
 HOME_HINT = "set HOME (or SAGE_CACHE_DIR / --memory-url) to a writable place"
 
 
 def fail(message: str, code: int = BAD_INPUT) -> NoReturn:
-    """`error: message` on stderr, one line whatever the width (brackets are not markup)."""
-    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    """`error: message` on stderr, one line whatever the width. The message often quotes a
+    file, a task or a kernel: it is cleaned and never read as markup (sage/text.py)."""
+    Console(stderr=True).print(Text.assemble(("error:", "red"), " ", terminal(message, one_line=True)), highlight=False,
+                               soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from sage.cli.common import did_you_mean, fail, require_memory
 from sage.cli.render import Col, fitted_table
+from sage.text import terminal
 
 if TYPE_CHECKING:
     from sage.memory import Memory
@@ -86,7 +87,7 @@ def inspect(
                       else "No rules yet: experiences become rules once they help on several operators.")
         return
     if not exps:
-        console.print(f"No experiences for operator {op!r}{did_you_mean(op, known)}." if op else EMPTY_HINT,
+        console.print(terminal(f"No experiences for operator {op!r}{did_you_mean(op, known)}." if op else EMPTY_HINT),
                       highlight=False)
     else:
         # "operators": learned on plus adopted on (consolidation's breadth gate counts the adopters: `show`).
@@ -124,20 +125,22 @@ def show(
     console = _console()
     if detail.experience is not None:
         e = detail.experience
-        console.print(f"[bold]{e.id}[/bold] {escape(e.title)}  [dim]({e.status}, learned on "
-                      f"{escape(e.origin_operator or '?')})[/dim]")
-        console.print(e.advice, highlight=False, markup=False)
+        # Memory text may come from an LLM or an imported file: Text, cleaned, never markup.
+        console.print(Text.assemble((e.id, "bold"), " ", terminal(e.title), "  ",
+                                    terminal(f"({e.status}, learned on {e.origin_operator or '?'})", "dim")))
+        console.print(terminal(e.advice), highlight=False)
         hints = json.dumps(e.hints) if e.hints else "-"
-        console.print(f"tags: {', '.join(e.tags) or '-'}   hints: {hints}", highlight=False, markup=False)
+        console.print(terminal(f"tags: {', '.join(e.tags) or '-'}   hints: {hints}"), highlight=False)
         adopters = ", ".join(detail.operators) or "none yet"
-        console.print(f"utility {e.utility:+.3f}   retrieved {e.retrieved}   adopted {e.adopted} "
-                      f"(succeeded {e.adopted_succeeded})   adopted on {len(detail.operators)} operator(s): "
-                      f"{adopters}", highlight=False, markup=False)
+        console.print(terminal(f"utility {e.utility:+.3f}   retrieved {e.retrieved}   adopted {e.adopted} "
+                               f"(succeeded {e.adopted_succeeded})   adopted on {len(detail.operators)} operator(s): "
+                               f"{adopters}"), highlight=False)
     else:
         r = detail.rule
         assert r is not None
-        console.print(f"[bold]{r.id}[/bold] [dim]({r.status}, {r.tokens} tokens, from {' '.join(r.sources)})[/dim]")
-        console.print(r.text, highlight=False, markup=False)
+        console.print(Text.assemble((r.id, "bold"), " ",
+                                    (f"({r.status}, {r.tokens} tokens, from {' '.join(r.sources)})", "dim")))
+        console.print(terminal(r.text), highlight=False)
         console.print(f"utility {r.utility:+.3f}   shown {r.shown}   adopted {r.adopted} "
                       f"(succeeded {r.adopted_succeeded})", highlight=False)
     if not detail.history:
@@ -165,7 +168,7 @@ def export(file: Path = typer.Argument(..., help="output JSON file"), memory_url
     except OSError as exc:
         fail(f"cannot write {file}: {exc.strerror}")
     counts = ", ".join(f"{len(rows)} {name}" for name, rows in data["tables"].items())
-    _console().print(f"exported {counts} to {file}", highlight=False)
+    _console().print(terminal(f"exported {counts} to {file}"), highlight=False)
 
 
 @app.command("import", help="Load a JSON export into an empty memory (or --replace the current content).")

@@ -13,10 +13,12 @@ from typing import Any
 import typer
 from rich import box
 from rich.markup import escape
+from rich.text import Text
 
 from sage.cli.common import fail, require_cache
 from sage.cli.printed import printed_by_case, show_printed
-from sage.cli.render import Col, Screen, compact_shape, fitted_table, markup
+from sage.cli.render import Col, Screen, compact_shape, fitted_table, hanging, markup
+from sage.text import json_safe, terminal
 
 app = typer.Typer(help="The simulated NPU: run kernels, list hardware presets.", no_args_is_help=True)
 err = Screen(stderr=True)
@@ -72,15 +74,15 @@ def run(
     payload = run_payload(evaluation, seed=task.seed, preset=preset_name)
     payload["trace_file"] = str(trace) if trace_note is None and trace is not None else None
     if as_json:
-        print(json.dumps(payload))
+        print(json.dumps(json_safe(payload)))
     else:
         _print_run(task.key, preset_name, evaluation, payload, verbose)
         if trace is not None:
             err.print(trace_note or f"trace written to {escape(str(trace))} (open it in https://ui.perfetto.dev "
                                     f"or chrome://tracing)", highlight=False)
         if evaluation.isolation_gaps:   # said once, not per case
-            err.print(f"[yellow]note:[/yellow] the sandbox could not apply every isolation layer here: "
-                      f"{escape('; '.join(evaluation.isolation_gaps))}", highlight=False)
+            err.print(Text.assemble(("note:", "yellow"), " the sandbox could not apply every isolation layer here: ",
+                                    terminal("; ".join(evaluation.isolation_gaps))), highlight=False)
     raise typer.Exit(0 if evaluation.correct else 1)
 
 
@@ -145,13 +147,18 @@ def _write_trace(path: Path, evaluation: Any) -> str | None:
 
 
 def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: bool) -> None:
-    verdict = "[green]correct[/green]" if evaluation.correct else f"[red]{evaluation.status}[/red]"
-    out.print(f"{key} on {preset} (seed {payload['seed']}): {verdict}")
+    # The task key is a file name and the error is the kernel's: Text, never markup, and one line
+    # each, so a kernel cannot draw a verdict line of its own (sage/text.py).
+    verdict = ("correct", "green") if evaluation.correct else (evaluation.status, "red")
+    out.print(Text.assemble(terminal(key), f" on {preset} (seed {payload['seed']}): ", verdict), highlight=False)
     if evaluation.error:
         e = evaluation.error
-        out.print(f"[red]{e.type}[/red]{f' (line {e.line})' if e.line else ''}: {escape(e.message)}", highlight=False)
+        line = Text.assemble(terminal(e.type, "red", one_line=True), f" (line {e.line})" if e.line else "", ": ",
+                             terminal(e.message, one_line=True))
+        out.print(hanging(line, out.width), highlight=False, soft_wrap=True)
     elif evaluation.reason:
-        out.print(f"[red]{escape(evaluation.reason)}[/red]", highlight=False)
+        out.print(hanging(terminal(evaluation.reason, "red", one_line=True), out.width), highlight=False,
+                  soft_wrap=True)
     # Two tables, so figures never wrap at 80 columns: what each case computed, then how fast.
     # A tensor description folds at its commas when the inputs need room.
     cols = [Col("case", "right", wrap=False), Col("inputs", folds=","),
@@ -166,7 +173,8 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: b
     out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD, pad_edge=False))
     for c in evaluation.cases:
         if c.unsupported or c.reference_error:
-            out.print(f"case {c.index} not judged: {escape(c.unsupported or c.reference_error)}", highlight=False)
+            out.print(Text.assemble(f"case {c.index} not judged: ", terminal(c.unsupported or c.reference_error)),
+                      highlight=False)
     if any(c.speedup is not None for c in evaluation.cases):   # incorrect cases get no figures
         cols = [Col("case", "right", wrap=False),
                 *(Col(c, "right") for c in ("e2e µs", "ref e2e µs", "speedup e2e", "device µs", "ref device µs",

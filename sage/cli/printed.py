@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
+
+from sage.text import terminal
 
 SHOWN_LINES = 20
 SHOWN_CHARS = 2000
@@ -41,4 +44,6 @@ def show_printed(console: Console, cases: Sequence[Any], verbose: bool) -> None:
         return
     for index, text in printed.items():
         console.print(f"printed by the kernel on case {index}:", style="bold", highlight=False)
-        console.print(truncated(text), markup=False, highlight=False)
+        # Cleaned on entry, again for the terminal, and indented: no line the kernel printed
+        # (wrapped or not) starts where sage's own lines do.
+        console.print(Padding(terminal(truncated(text)), (0, 0, 0, 2)), highlight=False)

@@ -8,6 +8,10 @@ table does not fit with it. Each cell is then wrapped to its column: at spaces, 
 longer than the column (a task name, a path) folds after `/` or `_` (a column may allow
 more fold points, e.g. `,` in shapes). Only a piece longer than the whole terminal is ever
 cut, and then at the terminal's edge.
+
+Every cell and title is hostile text until shown: it is cleaned here (sage/text.py: no
+escape sequence, bidi or zero-width character reaches the terminal) and becomes a rich Text,
+which rich never parses as markup.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from typing import Any, Literal
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from sage.text import clean
 
 NAME_FOLDS = "/_"
 Cell = str | Text
@@ -141,7 +147,7 @@ def column_widths(cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: in
 
 def fitted_table(cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: int, **table_kwargs: Any) -> Table:
     """A rich Table of `rows` whose cells are pre-wrapped to widths that fit `width`."""
-    cols, rows = list(cols), [list(r) for r in rows]
+    cols, rows = list(cols), [[_safe(cell) for cell in r] for r in rows]
     box = table_kwargs.get("box", True) is not None
     show_edge, pad_edge = table_kwargs.get("show_edge", True), table_kwargs.get("pad_edge", True)
     for i in reversed(range(len(cols))):
@@ -159,7 +165,7 @@ def fitted_table(cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: int
         widths = [max(1, room // len(cols))] * len(cols)
     if isinstance(table_kwargs.get("title"), str):   # a long path in a title folds like one in a cell
         total = sum(widths) + _overhead(len(cols), box, show_edge, pad_edge)
-        table_kwargs["title"] = Text("\n".join(wrap_text(table_kwargs["title"], min(total, width))))
+        table_kwargs["title"] = Text("\n".join(wrap_text(clean(table_kwargs["title"]), min(total, width))))
     table = Table(**table_kwargs)
     for col, w in zip(cols, widths):
         table.add_column("\n".join(wrap_text(col.header, w, col.folds)), justify=col.justify, no_wrap=True,
@@ -175,6 +181,14 @@ def _room_for(cols: list[Col], rows: list[list[Cell]], extra: int, width: int, b
     natural = sum(max([_longest_line(c.header), *(_longest_line(_plain(r[i])) for r in rows)])
                   for i, c in enumerate(cols) if i != extra and not c.extra)
     return natural + max(cols[extra].min_width, 1) + _overhead(len(cols), box, show_edge, pad_edge) <= width
+
+
+def _safe(cell: Cell) -> Cell:
+    """A cell without hidden characters; a styled cell keeps its style."""
+    if isinstance(cell, Text):
+        plain = clean(cell.plain)
+        return cell if plain == cell.plain else Text(plain, style=_whole_style(cell), justify=cell.justify)
+    return clean(cell)
 
 
 def _wrapped(cell: Cell, width: int, col: Col) -> Text:
@@ -194,8 +208,20 @@ def _whole_style(text: Text) -> Any:
     return text.style
 
 
+def hanging(text: Text, width: int, indent: int = 2) -> Text:
+    """`text` (one line) wrapped to `width` with every line after the first indented: the
+    continuation of a long message from a kernel can never start a line of its own, where it
+    could pass for sage's verdict. The style of the text's first span (a red error class) is kept."""
+    lines = wrap_text(text.plain, max(width - indent, 1))
+    wrapped = Text("\n".join([lines[0], *(" " * indent + line for line in lines[1:])]), style=text.style)
+    if text.spans and text.spans[0].start == 0 and len(lines[0]) >= text.spans[0].end:
+        wrapped.stylize(text.spans[0].style, 0, text.spans[0].end)
+    return wrapped
+
+
 def markup(text: str) -> Text:
-    """A cell from rich markup (e.g. "[green]correct[/green]")."""
+    """A cell from rich markup (e.g. "[green]correct[/green]"): sage's own literals only, never
+    text from a kernel, an LLM, a task file or the memory (that is `sage.text.terminal`)."""
     return Text.from_markup(text)
 
 
@@ -225,5 +251,5 @@ class Screen:
         """Plain text (no markup) wrapped at spaces, paths folding after `/` and `_`: rich alone
         would cut a long path anywhere."""
         console = self.console()
-        console.print(Text("\n".join(wrap_text(text, console.width)), style=style or ""), soft_wrap=True,
+        console.print(Text("\n".join(wrap_text(clean(text), console.width)), style=style or ""), soft_wrap=True,
                       highlight=False)

@@ -18,6 +18,7 @@ from rich.table import Table
 from sage.cli.common import fail, require_cache, require_memory, require_writable, run_budget
 from sage.cli.printed import printed_by_case, show_printed
 from sage.cli.render import Cell, Col, Screen, fitted_table, markup
+from sage.text import terminal
 
 err = Screen(stderr=True)
 MODES = ("none", "uniform", "atu", "sage")
@@ -149,11 +150,12 @@ class TurnView:
             self.rows[turn.index] = [str(turn.index), markup("[yellow]evaluating…[/yellow]"), "", "", "",
                                      note(turn.plan)]
         else:
-            status = {"correct": "[green]correct[/green]", "incorrect": "[red]wrong[/red]",
-                      "error": f"[red]{turn.error_type or 'error'}[/red]", "malformed": "[red]malformed[/red]",
-                      "repeat": "[dim]repeat[/dim]", "llm_error": "[red]LLM error[/red]"}[turn.status]
+            # The error class is the kernel run's: a Text, never markup.
+            status = {"correct": ("correct", "green"), "incorrect": ("wrong", "red"),
+                      "error": (turn.error_type or "error", "red"), "malformed": ("malformed", "red"),
+                      "repeat": ("repeat", "dim"), "llm_error": ("LLM error", "red")}[turn.status]
             self.rows[turn.index] = [
-                str(turn.index), markup(status), f"{turn.cycles:,}" if turn.cycles else "",
+                str(turn.index), terminal(*status, one_line=True), f"{turn.cycles:,}" if turn.cycles else "",
                 f"{turn.speedup:.2f}x" if turn.speedup else "", turn.bottleneck or "",
                 note(turn.message if turn.status != "correct" and turn.message else turn.plan)]
         if self.live is not None:

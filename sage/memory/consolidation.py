@@ -26,6 +26,7 @@ from sage.memory.credit import atu_step
 from sage.memory.engine import read_session
 from sage.memory.models import ExperienceView, MemoryConfig
 from sage.memory.schema import Adoption, Episode, Experience, Rule, utcnow
+from sage.memory.texts import rule_text
 from sage.memory.tokens import count_tokens
 from sage.memory.views import experience_view
 
@@ -137,6 +138,7 @@ def consolidate(session: Session, config: MemoryConfig, abstractor: Abstractor,
             text = texts[exp.id]
         else:
             text = abstractor.abstract(experience_view(exp), operators)
+        text = rule_text(text)   # an abstractor may be an LLM: its text is cleaned like any other
         tokens = count_tokens(text)
         if tokens > config.token_budget or config.rule_cap == 0:
             continue

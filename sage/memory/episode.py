@@ -19,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from sage import __version__
-from sage.memory import retrieval
+from sage.memory import retrieval, texts
 from sage.memory.consolidation import consolidate, prepare_rule_texts
 from sage.memory.credit import CreditTargets, atu_step, credit_targets
 from sage.memory.effects import Measured, attempt_effects, by_item, check_effect
@@ -67,7 +67,8 @@ class Episode:
         if key is not None and not 0 < len(key) <= EPISODE_KEY_CHARS:
             raise ValueError(f"an episode key has 1 to {EPISODE_KEY_CHARS} characters, got {len(key)}")
         self._memory = memory
-        self.task, self.op_tags, self.model, self.mode, self.seed = task, list(op_tags), model, mode, seed
+        self.task, self.op_tags, self.model = texts.name(task), texts.tags(op_tags), texts.name(model)
+        self.mode, self.seed = mode, seed
         self.key, self.preset = key, preset
         self._rules = rules
         self._started_at = utcnow()
@@ -116,8 +117,9 @@ class Episode:
                        roofline_fraction: float | None = None) -> int:
         """Log one kernel the agent tried; returns its 1-based attempt number."""
         self._check_open()
-        self._attempts.append(dict(number=len(self._attempts) + 1, source=source, status=status,
-                                   error_type=error_type, error_message=error_message, cycles=cycles,
+        self._attempts.append(dict(number=len(self._attempts) + 1, source=texts.source(source), status=status,
+                                   error_type=texts.name(error_type)[:80] if error_type is not None else None,
+                                   error_message=texts.message(error_message), cycles=cycles,
                                    speedup=speedup, roofline_fraction=roofline_fraction))
         return len(self._attempts)
 
@@ -131,7 +133,7 @@ class Episode:
             try:
                 kind, number = parse_id(raw)
             except UnknownItemError:
-                rejected.append(str(raw))
+                rejected.append(texts.name(str(raw)))   # an LLM's text, shown and reported
                 continue
             name = exp_id(number) if kind == "experience" else rule_id(number)
             if number not in self._visible(kind):
@@ -141,7 +143,7 @@ class Episode:
                 continue
             accepted.append(name)
             if not any((d.kind, d.number, d.attempt) == (kind, number, attempt) for d in self._declared):
-                self._declared.append(_Declared(kind, number, attempt, reason))
+                self._declared.append(_Declared(kind, number, attempt, texts.reason(reason)))
         self._rejected += [r for r in rejected if r not in self._rejected]
         return AdoptionResult(accepted=accepted, rejected=rejected)
 
@@ -160,7 +162,7 @@ class Episode:
             return False
         if number not in self._visible(kind):
             return False
-        self._measured.append(Measured(kind, number, attempt, effect, note[:500]))
+        self._measured.append(Measured(kind, number, attempt, effect, texts.reason(note)))
         return True
 
     def add_experience(self, *, title: str, advice: str, tags: list[str], hints: dict[str, Any]) -> None:
@@ -169,7 +171,7 @@ class Episode:
         if not title.strip() or not advice.strip():
             raise ValueError("an experience needs a title and advice")
         if self.mode != "none":
-            self._drafts.append(Draft(title.strip(), advice.strip(), list(tags), dict(hints)))
+            self._drafts.append(Draft(texts.title(title), texts.note(advice), texts.tags(tags), texts.hints(dict(hints))))
 
     def finish(self, outcome: Outcome) -> EpisodeReport:
         """Write the episode, its credit, extraction and consolidation in one transaction

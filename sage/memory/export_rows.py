@@ -5,7 +5,10 @@ not hold or that the memory could not have written: strings within their column'
 (TEXT columns within TEXT_CHARS), integers within the 32-bit INTEGER columns (ids from 1,
 counts from 0), floats finite (utilities and rewards in [-1, 1], speedups and fractions
 not negative), booleans and integers strict (`true` is not 1), JSON values bounded in size
-and depth, timestamps naive UTC as the memory writes them.
+and depth, timestamps naive UTC as the memory writes them. A file too large for a column is
+refused; within the limits, every text is cleaned as the memory's own write path cleans it
+(sage/memory/texts.py: escapes for hidden characters, a lesson's title and note capped), so a
+file with hostile text imports cleaned, with nothing else lost.
 
 `check_against_schema` (run at import) fails if a table gains a column these models lack,
 or a model disagrees with its column's nullability or length.
@@ -17,6 +20,9 @@ import json
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, NaiveDatetime, model_validator
+
+from sage.memory import texts
+from sage.text import clean
 
 from sage.memory.models import Mode
 from sage.memory.schema import TABLES_IN_ORDER, Adoption, Attempt, Episode, Experience, Retrieval, Rule, Trial
@@ -52,6 +58,15 @@ def Str(max_chars: int) -> Any:  # noqa: N802 - reads as a type in the models be
     return Annotated[str, Field(max_length=max_chars)]
 
 
+def Cleaned(max_chars: int, how: Any) -> Any:  # noqa: N802
+    """A string within its column's length, then cleaned by `how` (which caps within it)."""
+    return Annotated[str, Field(max_length=max_chars), AfterValidator(how)]
+
+
+def _short(max_chars: int) -> Any:
+    return lambda text: clean(text, max_chars, one_line=True)
+
+
 Id = Annotated[int, Field(ge=1, le=INT32_MAX)]
 Count = Annotated[int, Field(ge=0, le=INT32_MAX)]
 Ordinal = Annotated[int, Field(ge=1, le=INT32_MAX)]     # 1-based: attempt and rank numbers
@@ -60,9 +75,10 @@ Finite = Annotated[float, Field(allow_inf_nan=False)]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Unit = Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False)]   # utilities and rewards
 Timestamp = Annotated[NaiveDatetime, Field(strict=False)]          # ISO text in the file
-Text = Str(TEXT_CHARS)
-Tags = Annotated[list[Str(TAG_CHARS)], Field(max_length=LIST_ITEMS)]
-Hints = Annotated[dict[str, Any], AfterValidator(_check_json)]
+Note = Cleaned(TEXT_CHARS, texts.note)
+Reason = Cleaned(TEXT_CHARS, texts.reason)
+Tags = Annotated[list[Cleaned(TAG_CHARS, _short(TAG_CHARS))], Field(max_length=LIST_ITEMS)]
+Hints = Annotated[dict[str, Any], AfterValidator(_check_json), AfterValidator(texts.hints)]
 
 
 class _Row(BaseModel):
@@ -71,10 +87,10 @@ class _Row(BaseModel):
 
 class ExperienceRow(_Row):
     id: Id
-    title: Str(_length(Experience.title))
-    advice: Text
+    title: Cleaned(_length(Experience.title), texts.title)
+    advice: Note
     tags: Tags
-    origin_operator: Str(_length(Experience.origin_operator)) | None = None
+    origin_operator: Cleaned(_length(Experience.origin_operator), texts.name) | None = None
     hints: Hints
     utility: Unit
     retrieved: Count
@@ -87,7 +103,7 @@ class ExperienceRow(_Row):
 
 class RuleRow(_Row):
     id: Id
-    text: Text
+    text: Cleaned(TEXT_CHARS, texts.rule_text)
     sources: Annotated[list[Id], Field(max_length=LIST_ITEMS)]
     utility: Unit
     shown: Count
@@ -101,9 +117,9 @@ class RuleRow(_Row):
 
 class EpisodeRow(_Row):
     id: Id
-    task: Str(_length(Episode.task))
+    task: Cleaned(_length(Episode.task), texts.name)
     op_tags: Tags
-    model: Str(_length(Episode.model))
+    model: Cleaned(_length(Episode.model), texts.name)
     mode: Mode
     seed: Int32
     executed: bool
@@ -118,8 +134,8 @@ class EpisodeRow(_Row):
     started_at: Timestamp
     finished_at: Timestamp
     episode_key: Str(_length(Episode.episode_key)) | None = None      # schema version 3
-    sage_version: Str(_length(Episode.sage_version)) | None = None    # schema version 4
-    preset: Str(_length(Episode.preset)) | None = None                # schema version 4
+    sage_version: Cleaned(_length(Episode.sage_version), _short(_length(Episode.sage_version))) | None = None  # v4
+    preset: Cleaned(_length(Episode.preset), texts.name) | None = None                                       # v4
 
 
 class RetrievalRow(_Row):
@@ -148,17 +164,17 @@ class _ItemEventRow(_Row):
 
 
 class AdoptionRow(_ItemEventRow):
-    reason: Text
+    reason: Reason
 
 
 class AttemptRow(_Row):
     id: Id
     episode_id: Id
     number: Ordinal
-    source: Text
-    status: Str(_length(Attempt.status))
-    error_type: Str(_length(Attempt.error_type)) | None = None
-    error_message: Text | None = None
+    source: Cleaned(TEXT_CHARS, texts.source)
+    status: Cleaned(_length(Attempt.status), _short(_length(Attempt.status)))
+    error_type: Cleaned(_length(Attempt.error_type), _short(_length(Attempt.error_type))) | None = None
+    error_message: Cleaned(TEXT_CHARS, texts.message) | None = None
     cycles: Count | None = None
     speedup: NonNegative | None = None
     roofline_fraction: NonNegative | None = None               # schema version 2
@@ -166,7 +182,7 @@ class AttemptRow(_Row):
 
 class TrialRow(_ItemEventRow):                                 # schema version 5
     effect: Annotated[float, Field(gt=0, allow_inf_nan=False)]
-    note: Text
+    note: Reason
 
 
 ROW_MODELS: dict[str, type[_Row]] = {

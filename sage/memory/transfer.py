@@ -4,6 +4,7 @@ Rows keep their ids (so "E12" stays E12, and episodes, adoptions and rules keep 
 the right items). An import file is untrusted: it is parsed with its nesting bounded, every
 row is validated against the models of export_rows.py (type, range and size of each field)
 before anything is written, and the load is one transaction, so a bad file changes nothing.
+Hostile text within those limits is not a bad file: it is cleaned (sage/memory/texts.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sage import __version__
 from sage.memory.errors import ImportFormatError, MemoryStoreError
 from sage.memory.export_rows import ROW_MODELS
 from sage.memory.schema import SCHEMA_VERSION, TABLES_IN_ORDER
+from sage.text import json_safe
 
 FORMAT = "sage-memory"
 _TABLES = {model.__tablename__: model.__table__ for model in TABLES_IN_ORDER}
@@ -75,7 +77,9 @@ def validate(data: Any) -> dict[str, list[dict[str, Any]]]:
         clean[name] = []
         for index, row in enumerate(rows):
             try:
-                clean[name].append(model.model_validate(row).model_dump())
+                # Lone surrogates (JSON escapes such as \\ud800) are repaired first: text is
+                # cleaned, not refused; the models clean the rest (export_rows.py).
+                clean[name].append(model.model_validate(json_safe(row)).model_dump())
             except ValidationError as exc:
                 first = exc.errors(include_url=False, include_input=False)[0]
                 where = ".".join(str(p) for p in first["loc"])

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from sage.text import ERROR_CHARS, clean
 
 PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX")
 
@@ -14,6 +16,13 @@ class ErrorInfo(BaseModel):
     type: str
     message: str
     line: int | None = None
+
+    @field_validator("message")
+    @classmethod
+    def _clean_message(cls, message: str) -> str:
+        # Kernel text: whatever builds an ErrorInfo (the sandbox's reply, an in-process run)
+        # gets it cleaned and capped here, once, for every sink after it (sage/text.py).
+        return clean(message, ERROR_CHARS)
 
 
 class PipeStat(BaseModel):

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import signal
 import time
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from sage.npu import sandbox_wire as wire
+from sage.text import PRINTED_CHARS, clean
 
 if TYPE_CHECKING:
     from sage.npu.errors import NpuError
@@ -136,14 +136,10 @@ def _receive(fd: int, pid: int, limits: Limits, expected: list[OutputSpec] | Non
         return _error_run(KernelRuntimeError(f"malformed reply from the kernel process: {exc}"))
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def visible(text: str) -> str:
-    """Kernel text with its control characters shown as escapes (\\x1b), newlines and tabs
-    kept: what a kernel prints or raises reaches terminals, and an escape sequence there could
-    retitle the window, clear the screen or draw a fake verdict."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Kernel text as it may be shown (sage/text.py: escapes for control, bidi and zero-width
+    characters, no lone surrogate): what a kernel prints or raises reaches terminals and files."""
+    return clean(text)
 
 
 def _parse(reader: wire.Reader, header: dict, limits: Limits, expected: list[OutputSpec] | None) -> Any:
@@ -152,14 +148,13 @@ def _parse(reader: wire.Reader, header: dict, limits: Limits, expected: list[Out
     from sage.npu.sim.runtrace import RECORD, TraceError, decode
 
     error = header.get("error")
-    printed = visible(str(header.get("printed") or ""))
+    printed = clean(str(header.get("printed") or ""), PRINTED_CHARS)
     gaps = _isolation_gaps(header.get("isolation"))
     if error is not None:
         try:
             info = ErrorInfo.model_validate(error)
         except ValueError as exc:
             raise wire.ReplyError(f"error entry is malformed: {exc}") from None
-        info = info.model_copy(update={"message": visible(info.message)})
         return FunctionalRun(None, None, info, printed, gaps)
     specs = wire.output_specs(header)
     if specs is None:

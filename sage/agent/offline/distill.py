@@ -19,6 +19,7 @@ from typing import Any
 from sage.agent.offline.agent import CompilerAgent
 from sage.agent.offline.hints import decision_hints
 from sage.agent.reflection import MAX_TITLE
+from sage.text import NOTE_CHARS
 
 MIN_GAIN = 1.03
 
@@ -84,11 +85,16 @@ def _bound(bottleneck: str | None) -> str:
 
 def _scoped(key, bottleneck: str | None, knobs: dict[str, Any], evidence: str, tags: list[str]) -> dict[str, Any]:
     shown = ", ".join(f"{k}={v}" for k, v in sorted(knobs.items())) or "the default schedule"
-    why = "; ".join(_WHY[k] for k in sorted(knobs) if k in _WHY)
     elems, row = key.regime.split("/")
+    advice = (f"For {key.op_class} groups on {key.dtype} data of about 2^{elems} elements{_bound(bottleneck)}, "
+              f"start the schedule from {shown} ({evidence}).")
+    # The note is capped (NOTE_CHARS); the knobs themselves are in the hints. Reasons are
+    # added while they fit, so a lesson's note never ends cut.
+    whys = [_WHY[k] for k in sorted(knobs) if k in _WHY]
+    while whys and len(f"{advice} {'; '.join(whys)}.") > NOTE_CHARS:
+        whys.pop()
     return {"title": f"{key.op_class} on {key.dtype}, 2^{elems} elements (rows 2^{row}){_bound(bottleneck)}: {shown}",
-            "advice": f"For {key.op_class} groups on {key.dtype} data of about 2^{elems} elements{_bound(bottleneck)}, "
-                      f"start the schedule from {shown} ({evidence}). {why}.".replace(" .", "."),
+            "advice": f"{advice} {'; '.join(whys)}." if whys else advice,
             "tags": sorted(set(tags + [key.op_class, key.dtype, "schedule"])),
             "hints": decision_hints(key, knobs, bottleneck)}
 
