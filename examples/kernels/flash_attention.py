@@ -35,6 +35,7 @@ TILE = 128                # query rows and key columns of a step
 HALF = 64                 # query rows per AIV; a row of 64 fp32 is one vector repeat
 NEG = -1.0e30
 FLAG_S, FLAG_P, FLAG_O = 0, 1, 2
+DEPTH = 2                 # workspace buffers per kind: each side runs DEPTH - 1 steps ahead
 MAX_BLOCKS = 24
 
 
@@ -67,16 +68,13 @@ class KernelFlashAttention:
             self.q_gm, self.k_gm, self.v_gm = GlobalTensor(), GlobalTensor(), GlobalTensor()
             for gm, arg in ((self.q_gm, q), (self.k_gm, k), (self.v_gm, v)):
                 gm.SetGlobalBuffer(arg, 0, groups * s * d)
-            self.ws_s, self.ws_p, self.ws_o = GlobalTensor(), GlobalTensor(), GlobalTensor()
-            self.ws_s.SetGlobalBuffer(ws_s, block * 4 * n, 4 * n)
-            self.ws_p.SetGlobalBuffer(ws_p, block * 4 * n, 4 * n)
-            self.ws_o.SetGlobalBuffer(ws_o, block * 2 * TILE * d, 2 * TILE * d)
+            self.Workspaces(ws_s, ws_p, ws_o, block)
             self.q1, self.k1 = TQue(TPosition.B1, 1), TQue(TPosition.A1, 2)
             self.v1, self.p1 = TQue(TPosition.B1, 2), TQue(TPosition.A1, 2)
             self.a2, self.qt, self.vb = TQue(TPosition.A2, 2), TQue(TPosition.B2, 1), TQue(TPosition.B2, 1)
             self.co1 = TQue(TPosition.CO1, 2)
             for que, num, nbytes in ((self.q1, 1, TILE * d * 2), (self.k1, 2, TILE * d * 2),
-                                     (self.v1, 2, TILE * d * 2), (self.p1, 2, 2 * n * 2),
+                                     (self.v1, 2, TILE * d * 2), (self.p1, 2, TILE * TILE * 2),
                                      (self.a2, 2, TILE * TILE * 2), (self.qt, 1, TILE * d * 2),
                                      (self.vb, 1, TILE * d * 2), (self.co1, 2, TILE * TILE * 4)):
                 self.pipe.InitBuffer(que, num, nbytes)
@@ -84,10 +82,7 @@ class KernelFlashAttention:
             block, self.sub = GetBlockIdx() // 2, GetSubBlockIdx()
             self.o_gm = GlobalTensor()
             self.o_gm.SetGlobalBuffer(o, 0, groups * s * d)
-            self.ws_s, self.ws_p, self.ws_o = GlobalTensor(), GlobalTensor(), GlobalTensor()
-            self.ws_s.SetGlobalBuffer(ws_s, block * 4 * n, 4 * n)
-            self.ws_p.SetGlobalBuffer(ws_p, block * 4 * n, 4 * n)
-            self.ws_o.SetGlobalBuffer(ws_o, block * 2 * TILE * d, 2 * TILE * d)
+            self.Workspaces(ws_s, ws_p, ws_o, block)
             self.sq, self.oq = TQue(TPosition.VECIN, 1), TQue(TPosition.VECIN, 1)
             self.pq = TQue(TPosition.VECOUT, 2)
             self.acc, self.tmp = TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)
@@ -98,18 +93,24 @@ class KernelFlashAttention:
             self.pipe.InitBuffer(self.acc, HALF * d * 4)
             self.pipe.InitBuffer(self.tmp, n * 2)            # the first level of the max fold
             self.pipe.InitBuffer(self.bias, n * 4)
-            self.pipe.InitBuffer(self.stat, 16 * HALF * 4)   # m, l by item parity; alpha by step parity
+            self.pipe.InitBuffer(self.stat, (3 * DEPTH + 10) * HALF * 4)   # see Stat
             self.MakeMask()
         self.steps = schedule(groups, (s + TILE - 1) // TILE, GetBlockNum(), block)
+
+    def Workspaces(self, ws_s, ws_p, ws_o, block):
+        self.ws_s, self.ws_p, self.ws_o = GlobalTensor(), GlobalTensor(), GlobalTensor()
+        self.ws_s.SetGlobalBuffer(ws_s, block * DEPTH * TILE * TILE, DEPTH * TILE * TILE)
+        self.ws_p.SetGlobalBuffer(ws_p, block * DEPTH * TILE * TILE, DEPTH * TILE * TILE)
+        self.ws_o.SetGlobalBuffer(ws_o, block * DEPTH * TILE * self.d, DEPTH * TILE * self.d)
 
     # -- AIC ----------------------------------------------------------------------------------
     def ProcessCube(self):
         n = len(self.steps)
-        if n > 0:
-            self.ScoreTile(0)
+        for t in range(min(n, DEPTH - 1)):
+            self.ScoreTile(t)
         for t in range(n):
-            if t + 1 < n:
-                self.ScoreTile(t + 1)
+            if t + DEPTH - 1 < n:
+                self.ScoreTile(t + DEPTH - 1)
             self.ValueTile(t)
 
     def LoadRows(self, que, gm, g, tile):
@@ -143,7 +144,7 @@ class KernelFlashAttention:
         self.co1.EnQue(c)
         c = self.co1.DeQue(float32)
         for h in range(2):       # one contiguous [keys x 64] block per AIV
-            Fixpipe(self.ws_s[((t % 2) * 2 + h) * TILE * HALF], c[h * HALF], FixpipeParams(TILE, HALF, TILE, HALF))
+            Fixpipe(self.ws_s[((t % DEPTH) * 2 + h) * TILE * HALF], c[h * HALF], FixpipeParams(TILE, HALF, TILE, HALF))
         self.co1.FreeTensor(c)
         CrossCoreSetFlag(2, PIPE_FIX, FLAG_S)
 
@@ -158,12 +159,11 @@ class KernelFlashAttention:
         vb = self.vb.DeQue(float16)
         CrossCoreWaitFlag(FLAG_P)
         p1 = self.p1.AllocTensor(float16)
-        DataCopy(p1, self.ws_p[(t % 2) * 2 * TILE * HALF], Nd2NzParams(1, 2 * TILE, HALF, 0, HALF, 2 * TILE, 1, 0))
+        DataCopy(p1, self.ws_p[(t % DEPTH) * TILE * TILE], Nd2NzParams(1, TILE, TILE, 0, TILE, TILE, 1, 0))
         self.p1.EnQue(p1)
         p1 = self.p1.DeQue(float16)
         a2 = self.a2.AllocTensor(float16)
-        for h in range(2):       # P^T [keys x 64] of each AIV -> 64 query rows of P
-            LoadData(a2[h * HALF * TILE], p1[h * TILE * HALF], LoadData2DParams(TILE, HALF, 0, True))
+        LoadData(a2, p1, LoadData2DParams(TILE, TILE, 0, True))
         self.p1.FreeTensor(p1)
         self.a2.EnQue(a2)
         a2 = self.a2.DeQue(float16)
@@ -173,7 +173,7 @@ class KernelFlashAttention:
         self.vb.FreeTensor(vb)
         self.co1.EnQue(c)
         c = self.co1.DeQue(float32)
-        Fixpipe(self.ws_o[(t % 2) * TILE * d], c, FixpipeParams(TILE, d, 0, d))
+        Fixpipe(self.ws_o[(t % DEPTH) * TILE * d], c, FixpipeParams(TILE, d, 0, d))
         self.co1.FreeTensor(c)
         CrossCoreSetFlag(2, PIPE_FIX, FLAG_O)
 
@@ -188,25 +188,28 @@ class KernelFlashAttention:
                 Duplicate(bias[r * HALF], NEG, masked)
 
     def Stat(self, slot):
+        """64 floats: m and l of item k at slots k % DEPTH and DEPTH + k % DEPTH (several items can be
+        in flight), alpha of step t at 2 DEPTH + t % DEPTH, then scratch; 8 slots of broadcast rows."""
         return self.stat.Get(float32)[slot * HALF]
 
     def ProcessVector(self):
         n = len(self.steps)
-        if n > 0:
-            self.Softmax(0)
+        for t in range(min(n, DEPTH - 1)):
+            self.Softmax(t)
         for t in range(n):
-            if t + 1 < n:
-                self.Softmax(t + 1)
+            if t + DEPTH - 1 < n:
+                self.Softmax(t + DEPTH - 1)
             self.Update(t)
 
     def Softmax(self, t):
         g, i, j, item = self.steps[t]
         n = TILE * HALF
-        m, l, alpha, m_new = self.Stat(item % 2), self.Stat(2 + item % 2), self.Stat(4 + t % 2), self.Stat(6)
+        m, l = self.Stat(item % DEPTH), self.Stat(DEPTH + item % DEPTH)
+        alpha, m_new = self.Stat(2 * DEPTH + t % DEPTH), self.Stat(3 * DEPTH)
         tmp = self.tmp.Get(float32)
         CrossCoreWaitFlag(FLAG_S)
         s = self.sq.AllocTensor(float32)
-        DataCopy(s, self.ws_s[((t % 2) * 2 + self.sub) * n], n)
+        DataCopy(s, self.ws_s[((t % DEPTH) * 2 + self.sub) * n], n)
         self.sq.EnQue(s)
         s = self.sq.DeQue(float32)
         if j == i:
@@ -241,14 +244,15 @@ class KernelFlashAttention:
             Add(l, l, s, HALF)
         self.sq.FreeTensor(s)
         p = self.pq.DeQue(float16)
-        DataCopy(self.ws_p[((t % 2) * 2 + self.sub) * n], p, n)
+        # each AIV writes its 64 columns of P^T [keys x 128]: the AIC's ND->NZ copy pays per row
+        DataCopy(self.ws_p[(t % DEPTH) * TILE * TILE + self.sub * HALF], p, DataCopyParams(TILE, HALF * 2 // 32, 0, HALF * 2 // 32))
         self.pq.FreeTensor(p)
         CrossCoreSetFlag(2, PIPE_MTE3, FLAG_P)
 
     def ScaleRows(self, x, factors):
         """x[r, :] *= factors[r]: one 32 B block of each factor, read with block stride 0."""
         d = self.d
-        brc = self.Stat(8)
+        brc = self.Stat(3 * DEPTH + 2)
         Brcb(brc, factors, HALF // 8)
         for c in range(0, d, 64):
             Mul(x[c], x[c], brc, 64, HALF, BinaryRepeatParams(1, 1, 0, d // 8, d // 8, 1))
@@ -258,25 +262,25 @@ class KernelFlashAttention:
         nd = HALF * self.d
         CrossCoreWaitFlag(FLAG_O)
         pv = self.oq.AllocTensor(float32)
-        DataCopy(pv, self.ws_o[(t % 2) * TILE * self.d + self.sub * nd], nd)
+        DataCopy(pv, self.ws_o[(t % DEPTH) * TILE * self.d + self.sub * nd], nd)
         self.oq.EnQue(pv)
         pv = self.oq.DeQue(float32)
         acc = self.acc.Get(float32)
         if j == 0:
             Adds(acc, pv, 0.0, nd)
         else:
-            self.ScaleRows(acc, self.Stat(4 + t % 2))
+            self.ScaleRows(acc, self.Stat(2 * DEPTH + t % DEPTH))
             Add(acc, acc, pv, nd)
         self.oq.FreeTensor(pv)
         if j == i:
-            self.Finish(g, i, acc, self.Stat(2 + item % 2))
+            self.Finish(g, i, acc, self.Stat(DEPTH + item % DEPTH))
 
     def Finish(self, g, i, acc, l):
         first = i * TILE + self.sub * HALF
         rows = min(HALF, self.s - first)
         if rows <= 0:
             return
-        inv = self.Stat(7)
+        inv = self.Stat(3 * DEPTH + 1)
         Reciprocal(inv, l, HALF)
         self.ScaleRows(acc, inv)
         out = self.pq.AllocTensor(float16)
@@ -305,8 +309,8 @@ def forward(q, k, v):
     items = b * h * ((s + TILE - 1) // TILE)
     blocks = min(MAX_BLOCKS, items)
     o = empty_like(q)
-    ws_s = empty((blocks, 2, 2, TILE * HALF), float32)   # [block][step parity][AIV] S^T halves
-    ws_p = empty((blocks, 2, 2, TILE * HALF), float16)   # the same for P^T
-    ws_o = empty((blocks, 2, TILE * d), float32)         # [block][step parity] P V
+    ws_s = empty((blocks, DEPTH, 2, TILE * HALF), float32)   # [block][step % DEPTH][AIV] S^T halves
+    ws_p = empty((blocks, DEPTH, TILE, TILE), float16)       # [block][step % DEPTH] P^T, keys x queries
+    ws_o = empty((blocks, DEPTH, TILE * d), float32)         # [block][step % DEPTH] P V
     flash_attention[blocks](q, k, v, o, ws_s, ws_p, ws_o, b * h, s, d, 1.0 / math.sqrt(d))
     return o
