@@ -6,14 +6,16 @@ DESCRIPTION = ("O = softmax(Q K^T / sqrt(D) + causal mask) V for fp16 Q, K, V of
                "D = 64 or 128; computed in fp32 and rounded once to fp16.")
 TAGS = ["attention", "matmul", "softmax"]
 
-# (B, H, S, D): S = 200 and 300 are not multiples of the kernel's 128-row tile (a ragged last
-# query tile, and a last key tile that only the causal mask trims)
+# (B, H, S, D): S = 200, 300 and 600 are not multiples of the kernel's 128-row tile (a ragged
+# last query tile, and a last key tile that only the causal mask trims); S = 600 has query tiles
+# that see more than one group of 4 key tiles, so the running max is rescaled
 CASES = [
     (1, 2, 256, 128),
     (2, 1, 128, 64),
     (1, 1, 384, 128),
     (1, 2, 200, 64),
     (1, 1, 300, 128),
+    (1, 1, 600, 64),
 ]
 
 
