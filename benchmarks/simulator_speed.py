@@ -2,7 +2,8 @@
 
 The headline workload is a 4096 x 4096 fp16 row softmax on 48 blocks
 (examples/kernels/softmax.py); the example matmuls show a cube-heavy and an
-instruction-heavy (vector-unit matmul) kernel. Each is run `--repeat` times in-process (no
+instruction-heavy (vector-unit matmul) kernel, and causal flash attention a MIX_AIC_1_2
+launch whose AIC and AIVs hand tiles to each other through cross-core flags. Each is run `--repeat` times in-process (no
 sandbox): the functional run (`run_functional`: the kernel's numpy work and its records)
 and the replay (`time_run`: costing the records and scheduling them on the cores) are timed
 apart, and the median of each is reported. CPU time is the simulator's own cost on a
@@ -42,10 +43,12 @@ def workloads() -> list[tuple[str, str, list]]:
     b = rng.standard_normal((1024, 1024)).astype(np.float16)
     sa = rng.standard_normal((256, 256)).astype(np.float16)
     sb = rng.standard_normal((256, 256)).astype(np.float16)
+    qkv = [rng.standard_normal((1, 4, 1024, 128)).astype(np.float16) for _ in range(3)]
     return [
         ("softmax 4096x4096 fp16, 48 blocks", "softmax.py", [x]),
         ("cube matmul 1024^3 fp16, 24 blocks", "matmul.py", [a, b]),
         ("vector matmul 256^3 fp16, 43 blocks", "matmul_vector.py", [sa, sb]),
+        ("flash attn 4x1024x128 fp16, mix 24", "flash_attention.py", qkv),
     ]
 
 
