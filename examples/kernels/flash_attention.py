@@ -14,16 +14,18 @@ through per-block GM workspaces with mode-2 cross-core flags:
 
 Scores are made transposed (keys x queries): the max and sum over the keys are then element-
 wise Max/Add folds of 64-wide rows instead of per-row reductions (7 cycles a repeat), and the
-cube transposes P back for free when it loads P^T into L0A. The group's P^T tiles sit side by
-side in one [128 x GROUP*128] matrix because an ND->NZ copy pays 8 cycles per row. An AIV reads
-each S tile twice (for the group max, then for P): rereads hit L2, while every GM write costs
-HBM bandwidth, and these workspace writes bound the kernel; GROUP divides those of PV.
+cube transposes P back for free when it loads P^T into L0A. What bounds the kernel is not the
+cube but the AIC's ND->NZ copies (8 cycles per row: K, V, and P, whose group of tiles therefore
+sits side by side in one [128 x GROUP*128] matrix) and the HBM writes of the workspaces (S and
+PV in fp32, P; GROUP divides those of PV). An AIV reads each S tile twice, for the group max
+and for P: the second read hits L2 and costs no HBM bandwidth.
 
-Workspaces have DEPTH = 2 buffers and each side runs a group ahead: the AIC makes S of group
-k+1 before it waits for P of group k, an AIV does the softmax of group k+1 before it folds PV
-of group k into O. The flag waits make reuse safe: the AIC rewrites group k's S buffers after
-its P came (the AIV had read S), an AIV rewrites its P buffer after PV of group k - 2 came (the
-AIC had read P), the AIC rewrites ws_o after P of group k (sent after PV of k - 2 was read).
+Workspaces have DEPTH = 2 buffers per kind and each side runs a group ahead: the AIC makes S of
+group k+1 before it waits for P of group k, an AIV does the softmax of group k+1 before it folds
+PV of group k into O. The flag waits make reuse safe: S of group k+DEPTH is written after the
+AIC got P of group k (the AIVs had read that S), P of group k+DEPTH after the AIVs got PV of
+group k (the AIC had read that P), PV of group k+DEPTH after P of group k+DEPTH came (sent after
+PV of group k was folded).
 
 The diagonal tile is masked by a Select against a bit mask made once (NEG: exp gives exactly 0,
 and no inf - inf). S need not be a multiple of 128: ND->NZ copies zero-pad the last tiles,
@@ -121,20 +123,23 @@ class KernelFlashAttention:
             self.MakeMask()
         self.groups = schedule(heads, (s + TILE - 1) // TILE, GetBlockNum(), block)
 
-    # -- AIC ----------------------------------------------------------------------------------
-    def ProcessCube(self):
+    def Pipeline(self, ahead, behind):
+        """ahead(k + DEPTH - 1) before behind(k): S before PV on the AIC, softmax before O update on an AIV."""
         n = len(self.groups)
         for k in range(min(n, DEPTH - 1)):
-            self.ScoreGroup(k)
+            ahead(k)
         for k in range(n):
             if k + DEPTH - 1 < n:
-                self.ScoreGroup(k + DEPTH - 1)
-            self.ValueGroup(k)
+                ahead(k + DEPTH - 1)
+            behind(k)
+
+    # -- AIC ----------------------------------------------------------------------------------
 
     def LoadRows(self, que, gm, g, tile):
         rows = min(TILE, self.s - tile * TILE)
         x = que.AllocTensor(float16)
-        DataCopy(x, gm[(g * self.s + tile * TILE) * self.d], Nd2NzParams(1, rows, self.d, 0, self.d, TILE, 1, 0))
+        d = self.d
+        DataCopy(x, gm[(g * self.s + tile * TILE) * d], Nd2NzParams(1, rows, d, 0, d, TILE, 1, 0))
         return handover(que, x)
 
     def ToL0(self, que, l1_que, x, cols, transpose):
@@ -157,7 +162,8 @@ class KernelFlashAttention:
             c = handover(self.co1, c)
             slot = (k % DEPTH) * GROUP + j - j0
             for h in range(2):   # one contiguous [keys x 64] block per AIV
-                Fixpipe(self.ws_s[(slot * 2 + h) * TILE * HALF], c[h * HALF], FixpipeParams(TILE, HALF, TILE, HALF))
+                Fixpipe(self.ws_s[(slot * 2 + h) * TILE * HALF], c[h * HALF],
+                        FixpipeParams(TILE, HALF, TILE, HALF))
             self.co1.FreeTensor(c)
             CrossCoreSetFlag(2, PIPE_FIX, FLAG_S)
         if j1 == i + 1:
@@ -202,15 +208,6 @@ class KernelFlashAttention:
         """64 floats: m and l of item k at slots k % DEPTH and DEPTH + k % DEPTH (several items can be
         in flight), alpha of group k at 2 DEPTH + k % DEPTH, then scratch; 8 slots of broadcast rows."""
         return self.stat.Get(float32)[slot * HALF]
-
-    def ProcessVector(self):
-        n = len(self.groups)
-        for k in range(min(n, DEPTH - 1)):
-            self.Softmax(k)
-        for k in range(n):
-            if k + DEPTH - 1 < n:
-                self.Softmax(k + DEPTH - 1)
-            self.Update(k)
 
     def Scores(self, k, tile, diagonal):
         n = TILE * HALF
@@ -310,9 +307,9 @@ def flash_attention(q, k, v, o, ws_s, ws_p, ws_o, heads, s, d, scale):
     op = KernelFlashAttention()
     op.Init(q, k, v, o, ws_s, ws_p, ws_o, heads, s, d, scale)
     if ASCEND_IS_AIC:
-        op.ProcessCube()
+        op.Pipeline(op.ScoreGroup, op.ValueGroup)
     else:
-        op.ProcessVector()
+        op.Pipeline(op.Softmax, op.Update)
 
 
 def forward(q, k, v):
