@@ -81,7 +81,7 @@ def example_runs() -> list[tuple[str, str, list, dict]]:
 
     pairs = {"add.py": "add_task.py", "softmax.py": "softmax_task.py", "layernorm.py": "layernorm_task.py",
              "matmul.py": "matmul_task.py", "matmul_vector.py": "matmul_task.py",
-             "matmul_bias_gelu_mix.py": "matmul_bias_gelu_task.py"}
+             "matmul_bias_gelu_mix.py": "matmul_bias_gelu_task.py", "flash_attention.py": "flash_attention_task.py"}
     runs = []
     for kernel, task_file in pairs.items():
         spec = importlib.util.spec_from_file_location(f"lockstep_task_{Path(task_file).stem}", EXAMPLES / task_file)

@@ -16,6 +16,7 @@ from sage.npu.ascendc.params import FixpipeParams, LoadData2DParams, MmadParams,
 from sage.npu.ascendc.queues import TPipe, TPosition, TQue
 from sage.npu.ascendc.sync import GetBlockIdx, GetBlockNum
 from sage.npu.ascendc.tensors import GlobalTensor
+from sage.npu.sim.lanes import lane_min, lane_range, lane_ready
 
 _ACC = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32, dtypes.float32: dtypes.float32,
         dtypes.int8: dtypes.int32}
@@ -25,6 +26,7 @@ def _ceil(n: int, unit: int) -> int:
     return -(-n // unit) * unit
 
 
+@lane_ready
 class Matmul:
     """Matmul(pipe, dtype, baseM, baseN, baseK): C = A @ B on the cube; then SetTensorA(gm, M, K, transpose),
     SetTensorB(gm, K, N, transpose), IterateAll(c_gm, ldc=N). A/B row-major ([M,K]/[K,N]; [K,M]/[N,K] if
@@ -52,11 +54,13 @@ class Matmul:
         pipe.InitBuffer(self.qc, 2, self.bm * self.bn * 4)
         self.a = self.b = None
 
+    @lane_ready
     def SetTensorA(self, gm: GlobalTensor, M: int, K: int, transpose: bool = False) -> None:
         """A is [M, K] row-major in GM, or [K, M] when transpose (not for int8)."""
         self._no_int8_transpose(transpose)
         self.a, self.M, self.K, self.ta = chk.gm_tensor(gm, "SetTensorA"), int(M), int(K), bool(transpose)
 
+    @lane_ready
     def SetTensorB(self, gm: GlobalTensor, K: int, N: int, transpose: bool = False) -> None:
         """B is [K, N] row-major in GM, or [N, K] when transpose (not for int8)."""
         self._no_int8_transpose(transpose)
@@ -66,6 +70,7 @@ class Matmul:
         if transpose and self.dtype == dtypes.int8:
             raise KernelRuntimeError("Matmul: transposed int8 operands are not supported; transpose on the vector unit first")
 
+    @lane_ready
     def IterateAll(self, c: GlobalTensor, ldc: int | None = None) -> None:
         """Compute this block's output tiles into C ([M, N] row-major, row pitch ldc, default N)."""
         if self.a is None or self.b is None:
@@ -76,9 +81,10 @@ class Matmul:
         ldc = self.N if ldc is None else int(ldc)
         tiles_n = -(-self.N // self.bn)
         tiles = -(-self.M // self.bm) * tiles_n
-        for t in range(GetBlockIdx(), tiles, GetBlockNum()):
+        # (range and min as kernel code has them: a lane group's tiles are each lane's own)
+        for t in lane_range(GetBlockIdx(), tiles, GetBlockNum()):
             m0, n0 = t // tiles_n * self.bm, t % tiles_n * self.bn
-            mt, nt = min(self.bm, self.M - m0), min(self.bn, self.N - n0)
+            mt, nt = lane_min(self.bm, self.M - m0), lane_min(self.bn, self.N - n0)
             acc = self.qc.AllocTensor(_ACC[self.dtype])
             for k0 in range(0, self.K, self.bk):
                 kt = min(self.bk, self.K - k0)

@@ -132,6 +132,7 @@ class KernelType(enum.Enum):
 assert {k.value for k in KernelType} == set(KERNEL_TYPES)
 
 
+@lane_ready
 def KERNEL_TASK_TYPE_DEFAULT(kernel_type: KernelType) -> None:
     """First statement of a kernel: which cores it runs on. MIX_AIC_1_2 runs one AIC and two AIVs per
     block (the cube part under `if ASCEND_IS_AIC:`, the vector part under `if ASCEND_IS_AIV:`);
@@ -165,6 +166,7 @@ class AscendIs:
 ASCEND_IS_AIC, ASCEND_IS_AIV = AscendIs(AIC), AscendIs(AIV)
 
 
+@lane_ready
 def CrossCoreSetFlag(modeId: int, pipe: PipeType, flagId: int) -> None:
     """``CrossCoreSetFlag<modeId, pipe>(flagId)``: once `pipe`'s earlier work is done, raise flag `flagId`
     (0..10) for other cores. Mode 0: every core of this type (the flag reaches each when all have set it);
@@ -180,6 +182,7 @@ def CrossCoreSetFlag(modeId: int, pipe: PipeType, flagId: int) -> None:
     core.launch.cross_set(core, flag, mode, p)
 
 
+@lane_ready
 def CrossCoreWaitFlag(flagId: int, modeId: int = 0, pipe: PipeType | None = None) -> None:
     """``CrossCoreWaitFlag(flagId)``: everything after it waits until flag `flagId` has reached this core
     (then the flag's counter goes down by one). `modeId`/`pipe` are accepted for the templated form."""
@@ -190,6 +193,7 @@ def CrossCoreWaitFlag(flagId: int, modeId: int = 0, pipe: PipeType | None = None
     core.launch.cross_wait(core, flag)
 
 
+@lane_ready
 def SyncAll(isAIVOnly: bool = True) -> None:
     """``SyncAll<isAIVOnly>()``: every core of the launch (vector cores only by default) waits until all
     have arrived; their earlier work is done first. Needs a MIX kernel type and block_dim <= the cores."""

@@ -126,6 +126,7 @@ class CoreState:
         self.lane_ids: tuple[int, ...] = ()  # the stream id of each lane, for GM hazards
         self._varying: list[int] | None = None  # which records differ between lanes (lane_records)
         self._lane_names: tuple | None = None   # (core type, each lane's name in GM hazard messages)
+        self._knows_cache: tuple | None = None  # (a knowledge dict, what each lane knows of it: _lane_knows)
         rows = None
         if lanes is not None:
             self.block_idx, self.weight, rows = LaneValue(tuple(lanes), self), len(lanes), len(lanes)
@@ -364,13 +365,14 @@ class CoreState:
         vc, seq, atomic = tuple(vcp), vcp[pipe], write and self.atomic is not None
         if count <= 1:
             pitch = length
-        access, label, known, line = self.launch.hazards.access, buf.label, self.knows[pipe], self.last_line
+        access, label, line = self.launch.hazards.access, buf.label, self.last_line
+        knowns = self._lane_knows(self.knows[pipe])
         names = self._lane_names
         if names is None or names[0] != self.core_type:
             names = self._lane_names = (self.core_type, [f"{self.core_type or 'AIV'} block {b}" for b in self.lanes])
         span = (count - 1) * pitch + length
         undo = self.session.undo if write else None  # (a lane try may be thrown away: sage.npu.sim.tries)
-        for sid, where, at in zip(self.lane_ids, names[1], per_lane(lo, self.weight)):
+        for sid, where, at, known in zip(self.lane_ids, names[1], per_lane(lo, self.weight), knowns):
             access(buf.id, label, Access(sid, pipe, seq, write, atomic, at, length, pitch, count, vc, known,
                                          line, name, where))
             if undo is not None:
@@ -392,9 +394,49 @@ class CoreState:
         return out
 
     def payload(self, pipe: int) -> dict:
-        """What a cross-core flag raised on `pipe` tells the cores it reaches: everything `pipe` knows."""
-        own = {(self.stream_id, p): s for p, s in enumerate(self.vc[pipe]) if s}
+        """What a cross-core flag raised on `pipe` tells the cores it reaches: everything `pipe` knows.
+
+        A lane group speaks of itself with a relative key (`lane_key`): lane i of the group that
+        learns it knows lane i of this one, the core of its own block (a flag within one AI Core
+        group, modes 1 and 2, pairs cores of one block, and the streams of one block are lanes of
+        groups with the same blocks in the same order)."""
+        sid = self.stream_id if self.lanes is None else lane_key(self.stream_id)
+        own = {(sid, p): s for p, s in enumerate(self.vc[pipe]) if s}
         return merge(dict(self.knows[pipe]), own) if self.knows[pipe] else own
+
+    def payload_to_all(self, pipe: int) -> dict:
+        """`payload` for a flag that reaches cores of every block (mode 0, SyncAll): relative keys
+        spelt out for each lane, since each of them is now known to every core."""
+        told = self.payload(pipe)
+        if not any(key[0] < 0 for key in told):
+            return told
+        out: dict = {}
+        for (sid, p), seq in told.items():
+            for key in ([(sid, p)] if sid >= 0 else [(~sid + j, p) for j in range(self.weight)]):
+                if out.get(key, 0) < seq:
+                    out[key] = seq
+        return out
+
+    def _lane_knows(self, known: dict) -> list[dict] | tuple:
+        """What each lane of this group knows of other cores, with relative keys made absolute
+        (lane i: the stream of lane i of that group); cached per knowledge dict, which is
+        replaced, never changed, when knowledge grows."""
+        cached = self._knows_cache
+        if cached is not None and cached[0] is known:
+            return cached[1]
+        if not any(key[0] < 0 for key in known):
+            per: list[dict] | tuple = (known,) * self.weight
+        else:
+            per = []
+            for i in range(self.weight):
+                mine: dict = {}
+                for (sid, p), seq in known.items():
+                    key = (sid, p) if sid >= 0 else (~sid + i, p)
+                    if mine.get(key, 0) < seq:
+                        mine[key] = seq
+                per.append(mine)
+        self._knows_cache = (known, per)
+        return per
 
     def learn(self, payload: dict) -> None:
         """After a cross-core wait or SyncAll, every later instruction of every pipe knows `payload`."""
@@ -427,6 +469,12 @@ class CoreState:
         """A local memory of this core (claiming the core type that has it)."""
         self.claim(SPACE_CORE[name], what)
         return self.spaces[name]
+
+
+def lane_key(stream_id: int) -> int:
+    """The relative key of a lane group whose first lane is stream `stream_id` (CoreState.payload):
+    negative, so never a stream id; ~key + i is lane i's stream."""
+    return ~stream_id
 
 
 _current: CoreState | None = None

@@ -26,6 +26,7 @@ BLOCK_DIM_MAX = 65535  # CANN: blockDim is a logical count in [1, 65535] (atlas_
 # block (each split reruns the launch, so a kernel whose blocks keep diverging must not pay for each)
 MAX_LANE_SPLITS = 4
 MAX_DATA_SPLITS = 1  # of those, splits on values read from tensor data (Divergence.data)
+MAX_PEELS = 1        # of those, splits that leave a lone block beside a group
 
 
 class GmBuffer:
@@ -108,7 +109,7 @@ class Session:
         frozen = self.state_roots((fn, args, kwargs)) if partition is not None else None
         if frozen is None:  # state the guards cannot watch: no try may be thrown away, so none in lanes
             partition = None
-        splits = data_splits = 0
+        splits = data_splits = peeled = 0
         while True:
             count = self.instructions
             undo = self.undo = GmUndo() if partition is not None else None
@@ -127,6 +128,13 @@ class Session:
                 # data runs the launch block by block instead of a retry per row)
                 split = (groups(failed.values, failed.group) if diverged and splits <= MAX_LANE_SPLITS
                          and data_splits <= MAX_DATA_SPLITS else None)
+                if split is not None and len(failed.group) > 2 and any(len(g) == 1 for g in split):
+                    # a lone block split off a group (a tail block) once is common; a second time,
+                    # the blocks' work differs block by block (work items dealt unevenly), and a
+                    # retry per block would cost more than the lanes save
+                    peeled += 1
+                    if peeled > MAX_PEELS:
+                        split = None
                 if split is not None:
                     partition = [g for g in partition if g != failed.group] + split
                     if all(len(g) == 1 for g in partition):

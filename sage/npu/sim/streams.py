@@ -46,6 +46,7 @@ class Stream:
     block: int
     sub: int
     core: core_mod.CoreState
+    blocks: tuple[int, ...] = ()          # the blocks it runs: (block,), or a lane group's
     glet: greenlet.greenlet | None = None
     done: bool = False
     waiting: str | None = None            # what it waits for, in words (None: runnable)
@@ -148,13 +149,13 @@ class LaunchRun:
         core.stream_id = self._made
         core.lane_ids = tuple(range(self._made, self._made + n)) if lanes is not None else ()
         self._made += n
-        stream = Stream(block, sub, core)
+        stream = Stream(block, sub, core, lanes if lanes is not None else (block,))
         stream.glet = greenlet.greenlet(lambda: self._body(stream), parent=self.scheduler)
         return stream
 
-    def _group(self, blocks: tuple[int, ...], core_type: str | None) -> Stream:
+    def _group(self, blocks: tuple[int, ...], core_type: str | None, sub: int = 0) -> Stream:
         """One stream for a partition group: a lone block as ever, or a lane group."""
-        return self._stream(blocks[0], 0, core_type, blocks if len(blocks) > 1 else None)
+        return self._stream(blocks[0], sub, core_type, blocks if len(blocks) > 1 else None)
 
     def _body(self, stream: Stream) -> None:
         # A greenlet starts with a fresh context: numpy's error state is not inherited.
@@ -186,9 +187,13 @@ class LaunchRun:
             first.core.core_type = AIV
         rest = []
         if self.partition is not None:
-            if kind == "MIX_AIC_1_2":  # (a lane group cannot declare a kernel type: NotLaneable came first)
-                raise LaunchError("internal: a mix launch in lane groups")
-            return [self._group(g, first.core.core_type) for g in self.partition if g != first.core.lanes]
+            # Every core type runs the same groups: a block's AIC and AIVs are lane i of groups
+            # with the same blocks (what cross-core flags within a block rely on: CoreState.payload)
+            others = [g for g in self.partition if g != (first.core.lanes or (first.block,))]
+            if kind != "MIX_AIC_1_2":
+                return [self._group(g, first.core.core_type) for g in others]
+            return ([self._group(g, AIC) for g in others] +
+                    [self._group(g, AIV, sub) for g in self.partition for sub in (0, 1)])
         for b in range(self.block_dim):
             if kind == "MIX_AIC_1_2":
                 if b != first.block:
@@ -229,7 +234,7 @@ class LaunchRun:
         self._check_flag(flag, mode, core)
         k = stream.sets.get((flag, mode), 0) + 1
         stream.sets[(flag, mode)] = k
-        stream.told[(flag, mode, k)] = core.payload(pipe)
+        stream.told[(flag, mode, k)] = core.payload_to_all(pipe) if mode == 0 else core.payload(pipe)
         reached = self._reached(stream, flag, mode, k)
         told: dict = {}
         for s in self._senders(stream, flag, mode, k) if reached else ():
@@ -271,7 +276,7 @@ class LaunchRun:
         if aiv_only and core.core_type != AIV:
             raise LaunchError("SyncAll() (isAIVOnly) is for vector cores: use SyncAll(False) on a cube core")
         self.syncall_arrivals[k] = self.syncall_arrivals.get(k, 0) + 1
-        self.syncall_told[k] = merge(self.syncall_told.get(k, {}), core.payload(core_mod.S))
+        self.syncall_told[k] = merge(self.syncall_told.get(k, {}), core.payload_to_all(core_mod.S))
         while self.syncall_arrivals[k] < len(members):
             stream.waiting = f"SyncAll #{k} ({self.syncall_arrivals[k]} of {len(members)} cores arrived)"
             self.scheduler.switch()
@@ -310,18 +315,18 @@ class LaunchRun:
             return [stream]
         if mode == 0:
             return [s for s in self.streams if s.core.core_type == stream.core.core_type]
-        return [s for s in self.streams if s.block == stream.block and s.core.core_type == AIV]
+        return [s for s in self.streams if s.blocks == stream.blocks and s.core.core_type == AIV]
 
     def _reached(self, stream: Stream, flag: int, mode: int, k: int) -> list[Stream]:
         """The streams whose counter the k-th (flag, mode) set of `stream` completes, if it completes any."""
         if mode == 2 and stream.core.core_type == AIC:
-            return [s for s in self.streams if s.block == stream.block and s.core.core_type == AIV]
+            return [s for s in self.streams if s.blocks == stream.blocks and s.core.core_type == AIV]
         if mode == 0:
             group = [s for s in self.streams if s.core.core_type == stream.core.core_type]
         else:  # mode 1, or mode 2 from an AIV: both AIVs of the group must have set
-            group = [s for s in self.streams if s.block == stream.block and s.core.core_type == AIV]
+            group = [s for s in self.streams if s.blocks == stream.blocks and s.core.core_type == AIV]
         if all(s.sets.get((flag, mode), 0) >= k for s in group):
             if mode == 2:
-                return [s for s in self.streams if s.block == stream.block and s.core.core_type == AIC]
+                return [s for s in self.streams if s.blocks == stream.blocks and s.core.core_type == AIC]
             return group
         return []
