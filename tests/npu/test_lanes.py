@@ -154,9 +154,21 @@ def test_a_blocks_own_scalar_math_keeps_the_group(partitions):
         "            top = r.GetValue(0)\n",
         "            top = r.GetValue(0)\n"
         "            b = GetBlockIdx()\n"
-        "            top = top * math.sqrt(b + 1) / max(2.0, min(b, 3) + 0.5) + min([b, 5, top])\n")
+        "            top = top * math.sqrt(b + 1) / max(2.0, min(b + 0.5, 3.0)) + min([b, 5, top])\n"
+        "            top = top + max(b + 1, 1)\n")
     run = both(body, [data(32)])
     assert run.error is None and partitions[-1] == [8]
+
+
+def test_an_int_min_that_clamps_in_some_lanes_splits_where_it_is_made(partitions):
+    # min(b, 3): blocks 0-3 take b, blocks 4-7 take 3, a size that soon must be one value: the
+    # group splits by which argument each lane took, at the min, not later
+    body = rows_kernel().replace(
+        "            top = r.GetValue(0)\n",
+        "            top = r.GetValue(0)\n"
+        "            top = top + min(GetBlockIdx(), 3)\n")
+    run = both(body, [data(32)])
+    assert run.error is None and partitions[1:] == [[8], [4, 4]]
 
 
 def test_lanes_that_part_on_data_twice_run_block_by_block(partitions):

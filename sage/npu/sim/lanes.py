@@ -345,18 +345,40 @@ def per_lane_call(fn: Callable) -> Callable:
 
 
 def _extremum(fn: Callable) -> Callable:
-    """min or max: per lane when given LaneValues, one by one or in a list (without `key`)."""
-    plain = per_lane_call(fn)
+    """min or max: per lane when given LaneValues, one by one or in a list (without `key`).
+
+    Where the lanes pick different arguments and the picks are integers, the lanes diverge,
+    as the builtin's comparisons would: an int min or max that clamps in some lanes and not in
+    others makes a size (`min(tile, left)`: a tail block's last tile), which an instruction soon
+    needs as one value, and splitting here rather than where it is used spares the retry the
+    work done in between (the 4 M-element add example ran its whole launch in lanes before its
+    last tile split it, at 1.8x the CPU). Floats stay per lane (they end up as scalar operands,
+    which lane-ready instructions take per lane), and so do ints that every lane takes from the
+    same argument (`min(first + tile, m)` of full tiles: offsets, not sizes)."""
+    def per_lane_pick(values: list) -> Any:
+        n, data = _lane_count(tuple(values), {})
+        if not n:
+            return fn(values)
+        columns = [per_lane(v, n) for v in values]
+        picks, out = [], []
+        for i in range(n):
+            row = [c[i] for c in columns]
+            best = fn(row)
+            picks.append(next(j for j, x in enumerate(row) if x is best or x == best))
+            out.append(best)
+        if not _uniform(tuple(picks)) and all(x.__class__ is int for x in out):
+            raise Divergence(tuple(picks), data)
+        return lanes(out, data)
 
     def call(*args, **kwargs):
-        if len(args) == 1 and "key" not in kwargs and args[0].__class__ in (list, tuple):
-            items = args[0]
-            if any(x.__class__ is LaneValue for x in items):
-                return plain(*items) if items else fn(items, **kwargs)
-            return fn(items, **kwargs)
-        if "key" in kwargs:
+        if "key" in kwargs or (len(args) == 1 and args[0].__class__ not in (list, tuple)):
             return fn(*args, **kwargs)
-        return plain(*args, **kwargs)
+        items = list(args[0]) if len(args) == 1 else list(args)
+        if not items or not any(x.__class__ is LaneValue for x in items):
+            return fn(*args, **kwargs)
+        if kwargs:  # (default=: items are not empty here, so it plays no part)
+            kwargs = {}
+        return per_lane_pick(items)
     call.__name__ = call.__qualname__ = fn.__name__
     call.__doc__ = fn.__doc__
     return call
