@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sage.npu.hardware import load_preset
+from tests.npu.conftest import line_of
 
 MATMUL = """
 @kernel
@@ -185,3 +186,17 @@ def test_mmad_ignores_the_padding_of_a_partial_k_fractal(run):
     assert result.error is None, result.error
     assert np.isfinite(result.outputs[0]).all()
     _assert_fp16_product(result.outputs[0], a, b)
+
+
+def test_a_plain_copy_into_l1_is_not_a_cube_operand(run):
+    """DataCopy(l1, gm, count) copies ND rows as they are; LoadData reads L1 as NZ fractals, so
+    on the chip a 32-wide B would reach the cube in the wrong order (the exploit: one burst
+    instead of one per row, and the right answer here). Refused; 16-wide rows (one fractal, 32 B)
+    are the same in both layouts and pass (test_mmad_ignores_the_padding_of_a_partial_k_fractal)."""
+    src, result = run(PADDED_K.replace("pipe.InitBuffer(qb1, 1, 32 * 16 * 2)", "pipe.InitBuffer(qb1, 1, 32 * 32 * 2)")
+                      .replace("pipe.InitBuffer(qb2, 1, 32 * 16 * 2)", "pipe.InitBuffer(qb2, 1, 32 * 32 * 2)")
+                      .replace("DataCopy(b1, bg[0], 20 * 16)", "DataCopy(b1, bg[0], 32 * 32)")
+                      .replace("LoadData(b2, b1, LoadData2DParams(32, 16))", "LoadData(b2, b1, LoadData2DParams(32, 32))  # load-b"),
+                      [np.ones((16, 32), np.float16), np.ones((32, 32), np.float16)])
+    assert result.error is not None and result.error.type == "UnsupportedError", result.error
+    assert result.error.line == line_of(src, "# load-b") and "Nd2NzParams" in result.error.message

@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from sage.npu import dtypes
-from sage.npu.errors import AlignmentError, BoundsError, KernelRuntimeError
+from sage.npu.errors import AlignmentError, BoundsError, KernelRuntimeError, UnsupportedError
 from sage.npu.sim.core import FIX, M, MTE1, MTE2, current_core
 from sage.npu.sim.lanes import lane_ready
 from sage.npu.sim.opcodes import AIC, LOCAL_COPY, MAD, PATH_INDEX
 from sage.npu.ascendc import _checks as chk
-from sage.npu.ascendc.datamove import _each, _row, gm_transfer
+from sage.npu.ascendc.datamove import _each, _row, gm_transfer, mark_layout
 from sage.npu.ascendc.params import FixpipeParams, LoadData2DParams, MmadParams, Nd2NzParams
 from sage.npu.ascendc.tensors import GlobalTensor, LocalTensor
 
@@ -55,8 +55,10 @@ def copy_nd2nz(core, dst: LocalTensor, src: GlobalTensor, p: Nd2NzParams) -> Non
     views = [(lane, chk.rows_view(src._buf.data, off, rows, cols, pitch_src, "DataCopy (ND->NZ) src",
                                   "the GM tensor")) for lane, off in _each(core, src._off)]
     isz = dst.dtype.itemsize
+    local_span = dst.span(rows_pad * cols_pad)
     gm_transfer(core, MTE2, "DataCopy(ND2NZ)", "GM->L1", src, 0, (rows - 1) * pitch_src + cols, rows * cols * isz,
-                rows, pitch_src * isz, dst.span(rows_pad * cols_pad), True)
+                rows, pitch_src * isz, local_span, True)
+    mark_layout(dst._slot, local_span[1], local_span[2], nd=False)
     for lane, s in views:
         d = _row(dst._arr, lane)[:rows_pad * cols_pad].reshape(rows_pad, cols_pad)
         d[...] = 0
@@ -85,6 +87,13 @@ def LoadData(dst, src, params: LoadData2DParams) -> None:
     chk.aligned(dst, "LoadData dst", 512)
     chk.aligned(src, "LoadData src")
     pitch = params.srcStride or cols
+    read = src.span((rows - 1) * pitch + cols)
+    # (rows one fractal wide, 32 B, are laid out the same in ND and NZ: those may come either way)
+    if pitch != unit and any(a < read[2] and b > read[1] for a, b in src._slot.nd):
+        raise UnsupportedError(
+            "LoadData reads L1 as NZ fractals, but these L1 bytes came from a plain DataCopy from GM, which "
+            "copies ND rows as they are; on the chip the cube would read them in the wrong order. Copy cube "
+            "operands into L1 with DataCopy(l1, gm, Nd2NzParams(...)) (CANN DataCopy, the ND2NZ form)")
     views = [(lane, chk.rows_view(_row(src._arr, lane), 0, rows, cols, pitch, "LoadData src", "the L1 tensor"))
              for lane in _lane_rows(core)]
     chk.fits(dst, rows * cols, "LoadData dst")

@@ -160,6 +160,13 @@ def _fast_copy(core: CoreState, dst, src, count: int) -> bool:
     return True
 
 
+def mark_layout(slot, lo: int, hi: int, *, nd: bool) -> None:
+    """Bytes [lo, hi) of an L1 buffer now hold ND rows (a plain copy from GM) or not (an ND->NZ copy)."""
+    kept = [(a, b) for a, b in slot.nd if b <= lo or a >= hi]
+    kept += [(a, lo) for a, b in slot.nd if a < lo < b] + [(hi, b) for a, b in slot.nd if a < hi < b]
+    slot.nd = kept + [(lo, hi)] if nd else kept
+
+
 def _check_dtypes(dst, src, what):
     if dst.dtype != src.dtype:
         raise KernelRuntimeError(f"{what}: dst is {dst.dtype.name} but src is {src.dtype.name}; copy, then Cast")
@@ -185,10 +192,12 @@ def _gm_to_local(core, dst: LocalTensor, src: GlobalTensor, arg, path: str) -> N
              for lane, off in _each(core, src._off)]
     nbytes = bc * be * isz
     span_lo, span_hi = 0, (bc - 1) * sp + be
-    gm_transfer(core, MTE2, "DataCopy", path, src, span_lo, span_hi, nbytes, bc, sp * isz,
-                dst.span((bc - 1) * dp + be), True)
+    local_span = dst.span((bc - 1) * dp + be)
+    gm_transfer(core, MTE2, "DataCopy", path, src, span_lo, span_hi, nbytes, bc, sp * isz, local_span, True)
     for s, d in pairs:
         d[...] = s
+    if path == "GM->L1":  # raw rows, as in GM: the cube cannot take them (LoadData reads NZ)
+        mark_layout(dst._slot, local_span[1], local_span[2], nd=True)
 
 
 def _local_to_gm(core, dst: GlobalTensor, src: LocalTensor, arg) -> None:

@@ -98,7 +98,8 @@ class MemSpace:
 class Slot:
     """One buffer of a queue or TBuf: the unit of race tracking and queue state."""
 
-    __slots__ = ("space", "addr", "nbytes", "label", "tracker", "allocated", "alloc_gen", "enqueued", "views", "freed")
+    __slots__ = ("space", "addr", "nbytes", "label", "tracker", "allocated", "alloc_gen", "enqueued", "views", "freed",
+                 "nd")
 
     def __init__(self, space: MemSpace, addr: int, nbytes: int, label: str):
         self.space, self.addr, self.nbytes, self.label = space, addr, nbytes, label
@@ -108,6 +109,9 @@ class Slot:
         self.alloc_gen = 0
         self.enqueued = False
         self.views: dict = {}  # dtype -> typed numpy view of the whole buffer
+        # L1 byte ranges [lo, hi) a plain DataCopy from GM filled: ND rows, not the NZ fractals
+        # LoadData reads (sage.npu.ascendc.cube.LoadData refuses them)
+        self.nd: list[tuple[int, int]] = []
 
 
 class CoreState:
