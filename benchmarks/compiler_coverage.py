@@ -28,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.provenance import checkout_commit  # noqa: E402
+
 # Markers of the compiler section in docs/results.md (benchmarks/offline_suite.py keeps it).
 COMPILER_BEGIN, COMPILER_END = "<!-- compiler-coverage -->", "<!-- /compiler-coverage -->"
 
@@ -211,18 +213,6 @@ def report(rows: list[dict], meta: dict) -> str:
         roof = f"{r['roofline']:.2f}" if r.get("roofline") is not None else "-"
         lines.append(f"| {r['task']} | {r['status']} | {_x(r.get('speedup'))} | {roof} | {why} |")
     return "\n".join(lines) + "\n"
-
-
-def checkout_commit() -> str:
-    """The checkout's commit, marked when its code differs from it (what was measured)."""
-    import subprocess
-
-    def git(*a: str) -> str:
-        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    # only the code that is measured counts: docs a run itself rewrites do not
-    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no", "--", "sage", "benchmarks") else "")
 
 
 def _pct(a: int, b: int) -> str:

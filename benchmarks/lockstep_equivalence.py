@@ -11,6 +11,7 @@ bench evaluates first) or the library's ready kernel file (`--source library`, t
 that have one, `sage.bench.reference.kernel_files`).
 
     .venv/bin/python benchmarks/lockstep_equivalence.py [--cases 1] [--level N] [--source agent] [--json]
+                                                       [--doc docs/performance.md]
 
 The agent's kernels take a while to make (it times its candidates); they are kept in
 `--kernels DIR` (default runs/lockstep_kernels, one file per task and case count) and
@@ -52,6 +53,10 @@ from sage.npu.sim import l2, lanes, streams
 from sage.npu.sim.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks.provenance import run_line  # noqa: E402
+from benchmarks.suite_summary import place_block  # noqa: E402
+
 EXAMPLES = ROOT / "examples" / "kernels"
 
 
@@ -224,6 +229,8 @@ def main() -> int:
     parser.add_argument("--kernels", type=Path, default=ROOT / "runs" / "lockstep_kernels",
                         help="where the suite's kernels are kept between runs")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--doc", type=Path, metavar="PATH",
+                        help="also write the summary into PATH between its markers (docs/performance.md)")
     args = parser.parse_args()
     spec = load_preset("ascend910b2")
     runs = example_runs() + ([] if args.no_suite else suite_runs(args.cases, args.level, args.source, args.kernels))
@@ -274,29 +281,35 @@ def main() -> int:
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
-        # (80 columns)
-        print(f"{len(runs)} runs, {len(differences)} differ in outputs, records or errors")
-        print(f"functional CPU: block by block {cpu[False]:.1f} s, in lane groups {cpu[True]:.1f} s "
-              f"({cpu[False] / max(cpu[True], 1e-9):.2f}x)")
-        print(f"{launches} launches:")
-        for kind, count in sorted(kinds.items(), key=lambda kv: -kv[1]):
-            print(f"  {count:4} {kind}")
-        if summary["fallbacks"]:
-            print("runs in which lanes were refused (the call), or redone:")
-        for reason, count in summary["fallbacks"].items():
-            print(f"  {count:4} {reason}")
-        if order_dependent:
-            print(f"{len(order_dependent)} runs change from one block-by-block run to the next "
-                  "(random block order):")
-            for label in order_dependent:
-                print(f"  {label}")
-        for d in differences:
-            print(f"  {d['run']}: {d['difference']}")
-        print(f"replay, L2 strided copies in one pass against burst by burst: {len(replay_differences)} "
-              f"differ; CPU {replay_cpu['bulk']:.1f} s against {replay_cpu['bursts']:.1f} s")
-        for d in replay_differences:
-            print(f"  {d['run']}: {d['difference']}")
+        print("\n".join(report(summary)))
+    if args.doc is not None:
+        command = " ".join(["benchmarks/lockstep_equivalence.py", f"--cases {args.cases}", f"--source {args.source}"]
+                           + ([f"--level {args.level}"] if args.level is not None else [])
+                           + (["--no-suite"] if args.no_suite else []) + [f"--doc {args.doc}"])
+        place_block(args.doc, "\n".join([run_line(command), "", "```", *report(summary), "```"]),
+                    "<!-- lockstep_equivalence -->", "<!-- /lockstep_equivalence -->")
     return 1 if differences or replay_differences else 0
+
+
+def report(summary: dict) -> list[str]:
+    """The summary as lines of at most 80 columns (the terminal and the doc block)."""
+    out = [f"{summary['runs']} runs, {summary['differ']} differ in outputs, records or errors",
+           f"functional CPU: block by block {summary['cpu_s_blocks']:.1f} s, in lane groups "
+           f"{summary['cpu_s_lanes']:.1f} s ({summary['cpu_s_blocks'] / max(summary['cpu_s_lanes'], 1e-9):.2f}x)",
+           f"{summary['launches']} launches:"]
+    out += [f"  {count:4} {kind}" for kind, count in sorted(summary["kinds"].items(), key=lambda kv: -kv[1])]
+    if summary["fallbacks"]:
+        out.append("runs in which lanes were refused (the call), or redone:")
+    out += [f"  {count:4} {reason}" for reason, count in summary["fallbacks"].items()]
+    if summary["order_dependent"]:
+        out.append(f"{len(summary['order_dependent'])} runs change from one block-by-block run to the next "
+                   "(random block order):")
+        out += [f"  {label}" for label in summary["order_dependent"]]
+    out += [f"  {d['run']}: {d['difference']}" for d in summary["differences"]]
+    out.append(f"replay, L2 strided copies in one pass against burst by burst: {len(summary['replay_differ'])} "
+               f"differ; CPU {summary['replay_cpu_s_bulk']:.1f} s against {summary['replay_cpu_s_bursts']:.1f} s")
+    out += [f"  {d['run']}: {d['difference']}" for d in summary["replay_differ"]]
+    return out
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ through `run_kernel_source`. A workload the older simulator cannot run says why.
 
     .venv/bin/python benchmarks/simulator_speed.py [--repeat 3] [--compare] [--baseline REV]
                                                   [--only NAME,...] [--preset ascend910b2] [--json]
+                                                  [--doc docs/performance.md]
 
 --json prints a list with one object per workload: name, instructions, cpu_s (functional +
 replay), instructions_per_cpu_s, the split functional_cpu_s / replay_cpu_s, and with
@@ -45,6 +46,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from benchmarks.provenance import run_line  # noqa: E402
+from benchmarks.suite_summary import place_block  # noqa: E402
+
 KERNELS = ROOT / "examples" / "kernels"
 BENCH_KERNELS = ROOT / "benchmarks" / "kernels"
 
@@ -217,6 +222,8 @@ def main() -> int:
     parser.add_argument("--baseline", metavar="REV", help="also run the simulator of commit REV, alternating")
     parser.add_argument("--only", help="comma-separated words: the workloads whose name contains one of them")
     parser.add_argument("--json", action="store_true", help="one JSON list instead of the table")
+    parser.add_argument("--doc", type=Path, metavar="PATH",
+                        help="also write the table into PATH between its markers (docs/performance.md)")
     args = parser.parse_args()
     chosen = [w for w in workloads() if not args.only or any(k in w[0] for k in args.only.split(","))]
     rows = []
@@ -228,12 +235,42 @@ def main() -> int:
             row = (measure_against(kernel, inputs, args.repeat, args.preset, base, Path(tmp)) if base else
                    measure(kernel, inputs, args.repeat, args.preset, args.compare))
             rows.append({"name": label, **row})
+    if args.doc is not None:
+        kind = f"simulator_speed vs {args.baseline}" if args.baseline else \
+            "simulator_speed --compare" if args.compare else "simulator_speed"
+        place_block(args.doc, markdown(rows, args), f"<!-- {kind} -->", f"<!-- /{kind} -->")
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     print(file=sys.stderr)
     print_table(rows, args)
     return 0
+
+
+def markdown(rows: list[dict], args) -> str:
+    """The table as a generated doc block, with the command and the run it came from."""
+    command = " ".join(["benchmarks/simulator_speed.py", f"--repeat {args.repeat}"]
+                       + (["--compare"] if args.compare else []) + ([f"--baseline {args.baseline}"] if args.baseline else [])
+                       + ([f"--only {args.only}"] if args.only else []) + [f"--doc {args.doc}"])
+    head = ["workload", "instructions", "CPU s", "instructions / CPU-s", "functional s", "replay s"]
+    if args.baseline:
+        head += [f"CPU s at {args.baseline}", f"{args.baseline} / this"]
+    elif args.compare:
+        head += ["block by block s", "lanes' gain"]
+    lines = [run_line(command), "", "| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
+    for r in rows:
+        cells = [r["name"], f"{r['instructions']:,}", f"{r['cpu_s']:.3f}", f"{r['instructions_per_cpu_s']:,}",
+                 f"{r['functional_cpu_s']:.3f}", f"{r['replay_cpu_s']:.3f}"]
+        if args.baseline:
+            cells += ([f"{r['baseline_cpu_s']:.3f}", f"{r['speedup']:.2f}x"] if "speedup" in r else
+                      ["fails", "-"])
+        elif args.compare:
+            cells += [f"{r['blocks_cpu_s']:.3f}", f"{r['lanes_speedup']:.2f}x"]
+        lines.append("| " + " | ".join(cells) + " |")
+    for r in rows:
+        if "baseline_error" in r:
+            lines.append(f"\n{r['name']}: at {args.baseline} the run fails: {r['baseline_error'][:160]}")
+    return "\n".join(lines)
 
 
 def print_table(rows: list[dict], args) -> None:
