@@ -26,7 +26,8 @@ from sage.npu.hardware import load_preset
 from sage.npu.sandbox import Limits
 from sage.npu.sandbox_wire import MAX_REPLY_HEADER, encode_reply_header
 from sage.npu.sim.opcodes import BARRIER, FLAG, GM_COPY, LOCAL_COPY, MAD, NORMAL, PATH_INDEX, VEC
-from sage.npu.sim.runtrace import MAX_DEPS_PER_RECORD, RECORD, BlockTrace, LaunchTrace, RunTrace, encode
+from sage.npu.sim.runtrace import (BLOCK, INDEX, MAX_DEPS_PER_RECORD, MAX_TRACE_BYTES, RECORD, BlockTrace, LaunchTrace,
+                                   RunTrace, encode)
 
 PRESET = "ascend910b2"
 UB_GM = PATH_INDEX["UB->GM"]
@@ -197,17 +198,20 @@ def test_malformed_records_are_refused(name, tmp_path):
     assert "instruction trace is invalid" in detail
 
 
-def _trace_with_block_header(records: int, deps: int) -> bytes:
+def _trace_with_sizes(table: int, deps: int, records: int) -> bytes:
+    """A trace whose header and block entry announce these sizes, followed by a few bytes only."""
     header = json.dumps({"names": ["x"], "allocations": [[n, i] for n, i in SMALL.allocations],
-                         "launches": [{"name": "k", "block_dim": 1,
-                                       "blocks": [{"records": records, "deps": deps, "cube": False}]}]}).encode()
-    return len(header).to_bytes(8, "little") + header + bytes(RECORD.itemsize)
+                         "launches": [{"name": "k", "block_dim": 1, "blocks": 1, "type": "AIV_ONLY"}],
+                         "table": table, "deps": deps}).encode()
+    block = np.array([(0, records, 0, 0)], dtype=BLOCK).tobytes()
+    return len(header).to_bytes(8, "little") + header + bytes(RECORD.itemsize) + block + bytes(INDEX.itemsize)
 
 
-@pytest.mark.parametrize("records,deps", [(2 ** 40, 0), (1, 2 ** 40), (-1, 0), (True, 0)])
-def test_absurd_block_sizes_are_refused_unread(records, deps, tmp_path):
+@pytest.mark.parametrize("table,deps,records", [(2 ** 40, 0, 1), (1, 2 ** 40, 1), (-1, 0, 1), (True, 0, 1),
+                                                (1, 0, 2 ** 32 - 1)])
+def test_absurd_block_sizes_are_refused_unread(table, deps, records, tmp_path):
     start = time.monotonic()
-    verdict, detail = judge(reply(SMALL.expected, _trace_with_block_header(records, deps)), SMALL, tmp_path)
+    verdict, detail = judge(reply(SMALL.expected, _trace_with_sizes(table, deps, records)), SMALL, tmp_path)
     assert verdict == "refused", detail
     assert time.monotonic() - start < 10
 
@@ -231,7 +235,7 @@ REPLIES = {
     "outputs_of_another_dtype": _header(outputs=[{"shape": [64, 256], "dtype": "float64"}]),
     "an_object_dtype": _header(outputs=[{"shape": [64, 256], "dtype": "object"}]),
     "two_outputs_for_one": _header(outputs=[{"shape": [64, 256], "dtype": "float32"}] * 2),
-    "a_trace_over_the_cap": _header(trace_bytes=sandbox.RECORD_BYTES_LIMIT + 1),
+    "a_trace_over_the_cap": _header(trace_bytes=MAX_TRACE_BYTES + 1),
     "a_trace_of_no_bytes": _header(trace_bytes=0),
     "a_boolean_trace_length": _header(trace_bytes=True),
     "a_malformed_error_entry": _header(error={"type": 5}),
