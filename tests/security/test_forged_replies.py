@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,6 +31,7 @@ from sage.npu.sim.runtrace import (BLOCK, INDEX, MAX_DEPS_PER_RECORD, MAX_TRACE_
                                    RunTrace, encode)
 
 PRESET = "ascend910b2"
+TASKS = Path(__file__).resolve().parents[2] / "sage" / "bench" / "npukernelbench"
 UB_GM = PATH_INDEX["UB->GM"]
 WRITER = textwrap.dedent("""
     import os, sys, time
@@ -141,6 +143,42 @@ def test_a_cube_free_trace_for_a_matmul_is_impossible(tmp_path):
               for i in range(24)]
     trace = encode(RunTrace(mm.allocations, [LaunchTrace("forged", 24, blocks)]))
     verdict, detail = judge(reply(mm.expected, trace), mm, tmp_path)
+    assert verdict == "impossible", detail
+
+
+def test_the_red_teams_relu_forgery_is_impossible_by_the_tripwire_alone(tmp_path):
+    """The red team's forged relu (fp32 [1024, 4096]; here the relu task's [4096, 1024], the same
+    bytes, which the library's kernel file covers): the right outputs, a trace of 30 padding
+    Duplicates and a fifth of the output writes per block, claiming about 1/9 of the honest
+    device time (their forgery: roofline fraction 9.33, device speedup 5.84x, where the honest
+    kernel gets 0.98). The old floor, the outputs written once at the L2 write rate of every
+    core, is 16 MiB / (86 B x 72 cores x 1.8 GHz) = 1.51 us and let it through; the essential
+    bytes at HBM rate (the preset's 1600 GB/s, plus 72 cores' 8-byte scalar accesses every 300
+    cycles) are 2 x 16 MiB / 1603.456 GB/s = 20.93 us."""
+    from sage.bench.reference.kernel_files import library_kernel_file
+    from sage.bench.tasks import load_task
+    from sage.npu.execute import run_kernel_source
+    from sage.npu.replay import replay
+    from sage.npu.sim.opcodes import vector_keys
+
+    relu = Case((4096, 1024))
+    spec = load_preset(PRESET)
+    honest = run_kernel_source(library_kernel_file(load_task(TASKS / "ops" / "relu.py")), [relu.case[0].numpy()],
+                               preset=spec)
+    assert honest.error is None, honest.error
+    honest_us = honest.profile.device_us - honest.profile.device_fixed_us
+    assert physical_check(honest.profile, relu.expected, relu.model, relu.case, PRESET) is None
+
+    n, per, dup = relu.out_bytes, relu.out_bytes // 48, vector_keys(spec).index("vector_dup")
+    blocks = [BlockTrace([rec(1, VEC, dup, 4, 8, 0)] * 30
+                         + [rec(5, GM_COPY, UB_GM, per // 5, 1, per // 5, (relu.out_id, b * per, b * per + per // 5),
+                                deps=(29,))], block=b) for b in range(48)]
+    trace = RunTrace(relu.allocations, [LaunchTrace("forged", 48, blocks)])
+    forged_us = replay(trace, spec).launches[0].kernel_cycles / spec.chip.clock_mhz
+    assert 8.5 < honest_us / forged_us < 10, (honest_us, forged_us)          # the forgery's shape
+    assert forged_us > n / (86 * 72 * 1800e6) * 1e6                           # past the old floor
+    assert forged_us < 2 * n / (1600e9 + 72 * 8 / 300 * 1800e6) * 1e6 / 1.1  # not past the new one
+    verdict, detail = judge(reply(relu.expected, encode(trace)), relu, tmp_path)
     assert verdict == "impossible", detail
 
 
