@@ -45,6 +45,10 @@ TRIP_LIMIT_S = 10.0
 FIELDS = ("max_launch", "records", "distinct", "blocks", "launches", "allocations", "max_deps", "bytes")
 CAP_OF = {"max_launch": "MAX_RECORDS_PER_LAUNCH", "records": "MAX_RECORDS", "distinct": "MAX_DISTINCT_RECORDS",
           "blocks": "MAX_BLOCKS", "launches": "MAX_LAUNCHES", "allocations": "MAX_ALLOCATIONS"}
+WIRE_CAPS = {"max_deps": "MAX_DEPS_PER_RECORD", "bytes": "MAX_TRACE_BYTES"}   # of sim/runtrace.py
+LABELS = {"max_launch": "records in a launch", "records": "records in a run", "distinct": "distinct records",
+          "blocks": "block streams", "launches": "launches", "allocations": "GM allocations",
+          "max_deps": "dependencies of a record", "bytes": "trace bytes"}
 
 
 # -- 1. honest runs ---------------------------------------------------------------------------
@@ -212,7 +216,10 @@ def trip_seconds(name: str) -> tuple[float, str | None, str]:
 # -- the report ---------------------------------------------------------------------------------
 
 def measure(cases: int | None, honest: bool) -> dict:
-    out: dict = {"caps": {name: getattr(caps, name) for name in CAP_OF.values()}}
+    from sage.npu.sim import runtrace
+
+    out: dict = {"caps": {name: getattr(caps, name) for name in CAP_OF.values()}
+                 | {name: getattr(runtrace, name) for name in WIRE_CAPS.values()}}
     if honest:
         rows = honest_sizes(cases)
         out["cases"] = cases
@@ -241,9 +248,9 @@ def markdown(result: dict) -> str:
                   "| size | largest honest | run | cap | cap / largest |", "|---|---|---|---|---|"]
         for f in FIELDS:
             big = result["largest"][f]
-            cap = result["caps"].get(CAP_OF.get(f, ""), None)
+            cap = result["caps"].get(CAP_OF.get(f) or WIRE_CAPS.get(f, ""), None)
             ratio = f"{cap / big['value']:.1f}x" if cap and big["value"] else "-"
-            lines.append(f"| {f} | {big['value']:,} | {big['source']} {big['run']} | "
+            lines.append(f"| {LABELS[f]} | {big['value']:,} | {big['source']} {big['run']} | "
                          f"{'-' if cap is None else f'{cap:,}'} | {ratio} |")
         lines.append("")
     p = result["parent"]

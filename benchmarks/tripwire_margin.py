@@ -83,10 +83,12 @@ def measure(sources: tuple[str, ...], cases: int | None) -> dict:
 def markdown(result: dict) -> str:
     cases = "every case" if result["cases"] is None else f"the first {result['cases']} case(s)"
     r = result["ratio"]
+    judged = (f"{result['incorrect']} of them judged incorrect, kept: their timing is honest too"
+              if result["incorrect"] else "every one judged correct")
     lines = [
-        f"Floor / device work of {result['timed']} honest runs ({', '.join(result['sources'])}; {cases} of each "
-        f"task; {result['incorrect']} of them judged incorrect, kept: their timing is honest too): minimum "
-        f"{r['min']:.3f}, median {r['median']:.3f}, 90th percentile {r['p90']:.3f}, **maximum {r['max']:.4f}**. "
+        f"Floor / device work of {result['timed']} honest runs ({', '.join(result['sources'])} kernels; {cases} of "
+        f"each task; {judged}): minimum {r['min']:.4f}, median {r['median']:.3f}, 90th percentile "
+        f"{r['p90']:.3f}, **maximum {r['max']:.4f}**. "
         f"The tripwire is at **{result['tripwire']:g}**, {result['margin']:.2f}x the maximum. The largest:", "",
         "| run | kernel | ratio | device work (us) | floor (us) | correct |", "|---|---|---|---|---|---|"]
     for row in result["largest"]:

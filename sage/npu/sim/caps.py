@@ -8,17 +8,20 @@ parent cannot read (a million `empty()` calls: a 12 MB trace header). Each cap i
 the count grows, in the child, so the kernel gets a `KernelResourceError` naming the cap as soon
 as it passes it; `runtrace.decode` checks them again on whatever bytes arrive.
 
-The caps sit well above the largest honest run and low enough that the parent replaying a trace
-at all of them at once grows by less than 300 MB (`benchmarks/trace_caps.py` measures both;
-the figures are in docs/security.md §5):
+The caps sit above the largest honest run and low enough that the parent replaying the
+largest trace they allow, every cap at once, grows by 261 MB, under the 300 MB it may
+(`benchmarks/trace_caps.py` measures both over 439 honest runs: the examples, the library's and
+the offline agent's kernels, every case; the figures are in docs/security.md §5):
 
 - records: every instruction, flag and barrier record of every block (a lane group's record
-  counts once per lane, as the block-by-block run makes it). Largest honest launch: 926,160
-  (the offline agent's first scatter kernel, level1/21, scalar GetValue/SetValue in loops).
-- distinct records: the parent holds one decoded record per distinct record (the wire sends
-  each once, `runtrace.encode`), about 1 KB each at worst. Largest honest run: 72,696.
-- blocks: every block stream of every launch (a MIX_AIC_1_2 block is three). Largest: 354.
-- launches and GM allocations (inputs and every `empty()`): largest 12 and 21.
+  counts once per lane, as the block-by-block run makes it). Largest honest launch and run:
+  926,160 (the agent's scatter kernel, level1/21, scalar GetValue/SetValue in loops); the
+  vector-unit matmul example at 1024^3 (tests/npu/test_timing.py) makes 2.18 M in one launch.
+- distinct records, as the replay sees them (`opcodes.replay_key`): the wire and the parent
+  hold each once, about 1 KB each at worst. Largest honest run: 87,381 (the agent's
+  level4/07_sparse_flash_attention, case 2).
+- blocks: every block stream of every launch (a MIX_AIC_1_2 block is three). Largest: 389.
+- launches and GM allocations (inputs and every `empty()`): largest 12 and 22.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ ADVICE = {
     "records": "fewer, larger instructions: bigger tiles, vector instructions instead of scalar "
                "GetValue/SetValue loops",
     "distinct": "fewer, larger instructions: bigger tiles, fewer distinct copies",
-    "blocks": "block_dim up to the cores (48 AIV, 24 AIC), each block looping over its share",
+    "blocks": "block_dim up to the cores, one block per core looping over its share",
     "launches": "one launch doing the work of many",
     "allocations": "allocate each output or workspace once and reuse it",
 }

@@ -15,10 +15,10 @@ Wire format: a JSON header (names, allocations, launches with their block counts
 below), then the table of the run's distinct records (each once, packed fixed-width), their
 dependency indices, one fixed-width entry per block (its index, sub, core type and record
 count), and per block the table index of each of its records (4 bytes). Blocks repeat each
-other's records (a lane group's blocks, a loop's body), so the table is small: the largest
-honest run has 72,696 distinct records among 505,242, the scatter kernel 403 among 926,160 (62
-MB as one packed record each, 3.7 MB this way, and seconds less to encode and decode). No
-pickle: nothing the child writes is ever executed.
+other's records (a lane group's blocks, a loop's body), so the table is small: the scatter
+kernel's 926,160 records are 403 distinct ones (62 MB as one packed record each, 3.7 MB this way,
+and seconds less to encode and decode); the largest honest trace is 8.3 MB
+(benchmarks/trace_caps.py). No pickle: nothing the child writes is ever executed.
 """
 
 from __future__ import annotations
