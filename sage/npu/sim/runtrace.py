@@ -33,10 +33,10 @@ import numpy as np
 
 from sage.npu.sim import caps
 from sage.npu.sim.opcodes import AIC, AIV, KERNEL_TYPES, NORMAL, replay_key
-from sage.npu.sim.tracecheck import _SIZE_LIMIT, MAX_DEPS_PER_RECORD, TraceError, check_uses
+from sage.npu.sim.tracecheck import MAX_DEPS_PER_RECORD, SIZE_LIMIT, TraceError, check_uses
 
-__all__ = ["BLOCK", "INDEX", "MAX_DEPS_PER_RECORD", "MAX_TRACE_BYTES", "RECORD", "BlockTrace", "LaunchTrace", "RunTrace", "TraceError",
-           "decode", "encode"]
+__all__ = ["BLOCK", "INDEX", "MAX_DEPS_PER_RECORD", "MAX_TRACE_BYTES", "RECORD", "BlockTrace", "LaunchTrace",
+           "RunTrace", "TraceError", "decode", "encode"]
 
 RECORD = np.dtype([("pipe", "<i1"), ("kind", "<i1"), ("op", "<i1"), ("name", "<i4"), ("line", "<i4"),
                    ("a", "<i8"), ("b", "<i8"), ("c", "<i8"), ("d", "<i8"),
@@ -47,7 +47,7 @@ _FIELDS = ("pipe", "kind", "op", "a", "b", "c", "d", "gbuf", "glo", "ghi")   # r
 MAX_HEADER_BYTES = 1 << 20
 MAX_NAME = 200                 # characters of a record's or a launch's name that travel
 MAX_SYNCS = 8                  # host read-backs per forward (ascendc.host.MAX_READ_BACK_SCALARS)
-# The largest trace the caps allow (about 42 MB): what the parent reads at most.
+# The largest trace the caps allow (35 MiB with those of caps.py): what the parent reads at most.
 MAX_TRACE_BYTES = (8 + MAX_HEADER_BYTES + caps.MAX_DISTINCT_RECORDS * (RECORD.itemsize + 4 * MAX_DEPS_PER_RECORD)
                    + caps.MAX_BLOCKS * BLOCK.itemsize + caps.MAX_RECORDS * INDEX.itemsize)
 
@@ -247,6 +247,6 @@ def _list(value, limit: int) -> list:
 
 
 def _int(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _SIZE_LIMIT:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= SIZE_LIMIT:
         raise ValueError(f"{what} must be a non-negative int")
     return value

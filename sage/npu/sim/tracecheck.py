@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from sage.npu.sim.core import PIPE_CORE, FIX, M, MTE1, MTE2, MTE3, S, V
-from sage.npu.sim.opcodes import (AIC, BARRIER, CROSS_SET, CROSS_WAIT, FLAG, GM_COPY, GM_PATHS, LOCAL_COPY, MAD,
+from sage.npu.sim.opcodes import (AIC, AIV, BARRIER, CROSS_SET, CROSS_WAIT, FLAG, GM_COPY, GM_PATHS, LOCAL_COPY, MAD,
                                   MARK, NORMAL, OPS, PATHS, SCALAR_GM, SCALAR_LOCAL, SYNC, SYNC_ALL, VEC)
 
-_SIZE_LIMIT = 1 << 46          # no count or byte size in a record is larger than this
+SIZE_LIMIT = 1 << 46          # no count or byte size in a record is larger than this
 # PipeBarrier(PIPE_ALL) waits for the last record of each of the 7 pipes, the most any DSL call
 # waits for (sim/core.py); honest runs wait for at most 4 (benchmarks/trace_caps.py).
 MAX_DEPS_PER_RECORD = 8
@@ -29,7 +29,7 @@ _OP_PIPE = {VEC: V, MAD: M, SCALAR_LOCAL: S, SCALAR_GM: S, CROSS_WAIT: S, SYNC_A
 _OP_KIND = {FLAG: SYNC, CROSS_SET: SYNC, CROSS_WAIT: SYNC, SYNC_ALL: SYNC, MARK: BARRIER}  # others: NORMAL
 _PATH_PIPE = {"GM->UB": MTE2, "GM->L1": MTE2, "UB->GM": MTE3, "L0C->GM": FIX,
               "UB->UB": V, "UB->L1": MTE3, "L1->L0A": MTE1, "L1->L0B": MTE1}
-_PATH_CORE = {"GM->UB": "AIV", "UB->GM": "AIV", "UB->UB": "AIV", "UB->L1": "AIV",
+_PATH_CORE = {"GM->UB": AIV, "UB->GM": AIV, "UB->UB": AIV, "UB->L1": AIV,
               "GM->L1": AIC, "L0C->GM": AIC, "L1->L0A": AIC, "L1->L0B": AIC}
 _VALID_GM_PATH = np.array([i in GM_PATHS for i in range(len(PATHS))])
 _PATH_PIPE_ARRAY = np.array([_PATH_PIPE[p] for p in PATHS])
@@ -73,7 +73,7 @@ def _check_rows(rows: np.ndarray, deps: np.ndarray, n_names: int, sizes: np.ndar
            | (op > max(OPS)) | (rows["name"] < 0) | (rows["name"] >= n_names) | (rows["line"] < 0)
            | (rows["ndeps"] < 0))
     for f in ("a", "b", "c", "d"):
-        bad |= (rows[f] < 0) | (rows[f] > _SIZE_LIMIT)
+        bad |= (rows[f] < 0) | (rows[f] > SIZE_LIMIT)
     copies = (op == GM_COPY) | (op == LOCAL_COPY)
     path = np.clip(a, 0, len(PATHS) - 1)
     bad |= copies & (a >= len(PATHS))
