@@ -8,7 +8,9 @@ stand-in (`sage.bench.reference`); both sides go through the same eager timeline
 (`sage.npu.timeline`), so the speedup is reported twice: end to end (reference end-to-end /
 kernel end-to-end: the headline, what fast_p and the agent's reward use) and device-only.
 The roofline fraction is the reference forward's essential-work bound over the kernel's
-device work (launch costs excluded from both).
+device work (launch costs excluded from both). A correct case whose device work beats that
+essential work at the simulator's fastest rates by more than the tripwire allows
+(`sage.npu.bound`) is an ImpossibleResultError, never scored.
 
 A case whose kernel raises stops the evaluation (the task did not execute); a case that
 runs but is wrong does not, so every executed case has statistics. Every error and
@@ -47,6 +49,7 @@ from sage.bench.case_support import describe_arg, describe_case
 from sage.bench.correctness import Comparison, OutputStats, compare_outputs, dtype_name, unwritten_elements
 from sage.bench.tasks import (ReferenceUnavailable, Task, TaskLoadError, kernel_args,
                               parameter_kwargs, runtime_accelerator_reason, to_numpy)
+from sage.npu.bound import EssentialWork
 from sage.npu.results import ErrorInfo, Profile
 from sage.npu.sandbox import Limits, run_sandboxed
 from sage.text import ERROR_CHARS, clean
@@ -153,17 +156,20 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
         isolation_gaps.update(run.isolation_gaps)
         never_launched = _never_launched(run.profile, expected)
         blank = None if run.error is not None or never_launched else _blank_output(expected, run.outputs)
-        if run.error is None and not never_launched and blank is None:
-            # (an output no copy reached is wrong whatever the time: the verdict says so, not the tripwire)
-            run.error = physical_check(run.profile, expected, model, case, preset)
+        if run.error is None:
+            comparison: Comparison = compare_outputs(expected, run.outputs or [], truth=truth,
+                                                     int_step=1 if "quant" in task.tags else 0)
+            # The tripwire guards what is scored, a correct result's time: a wrong result is not
+            # scored, and "incorrect" (an output never written, say) tells its author more than
+            # "impossible" would
+            if comparison.correct and not never_launched:
+                run.error = physical_check(run.profile, expected, model, case, preset)
         if run.error is not None:
             result.error = run.error.model_copy(update={"message": f"{where}: {run.error.message}"})
             break
         if not result.empty:
             _fill_profile(result, run.profile, ref)
         result.trace = run.trace
-        comparison: Comparison = compare_outputs(expected, run.outputs or [], truth=truth,
-                                                 int_step=1 if "quant" in task.tags else 0)
         result.correct, result.reason, result.stats = comparison.correct, comparison.reason, comparison.outputs
         if never_launched:
             # Outputs that no kernel computed are wrong even where empty()'s fill happens to match.
@@ -183,7 +189,8 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
 def physical_check(profile: Profile | None, expected: list[np.ndarray], model: torch.nn.Module, case: list,
                    preset: str) -> ErrorInfo | None:
     """The tripwire of `sage.npu.bound`: an ImpossibleResultError when the run claims less device
-    work time than writing the reference's outputs once, or its essential cube FLOPs, could take."""
+    work time than its essential work (the reference forward's essential bytes and cube FLOPs)
+    takes at the simulator's fastest rates, beyond the tripwire's margin."""
     from sage.npu.bound import check_physical
     from sage.npu.errors import ImpossibleResultError
     from sage.npu.hardware import load_preset
@@ -192,23 +199,27 @@ def physical_check(profile: Profile | None, expected: list[np.ndarray], model: t
         return None
     try:
         # The kernels' own work: the fixed cost each launch pays is no work done on the outputs.
-        check_physical(load_preset(preset), profile.device_us - profile.device_fixed_us, sum(e.nbytes for e in expected),
-                       essential_cube_flops(model, case))
+        check_physical(load_preset(preset), essential_of(model, case, expected, preset),
+                       profile.device_us - profile.device_fixed_us)
     except ImpossibleResultError as exc:
         return exc.info()
     return None
 
 
-def essential_cube_flops(model: torch.nn.Module, case: list) -> float:
-    """2 x the MACs of the reference's matmuls and convolutions (its recorded aten trace)."""
-    from sage.bench.reference.work import work_of
-    from sage.kernels import record_forward
+def essential_of(model: torch.nn.Module, case: list, expected: list[np.ndarray], preset: str) -> EssentialWork:
+    """The essential work of the reference forward on `case` (the roofline's: inputs it must
+    read, outputs, matmul FLOPs); its outputs alone when its graph cannot be traced."""
+    from sage.bench.reference import essential_work
+    from sage.kernels import trace_graph
     from sage.npu.hardware import load_preset
 
     args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
-    calls, _ = record_forward(model, args)
-    hw = load_preset()
-    return sum(work_of(c, hw).cube_flops for c in calls if not c.free)
+    try:
+        with torch.no_grad():
+            work = essential_work(trace_graph(model, args), load_preset(preset))
+    except Exception:  # noqa: BLE001 - the reference model reports its own failure; the outputs bound stands
+        return EssentialWork(bytes=float(sum(e.nbytes for e in expected)))
+    return EssentialWork(bytes=work.bytes, cube_flops=work.cube_flops)
 
 
 class ReferenceCase(BaseModel):

@@ -18,6 +18,8 @@ import numpy as np
 from sage.npu import ascendc, errors
 from sage.npu.hardware import HardwareSpec, load_preset
 from sage.npu.isa.card import legality_lines
+from sage.npu.sim import caps
+from sage.npu.sim.runtrace import MAX_TRACE_BYTES
 
 EXAMPLE = '''\
 from sage.npu.ascendc import *        # the only import allowed (plus `math`)
@@ -240,6 +242,11 @@ def _costs(spec: HardwareSpec) -> str:
         f"cores together share {spec.chip.hbm_gbps:g} GB/s HBM.",
         f"- Cube Mmad: ceil(m/16)·ceil(k/(32/sizeof(in)))·ceil(n/16)·({cube.fp32_factor:g} if fp32 in) + "
         f"{cube.fixed_cycles:g} cycles.",
+        f"- Caps of one forward() (`KernelResourceError` past one; they bound the process that replays the run): "
+        f"{caps.MAX_RECORDS_PER_LAUNCH:,} records per launch and {caps.MAX_RECORDS:,} per run (every instruction, "
+        f"flag and barrier of every block), {caps.MAX_DISTINCT_RECORDS:,} distinct records, {caps.MAX_BLOCKS:,} "
+        f"blocks, {caps.MAX_LAUNCHES:,} launches, {caps.MAX_ALLOCATIONS:,} GM allocations (inputs and every "
+        f"empty()); so at most {MAX_TRACE_BYTES / 2**20:.0f} MB of trace.",
     ]
     return "\n".join(lines)
 
@@ -259,6 +266,7 @@ def _errors() -> str:
         "KernelRuntimeError": "any other exception in kernel code (wrong dtype, bad argument, Python error)",
         "CoreTypeError": "vector work or UB on an AIC core, cube work or L1/L0 on an AIV core",
         "ImpossibleResultError": "a time below the physical floor (forged, or a simulator bug): not scored",
+        "KernelResourceError": "more records, blocks, launches or GM allocations than the caps under Costs",
         "UnsupportedError": "an instruction/dtype/parameter combination Atlas A2 lacks (see Legality)",
     }
     return "\n".join(f"- `{c.__name__}`: {when[c.__name__]}." for c in errors.ERROR_CLASSES)

@@ -83,8 +83,14 @@ class ImpossibleResultError(NpuError):
     """The run claims a time no 910B could reach (below the physical floor): not scored."""
 
 
+class KernelResourceError(NpuError):
+    """The run made more than a run may: instruction records, distinct records, blocks, launches or
+    GM allocations over the caps of the DSL card (``sim/caps.py``), which keep the process that
+    judges the run bounded."""
+
+
 ERROR_CLASSES = (
     AlignmentError, CapacityError, BoundsError, QueueError, RaceError, LaunchError,
     OutputSpecError, SandboxError, KernelTimeout, MemoryLimitError, KernelRuntimeError, CoreTypeError, ImpossibleResultError,
-    UnsupportedError,
+    UnsupportedError, KernelResourceError,
 )

@@ -15,6 +15,7 @@ the engine times identical blocks that start together once.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
 from sage.npu.hardware import HardwareSpec
@@ -59,7 +60,7 @@ class _Coster:
         self.vector = [self.costs.vector[k] for k in vector_keys(spec)]
         self.local: dict[tuple, tuple] = {}    # input record -> costed record (every record but GM copies)
         self.gm: dict[tuple, tuple] = {}       # GM copy after L2 and alignment -> costed record
-        self.streams: dict[tuple, CostedStream] = {}
+        self.streams: dict[int, list[CostedStream]] = {}   # this launch's streams, by a hash of their records' ids
 
     def stream(self, records: list[tuple]) -> CostedStream:
         local = self.local
@@ -71,10 +72,14 @@ class _Coster:
             else:   # the same record may come twice in a block not seen before
                 c = local.get(r)
                 out[i] = c if c is not None else local.setdefault(r, self._local(r))
-        key = tuple(map(id, out))   # costed tuples are interned: equal streams have equal ids
-        stream = self.streams.get(key)
+        # Costed tuples are interned, so equal streams have equal ids: the key is a hash of the ids
+        # (no per-record key is kept: a tuple of ids once took 40 bytes per record) and streams of
+        # equal hash are compared record by record (by identity first, so equal ones compare fast)
+        same = self.streams.setdefault(hash(array("Q", map(id, out)).tobytes()), [])
+        stream = next((s for s in same if s.recs == out), None)
         if stream is None:
-            stream = self.streams[key] = CostedStream(out)
+            stream = CostedStream(out)
+            same.append(stream)
         return stream
 
     def _gm_copy(self, r: tuple) -> tuple:
@@ -135,11 +140,19 @@ def replay(trace: RunTrace, spec: HardwareSpec, *, keep: bool = False, group: bo
     result = Replay(spec)
     chip = spec.chip
     for launch in trace.launches:
+        # Identical streams are one object within a launch (the engine times them once); a launch's
+        # costed records are dropped once it is timed (their totals stay), so the replay holds one
+        # launch's costed records at a time, not the whole run's (sim/caps.py)
+        coster.streams = {}
         streams = [coster.stream(b.records) for b in launch.blocks]
         engine = Engine(launch, streams, aiv_cores=chip.aiv_cores, aic_cores=chip.aic_cores,
                         issue=coster.costs.issue, hbm_bytes_per_cycle=spec.hbm_bytes_per_cycle,
                         overhead_cycles=spec.launch_overhead_cycles, keep=keep, group=group)
         result.launches.append(engine.run())
+        del engine
+        if not keep:
+            for stream in streams:
+                stream.recs = []
         result.blocks.append(streams)
         if keep:
             result.traces.append(launch)

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from sage.npu.results import KernelRun
 
 GRACE_SECONDS = 2.0
-RECORD_BYTES_LIMIT = 512 * 2**20      # the largest instruction trace a child may send
 DEFAULT_INSTRUCTION_BUDGET = 5_000_000
 
 
@@ -145,7 +144,7 @@ def visible(text: str) -> str:
 def _parse(reader: wire.Reader, header: dict, limits: Limits, expected: list[OutputSpec] | None) -> Any:
     from sage.npu.execute import FunctionalRun
     from sage.npu.results import ErrorInfo
-    from sage.npu.sim.runtrace import RECORD, TraceError, decode
+    from sage.npu.sim.runtrace import MAX_TRACE_BYTES, TraceError, decode
 
     error = header.get("error")
     printed = clean(str(header.get("printed") or ""), PRINTED_CHARS)
@@ -166,12 +165,12 @@ def _parse(reader: wire.Reader, header: dict, limits: Limits, expected: list[Out
         reader.into(memoryview(array.reshape(-1).view(np.uint8)))
         outputs.append(array)
     nbytes = header.get("trace_bytes")
-    if not isinstance(nbytes, int) or isinstance(nbytes, bool) or not 0 < nbytes <= RECORD_BYTES_LIMIT:
+    if not isinstance(nbytes, int) or isinstance(nbytes, bool) or not 0 < nbytes <= MAX_TRACE_BYTES:
         raise wire.ReplyError(f"trace of {nbytes!r} bytes is out of range")
     data = bytearray(nbytes)
     reader.into(memoryview(data))
     try:
-        trace = decode(data, max_records=RECORD_BYTES_LIMIT // RECORD.itemsize)
+        trace = decode(data)
     except TraceError as exc:
         raise wire.ReplyError(f"the instruction trace is invalid: {exc}") from None
     return FunctionalRun(outputs, trace, None, printed, gaps)

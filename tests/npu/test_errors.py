@@ -139,7 +139,7 @@ def test_error_classes_have_stable_names_and_info():
     names = [c.__name__ for c in ERROR_CLASSES]
     assert names == ["AlignmentError", "CapacityError", "BoundsError", "QueueError", "RaceError", "LaunchError",
                      "OutputSpecError", "SandboxError", "KernelTimeout", "MemoryLimitError", "KernelRuntimeError",
-                     "CoreTypeError", "ImpossibleResultError", "UnsupportedError"]
+                     "CoreTypeError", "ImpossibleResultError", "UnsupportedError", "KernelResourceError"]
     err = SandboxError("import os is not allowed", line=3)
     assert isinstance(err, NpuError)
     assert err.info().model_dump() == {"type": "SandboxError", "message": "import os is not allowed", "line": 3}

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,9 +27,11 @@ from sage.npu.hardware import load_preset
 from sage.npu.sandbox import Limits
 from sage.npu.sandbox_wire import MAX_REPLY_HEADER, encode_reply_header
 from sage.npu.sim.opcodes import BARRIER, FLAG, GM_COPY, LOCAL_COPY, MAD, NORMAL, PATH_INDEX, VEC
-from sage.npu.sim.runtrace import MAX_DEPS_PER_RECORD, RECORD, BlockTrace, LaunchTrace, RunTrace, encode
+from sage.npu.sim.runtrace import (BLOCK, INDEX, MAX_DEPS_PER_RECORD, MAX_TRACE_BYTES, RECORD, BlockTrace, LaunchTrace,
+                                   RunTrace, encode)
 
 PRESET = "ascend910b2"
+TASKS = Path(__file__).resolve().parents[2] / "sage" / "bench" / "npukernelbench"
 UB_GM = PATH_INDEX["UB->GM"]
 WRITER = textwrap.dedent("""
     import os, sys, time
@@ -143,6 +146,42 @@ def test_a_cube_free_trace_for_a_matmul_is_impossible(tmp_path):
     assert verdict == "impossible", detail
 
 
+def test_the_red_teams_relu_forgery_is_impossible_by_the_tripwire_alone(tmp_path):
+    """The red team's forged relu (fp32 [1024, 4096]; here the relu task's [4096, 1024], the same
+    bytes, which the library's kernel file covers): the right outputs, a trace of 30 padding
+    Duplicates and a fifth of the output writes per block, claiming about 1/9 of the honest
+    device time (their forgery: roofline fraction 9.33, device speedup 5.84x, where the honest
+    kernel gets 0.98). The old floor, the outputs written once at the L2 write rate of every
+    core, is 16 MiB / (86 B x 72 cores x 1.8 GHz) = 1.51 us and let it through; the essential
+    bytes at HBM rate (the preset's 1600 GB/s, plus 72 cores' 8-byte scalar accesses every 300
+    cycles) are 2 x 16 MiB / 1603.456 GB/s = 20.93 us."""
+    from sage.bench.reference.kernel_files import library_kernel_file
+    from sage.bench.tasks import load_task
+    from sage.npu.execute import run_kernel_source
+    from sage.npu.replay import replay
+    from sage.npu.sim.opcodes import vector_keys
+
+    relu = Case((4096, 1024))
+    spec = load_preset(PRESET)
+    honest = run_kernel_source(library_kernel_file(load_task(TASKS / "ops" / "relu.py")), [relu.case[0].numpy()],
+                               preset=spec)
+    assert honest.error is None, honest.error
+    honest_us = honest.profile.device_us - honest.profile.device_fixed_us
+    assert physical_check(honest.profile, relu.expected, relu.model, relu.case, PRESET) is None
+
+    n, per, dup = relu.out_bytes, relu.out_bytes // 48, vector_keys(spec).index("vector_dup")
+    blocks = [BlockTrace([rec(1, VEC, dup, 4, 8, 0)] * 30
+                         + [rec(5, GM_COPY, UB_GM, per // 5, 1, per // 5, (relu.out_id, b * per, b * per + per // 5),
+                                deps=(29,))], block=b) for b in range(48)]
+    trace = RunTrace(relu.allocations, [LaunchTrace("forged", 48, blocks)])
+    forged_us = replay(trace, spec).launches[0].kernel_cycles / spec.chip.clock_mhz
+    assert 8.5 < honest_us / forged_us < 10, (honest_us, forged_us)          # the forgery's shape
+    assert forged_us > n / (86 * 72 * 1800e6) * 1e6                           # past the old floor
+    assert forged_us < 2 * n / (1600e9 + 72 * 8 / 300 * 1800e6) * 1e6 / 1.1  # not past the new one
+    verdict, detail = judge(reply(relu.expected, encode(trace)), relu, tmp_path)
+    assert verdict == "impossible", detail
+
+
 def test_an_honest_looking_trace_is_accepted(tmp_path):
     """The control: every output byte written once, the inputs read once, is a possible run."""
     n = SMALL.out_bytes
@@ -197,17 +236,20 @@ def test_malformed_records_are_refused(name, tmp_path):
     assert "instruction trace is invalid" in detail
 
 
-def _trace_with_block_header(records: int, deps: int) -> bytes:
+def _trace_with_sizes(table: int, deps: int, records: int) -> bytes:
+    """A trace whose header and block entry announce these sizes, followed by a few bytes only."""
     header = json.dumps({"names": ["x"], "allocations": [[n, i] for n, i in SMALL.allocations],
-                         "launches": [{"name": "k", "block_dim": 1,
-                                       "blocks": [{"records": records, "deps": deps, "cube": False}]}]}).encode()
-    return len(header).to_bytes(8, "little") + header + bytes(RECORD.itemsize)
+                         "launches": [{"name": "k", "block_dim": 1, "blocks": 1, "type": "AIV_ONLY"}],
+                         "table": table, "deps": deps}).encode()
+    block = np.array([(0, records, 0, 0)], dtype=BLOCK).tobytes()
+    return len(header).to_bytes(8, "little") + header + bytes(RECORD.itemsize) + block + bytes(INDEX.itemsize)
 
 
-@pytest.mark.parametrize("records,deps", [(2 ** 40, 0), (1, 2 ** 40), (-1, 0), (True, 0)])
-def test_absurd_block_sizes_are_refused_unread(records, deps, tmp_path):
+@pytest.mark.parametrize("table,deps,records", [(2 ** 40, 0, 1), (1, 2 ** 40, 1), (-1, 0, 1), (True, 0, 1),
+                                                (1, 0, 2 ** 32 - 1)])
+def test_absurd_block_sizes_are_refused_unread(table, deps, records, tmp_path):
     start = time.monotonic()
-    verdict, detail = judge(reply(SMALL.expected, _trace_with_block_header(records, deps)), SMALL, tmp_path)
+    verdict, detail = judge(reply(SMALL.expected, _trace_with_sizes(table, deps, records)), SMALL, tmp_path)
     assert verdict == "refused", detail
     assert time.monotonic() - start < 10
 
@@ -231,7 +273,7 @@ REPLIES = {
     "outputs_of_another_dtype": _header(outputs=[{"shape": [64, 256], "dtype": "float64"}]),
     "an_object_dtype": _header(outputs=[{"shape": [64, 256], "dtype": "object"}]),
     "two_outputs_for_one": _header(outputs=[{"shape": [64, 256], "dtype": "float32"}] * 2),
-    "a_trace_over_the_cap": _header(trace_bytes=sandbox.RECORD_BYTES_LIMIT + 1),
+    "a_trace_over_the_cap": _header(trace_bytes=MAX_TRACE_BYTES + 1),
     "a_trace_of_no_bytes": _header(trace_bytes=0),
     "a_boolean_trace_length": _header(trace_bytes=True),
     "a_malformed_error_entry": _header(error={"type": 5}),

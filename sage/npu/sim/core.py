@@ -271,10 +271,8 @@ class CoreState:
         # replays each one, so free records would let a kernel make it do unbounded work.
         session = self.session
         session.instructions += self.weight
-        if session.instructions > session.instruction_budget:
-            raise KernelTimeout(
-                f"more than {session.instruction_budget} simulated instructions and sync records: the kernel "
-                "would run far too long (an unbounded loop, or tiles far too small?)")
+        if session.instructions > session.caps.record_limit:  # the budget, or a cap of sim/caps.py
+            raise session.caps.over_records(session.instructions)
         return idx
 
     def _race(self, pipe, name, slot, lo, hi, hit, verb) -> None:

@@ -112,3 +112,11 @@ class CostModel:
         if in_itemsize == 4:
             cycles *= self.fp32_factor
         return cycles + self.mad_fixed
+
+    def fastest_macs_per_cycle(self) -> float:
+        """The most MACs per cycle `mad_cycles` grants one AIC: a fractal step of the narrowest
+        input it takes (1 byte: 16 x 32 x 16 = 8192, twice the fp16 peak), the fixed cost aside.
+        Computed from `mad_cycles` itself, so the physical floor (sage/npu/bound.py) follows it."""
+        f = self.fractal
+        return max(f * f * (32 // size) / (self.mad_cycles(f, f, 32 // size, size) - self.mad_fixed)
+                   for size in (1, 2, 4))

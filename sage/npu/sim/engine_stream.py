@@ -25,6 +25,7 @@ profile counts (vector slope cycles, MACs, bytes copied).
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -81,16 +82,22 @@ class StreamRunner:
         self.weight = len(inst.blocks)
         self.recs = stream.recs
         n = len(self.recs)
-        self.end = [-1.0] * n                  # -1: not known yet
-        self.start = [0.0] * n if keep else None
+        # packed doubles: a list held a float object per record (32 bytes, 8 here)
+        self.end = array("d", [-1.0]) * n      # -1: not known yet
+        self.start = array("d", [0.0]) * n if keep else None
         self.flow_start: dict[int, float] = {}
         self.free = [t0] * N_PIPES
         self.drained = [True] * N_PIPES
         self.busy = [0.0] * N_PIPES
         self.t = t0                             # the scalar unit's issue time
         self.i = 0                              # the issue cursor
-        self.queued: list[deque] = [deque() for _ in range(N_PIPES)]
-        self.issued_at: dict[int, float] = {}  # issue time of queued records
+        # Per pipe, the records queued behind it and their issue times, packed (a hostile stream can
+        # keep nearly all its records queued: a deque of ints and a dict of times took ~130 bytes
+        # each, 16 here), read from `head` on (advance() is never re-entered, so it may cache it)
+        self.queued = [array("q") for _ in range(N_PIPES)]
+        self.issued_at = [array("d") for _ in range(N_PIPES)]
+        self.head = [0] * N_PIPES
+        self.waiting = 0
         self.inflight = [False] * N_PIPES       # the pipe's last record is a GM stream not yet ended
         self.flows = 0
         self.finish = -1.0
@@ -101,22 +108,29 @@ class StreamRunner:
     # -- the engine calls these ----------------------------------------------------------------
     def advance(self) -> None:
         """Place every record whose inputs are known; report to the engine when all are placed."""
-        queued, inflight, recs, issued_at = self.queued, self.inflight, self.recs, self.issued_at
+        queued, inflight, recs, issued_at, head = self.queued, self.inflight, self.recs, self.issued_at, self.head
         moved = True
         while moved:
             moved = self._issue()
-            if not issued_at:
+            if not self.waiting:
                 break
             for p in range(N_PIPES):
-                q = queued[p]
-                while q and not inflight[p]:
-                    i = q[0]
-                    if not self._place(i, recs[i], issued_at[i]):
+                q, h = queued[p], head[p]
+                if h == len(q):
+                    continue
+                times = issued_at[p]
+                while h < len(q) and not inflight[p]:
+                    i = q[h]
+                    if not self._place(i, recs[i], times[h]):
                         break
-                    q.popleft()
-                    del issued_at[i]
+                    h += 1
+                    self.waiting -= 1
                     moved = True
-        if self.finish < 0 and self.i == len(recs) and not self.flows and not issued_at:
+                if h == len(q):   # drained: start the arrays again
+                    del q[:], times[:]
+                    h = 0
+                head[p] = h
+        if self.finish < 0 and self.i == len(recs) and not self.flows and not self.waiting:
             self.finish = max(self.t, max(self.free))
             self.engine.stream_done(self)
 
@@ -130,7 +144,7 @@ class StreamRunner:
 
     def blocked_records(self) -> list[int]:
         """The records this stream is stuck on (for a deadlock report)."""
-        heads = [q[0] for q in self.queued if q]
+        heads = [q[h] for q, h in zip(self.queued, self.head) if h < len(q)]
         if self.i < len(self.recs):
             heads.append(self.i)
         return sorted(heads)
@@ -138,7 +152,7 @@ class StreamRunner:
     # -- placing records -----------------------------------------------------------------------
     def _issue(self) -> bool:
         recs, n, issue = self.recs, len(self.recs), self.engine.issue
-        queued, inflight = self.queued, self.inflight
+        queued, inflight, head = self.queued, self.inflight, self.head
         i0 = i = self.i
         while i < n:
             rec = recs[i]
@@ -150,9 +164,10 @@ class StreamRunner:
                 if rec[1] != BARRIER:  # a barrier is a marker on its pipe, not an issued instruction
                     self.t += issue
                     self.busy[S] += issue
-                if inflight[p] or queued[p] or not self._place(i, rec, self.t):
+                if inflight[p] or head[p] < len(queued[p]) or not self._place(i, rec, self.t):
                     queued[p].append(i)
-                    self.issued_at[i] = self.t
+                    self.issued_at[p].append(self.t)
+                    self.waiting += 1
             i += 1
         self.i = i
         return i != i0

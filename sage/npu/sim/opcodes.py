@@ -45,3 +45,13 @@ GM_PATHS = frozenset({PATH_INDEX[p] for p in ("GM->UB", "UB->GM", "GM->L1", "L0C
 def vector_keys(spec) -> tuple[str, ...]:
     """The vector cost keys of a preset in a fixed order: record field ``a`` of VEC indexes it."""
     return tuple(sorted(spec.vector.costs))
+
+
+def replay_key(rec: tuple) -> tuple:
+    """The record as the replay sees it: a GM address matters only to a GM copy (the L2 model
+    costs it), so a scalar GM access's is cleared. Records equal here cost the same; a scalar
+    loop over GM then repeats a few records instead of making one per address (the offline
+    agent's gather kernel, level1/20 case 1: 267,663 distinct records, 439 this way)."""
+    if rec[7] < 0 or rec[2] == GM_COPY:
+        return rec
+    return rec[:7] + (-1, 0, 0) + rec[10:]

@@ -6,13 +6,19 @@ sandboxed child sends it to the parent as bytes; `decode` treats those bytes as 
 every field is range-checked against the allocations, the opcode table (which pipe, kind
 and core type each op runs on), the preset's vector cost table and the record's own
 position (a record may only wait for earlier records of its block, at most
-`MAX_DEPS_PER_RECORD` of them), so a malformed
-or forged trace is refused with a `TraceError` and can never crash or mislead the replay
-into indexing outside what it was given.
+`MAX_DEPS_PER_RECORD` of them), and every count against the caps of ``caps.py``, so a
+malformed or forged trace is refused with a `TraceError` and can never crash or mislead the
+replay into indexing outside what it was given, nor make the parent hold more than the caps
+allow.
 
-Wire format: a JSON header (names, allocations, launches with their block record counts)
-then, per block, a packed array of fixed-width records and a flat array of dependency
-indices. No pickle: nothing the child writes is ever executed.
+Wire format: a JSON header (names, allocations, launches with their block counts, the sizes
+below), then the table of the run's distinct records (each once, packed fixed-width), their
+dependency indices, one fixed-width entry per block (its index, sub, core type and record
+count), and per block the table index of each of its records (4 bytes). Blocks repeat each
+other's records (a lane group's blocks, a loop's body), so the table is small: the scatter
+kernel's 926,160 records are 403 distinct ones (62 MB as one packed record each, 3.7 MB this way,
+and seconds less to encode and decode); the largest honest trace is 8.3 MB
+(benchmarks/trace_caps.py). No pickle: nothing the child writes is ever executed.
 """
 
 from __future__ import annotations
@@ -25,34 +31,25 @@ from operator import itemgetter
 
 import numpy as np
 
-from sage.npu.sim.core import PIPE_CORE, FIX, M, MTE1, MTE2, MTE3, S, V
-from sage.npu.sim.opcodes import (AIC, AIV, BARRIER, CROSS_SET, CROSS_WAIT, FLAG, GM_COPY, GM_PATHS, KERNEL_TYPES,
-                                  LOCAL_COPY, MAD, MARK, NORMAL, OPS, PATHS, SCALAR_GM, SCALAR_LOCAL, SYNC, SYNC_ALL,
-                                  VEC)
+from sage.npu.sim import caps
+from sage.npu.sim.opcodes import AIC, AIV, KERNEL_TYPES, NORMAL, replay_key
+from sage.npu.sim.tracecheck import MAX_DEPS_PER_RECORD, SIZE_LIMIT, TraceError, check_uses
+
+__all__ = ["BLOCK", "INDEX", "MAX_DEPS_PER_RECORD", "MAX_TRACE_BYTES", "RECORD", "BlockTrace", "LaunchTrace",
+           "RunTrace", "TraceError", "decode", "encode"]
 
 RECORD = np.dtype([("pipe", "<i1"), ("kind", "<i1"), ("op", "<i1"), ("name", "<i4"), ("line", "<i4"),
                    ("a", "<i8"), ("b", "<i8"), ("c", "<i8"), ("d", "<i8"),
                    ("gbuf", "<i4"), ("glo", "<i8"), ("ghi", "<i8"), ("ndeps", "<i4")])
+BLOCK = np.dtype([("block", "<u4"), ("records", "<u4"), ("sub", "u1"), ("aic", "u1")])
+INDEX = np.dtype("<u4")
 _FIELDS = ("pipe", "kind", "op", "a", "b", "c", "d", "gbuf", "glo", "ghi")   # record tuple order, before deps
 MAX_HEADER_BYTES = 1 << 20
+MAX_NAME = 200                 # characters of a record's or a launch's name that travel
 MAX_SYNCS = 8                  # host read-backs per forward (ascendc.host.MAX_READ_BACK_SCALARS)
-MAX_DEPS_PER_RECORD = 64       # a real instruction waits for at most a few per buffer it touches
-_SIZE_LIMIT = 1 << 46          # no count or byte size in a record is larger than this
-
-# Which pipe, record kind and core type each op runs on, as the DSL issues it. The replay takes
-# all three from the record, so a trace that moved vector work onto idle MTE pipes, called its
-# instructions barriers (no issue slot), or put its Mmads in AIV blocks (48 cores, not 24)
-# would time itself faster than any real run.
-_OP_PIPE = {VEC: V, MAD: M, SCALAR_LOCAL: S, SCALAR_GM: S, CROSS_WAIT: S, SYNC_ALL: S}  # others: any pipe
-_OP_KIND = {FLAG: SYNC, CROSS_SET: SYNC, CROSS_WAIT: SYNC, SYNC_ALL: SYNC, MARK: BARRIER}  # others: NORMAL
-_PATH_PIPE = {"GM->UB": MTE2, "GM->L1": MTE2, "UB->GM": MTE3, "L0C->GM": FIX,
-              "UB->UB": V, "UB->L1": MTE3, "L1->L0A": MTE1, "L1->L0B": MTE1}
-_PATH_CORE = {"GM->UB": AIV, "UB->GM": AIV, "UB->UB": AIV, "UB->L1": AIV,
-              "GM->L1": AIC, "L0C->GM": AIC, "L1->L0A": AIC, "L1->L0B": AIC}
-
-
-class TraceError(ValueError):
-    """The bytes are not a trace a kernel run could have produced."""
+# The largest trace the caps allow (35 MiB with those of caps.py): what the parent reads at most.
+MAX_TRACE_BYTES = (8 + MAX_HEADER_BYTES + caps.MAX_DISTINCT_RECORDS * (RECORD.itemsize + 4 * MAX_DEPS_PER_RECORD)
+                   + caps.MAX_BLOCKS * BLOCK.itemsize + caps.MAX_RECORDS * INDEX.itemsize)
 
 
 @dataclass
@@ -90,39 +87,52 @@ class RunTrace:
 
 
 def encode(trace: RunTrace) -> bytes:
-    # Field by field into one preallocated array: a block of millions of records must not
-    # need a second Python tuple per record on top of the ones the run already holds (the
-    # child ran out of memory here, as an internal error, on 7 M barrier records).
-    names: dict[str, int] = {}
-    parts: list[bytes] = []
+    """The wire bytes of `trace`: each distinct record once in a table (as the replay sees it,
+    `opcodes.replay_key`), each block as table indices."""
+    table: dict[tuple, int] = {}
+    blocks = np.zeros(sum(len(lt.blocks) for lt in trace.launches), dtype=BLOCK)
+    indices: list[bytes] = []
     launches = []
+    k = 0
     for lt in trace.launches:
-        blocks = []
         for block in lt.blocks:
             recs = block.records
-            n = len(recs)
-            arr = np.zeros(n, dtype=RECORD)
-            deps = np.zeros(0, dtype="<i4")
-            if n:
-                for i, f in enumerate(_FIELDS):
-                    arr[f] = np.fromiter(map(itemgetter(i), recs), dtype=np.int64, count=n)
-                arr["name"] = np.fromiter((names.setdefault(nm, len(names)) for nm in map(itemgetter(11), recs)),
-                                          dtype=np.int64, count=n)
-                arr["line"] = np.fromiter(map(itemgetter(12), recs), dtype=np.int64, count=n)
-                arr["ndeps"] = np.fromiter((len(d) if d else 0 for d in map(itemgetter(10), recs)),
-                                           dtype=np.int64, count=n)
-                deps = np.fromiter(itertools.chain.from_iterable(d for d in map(itemgetter(10), recs) if d),
-                                   dtype="<i4")
-            parts += [arr.tobytes(), deps.tobytes()]
-            blocks.append({"records": n, "deps": len(deps), "cube": block.uses_cube,
-                           "core": block.core_type, "block": block.block, "sub": block.sub})
-        launches.append({"name": lt.name, "block_dim": lt.block_dim, "blocks": blocks, "type": lt.kernel_type})
-    header = json.dumps({"names": list(names), "allocations": [[n, bool(i)] for n, i in trace.allocations],
-                         "launches": launches, "syncs": trace.syncs}).encode()
-    return len(header).to_bytes(8, "little") + header + b"".join(parts)
+            where = {}                             # the block's distinct records -> their table row
+            for r in dict.fromkeys(recs):
+                where[r] = table.setdefault(replay_key(r), len(table))
+            indices.append(np.fromiter(map(where.__getitem__, recs), dtype=INDEX, count=len(recs)).tobytes())
+            blocks[k] = (block.block, len(recs), block.sub, block.core_type == AIC)
+            k += 1
+        launches.append({"name": lt.name[:MAX_NAME], "block_dim": lt.block_dim, "blocks": len(lt.blocks),
+                         "type": lt.kernel_type})
+    rows, deps, names = _pack(list(table))
+    header = json.dumps({"names": names, "allocations": [[n, bool(i)] for n, i in trace.allocations],
+                         "launches": launches, "syncs": trace.syncs, "table": len(rows),
+                         "deps": len(deps)}).encode()
+    return b"".join([len(header).to_bytes(8, "little"), header, rows.tobytes(), deps.tobytes(), blocks.tobytes(),
+                     *indices])
 
 
-def decode(data: bytes | memoryview, max_records: int, vector_ops: int | None = None) -> RunTrace:
+def _pack(recs: list[tuple]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Records as one packed array (field by field: no second Python tuple per record; the child
+    once ran out of memory on 7 M barrier records), their dependencies as one flat array, and
+    the names they index."""
+    n = len(recs)
+    names: dict[str, int] = {}
+    arr = np.zeros(n, dtype=RECORD)
+    if not n:
+        return arr, np.zeros(0, dtype="<i4"), []
+    for i, f in enumerate(_FIELDS):
+        arr[f] = np.fromiter(map(itemgetter(i), recs), dtype=np.int64, count=n)
+    arr["name"] = np.fromiter((names.setdefault(nm[:MAX_NAME], len(names)) for nm in map(itemgetter(11), recs)),
+                              dtype=np.int64, count=n)
+    arr["line"] = np.fromiter(map(itemgetter(12), recs), dtype=np.int64, count=n)
+    arr["ndeps"] = np.fromiter((len(d) if d else 0 for d in map(itemgetter(10), recs)), dtype=np.int64, count=n)
+    deps = np.fromiter(itertools.chain.from_iterable(d for d in map(itemgetter(10), recs) if d), dtype="<i4")
+    return arr, deps, list(names)
+
+
+def decode(data: bytes | memoryview, vector_ops: int | None = None) -> RunTrace:
     """The trace in `data`, validated; TraceError for anything a real run cannot produce.
 
     `vector_ops`: how many vector cost keys the replaying preset has (a VEC record's field
@@ -136,139 +146,78 @@ def decode(data: bytes | memoryview, max_records: int, vector_ops: int | None = 
         raise TraceError(f"trace header of {hlen} bytes is out of range")
     try:
         header = json.loads(bytes(view[8:8 + hlen]))
-        names = [str(n)[:200] for n in _list(header["names"], 1 << 16)]
-        allocations = [(_int(n, "allocation size"), bool(i)) for n, i in _list(header["allocations"], 1 << 16)]
-        launch_specs = _list(header["launches"], 1 << 16)
+        names = [str(n)[:MAX_NAME] for n in _list(header["names"], caps.MAX_DISTINCT_RECORDS)]
+        allocations = [(_int(n, "allocation size"), bool(i))
+                       for n, i in _list(header["allocations"], caps.MAX_ALLOCATIONS)]
+        specs = _list(header["launches"], caps.MAX_LAUNCHES)
         syncs = [_int(n, "sync position") for n in _list(header.get("syncs", []), MAX_SYNCS)]
+        n_rows, n_deps = _int(header["table"], "table size"), _int(header["deps"], "dependency count")
+        launches = [LaunchTrace(str(s["name"])[:MAX_NAME], _int(s["block_dim"], "block_dim"), kernel_type=str(s["type"]))
+                    for s in specs]
+        per_launch = [_int(s["blocks"], "block count") for s in specs]
     except (KeyError, TypeError, ValueError, RecursionError) as exc:
         raise TraceError(f"trace header is malformed: {exc}") from None
-    sizes = np.array([n for n, _ in allocations] or [0], dtype=np.int64)
-    pos = 8 + hlen
-    total = 0
-    launches = []
-    blocks_read: list[tuple[BlockTrace, np.ndarray, np.ndarray]] = []
-    for spec in launch_specs:
-        try:
-            lt = LaunchTrace(str(spec["name"])[:200], _int(spec["block_dim"], "block_dim"),
-                             kernel_type=str(spec["type"]))
-            blocks = _list(spec["blocks"], 1 << 16)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TraceError(f"launch entry is malformed: {exc}") from None
-        if lt.kernel_type not in KERNEL_TYPES:
-            raise TraceError(f"unknown kernel type {lt.kernel_type[:40]!r}")
-        for b in blocks:
-            try:
-                n, ndeps, cube = _int(b["records"], "records"), _int(b["deps"], "deps"), bool(b["cube"])
-                core, block_idx, sub = str(b["core"]), _int(b["block"], "block"), _int(b["sub"], "sub")
-            except (KeyError, TypeError, ValueError) as exc:
-                raise TraceError(f"block entry is malformed: {exc}") from None
-            if core not in (AIV, AIC) or block_idx >= max(lt.block_dim, 1) or sub > 1 or cube != (core == AIC):
-                raise TraceError(f"block entry out of range: core {core[:10]!r}, block {block_idx}, sub {sub}, "
-                                 f"cube {cube}")
-            total += n
-            if total > max_records:
-                raise TraceError(f"more than {max_records} records")
-            if ndeps > n * MAX_DEPS_PER_RECORD:
-                raise TraceError(f"{ndeps} dependencies for {n} records (at most {MAX_DEPS_PER_RECORD} each)")
-            end = pos + n * RECORD.itemsize + ndeps * 4
-            if end > len(view):
-                raise TraceError("trace ends inside a block")
-            arr = np.frombuffer(view[pos:pos + n * RECORD.itemsize], dtype=RECORD)
-            deps = np.frombuffer(view[pos + n * RECORD.itemsize:end], dtype="<i4")
-            pos = end
-            block = BlockTrace([], cube, core, block_idx, sub)
-            lt.blocks.append(block)
-            blocks_read.append((block, arr, deps))
-        launches.append(lt)
-    if pos != len(view):
-        raise TraceError(f"{len(view) - pos} bytes after the last block")
+    unknown = [lt.kernel_type for lt in launches if lt.kernel_type not in KERNEL_TYPES]
+    if unknown:
+        raise TraceError(f"unknown kernel type {unknown[0][:40]!r}")
+    _at_most(n_rows, caps.MAX_DISTINCT_RECORDS, "distinct records")
+    _at_most(n_deps, n_rows * MAX_DEPS_PER_RECORD, "dependencies")
+    _at_most(sum(per_launch), caps.MAX_BLOCKS, "block streams")
+    reader = _Reader(view, 8 + hlen)
+    rows = reader.array(RECORD, n_rows)
+    deps = reader.array(np.dtype("<i4"), n_deps)
+    blocks = reader.array(BLOCK, sum(per_launch))
+    counts = blocks["records"].astype(np.int64)
+    firsts = [0, *itertools.accumulate(per_launch)]
+    for lo, hi in zip(firsts, firsts[1:]):
+        _at_most(int(counts[lo:hi].sum()), caps.MAX_RECORDS_PER_LAUNCH, "records in one launch")
+    _at_most(int(counts.sum()), caps.MAX_RECORDS, "records")
+    index = reader.array(INDEX, int(counts.sum()))
+    if reader.pos != len(view):
+        raise TraceError(f"{len(view) - reader.pos} bytes after the last block")
     if syncs != sorted(syncs) or any(n > len(launches) for n in syncs):
         raise TraceError(f"sync positions {syncs[:8]} are not in launch order within {len(launches)} launches")
-    _validate(blocks_read, len(names), sizes, len(allocations),
-              _default_vector_ops() if vector_ops is None else vector_ops)
-    for block, arr, deps in blocks_read:
-        block.records = _records(arr, deps, names)
+    dims = np.repeat([max(lt.block_dim, 1) for lt in launches], per_launch)
+    if ((blocks["block"] >= dims) | (blocks["sub"] > 1) | (blocks["aic"] > 1)).any():
+        raise TraceError("a block entry is out of range (its index past block_dim, or its sub or core type)")
+    sizes = np.array([n for n, _ in allocations] or [0], dtype=np.int64)
+    check_uses(rows, deps, blocks, index, len(names), sizes, len(allocations),
+               _default_vector_ops() if vector_ops is None else vector_ops)
+    table = np.empty(n_rows, dtype=object)
+    for i, rec in enumerate(_records(rows, deps, names)):
+        table[i] = rec      # an object array: a block's records are then one gather, no int per record
+    start = 0
+    for lt, lo, hi in zip(launches, firsts, firsts[1:]):
+        for block, count, sub, aic in blocks[lo:hi].tolist():
+            lt.blocks.append(BlockTrace(table[index[start:start + count]].tolist(), bool(aic), AIC if aic else AIV,
+                                        block, sub))
+            start += count
     return RunTrace(allocations, launches, syncs)
 
 
-_VALID_GM_PATH = np.array([i in GM_PATHS for i in range(len(PATHS))])
+class _Reader:
+    """Fixed-width arrays read one after another from the trace's bytes, each checked to fit."""
+
+    def __init__(self, view: memoryview, pos: int):
+        self.view, self.pos = view, pos
+
+    def array(self, dtype: np.dtype, count: int) -> np.ndarray:
+        end = self.pos + count * dtype.itemsize
+        if end > len(self.view):
+            raise TraceError("the trace ends before its last array")
+        out = np.frombuffer(self.view[self.pos:end], dtype=dtype)
+        self.pos = end
+        return out
 
 
-def _validate(blocks: list[tuple[BlockTrace, np.ndarray, np.ndarray]], n_names: int, sizes: np.ndarray,
-              n_alloc: int, vector_ops: int) -> None:
-    """Every record of every block at once: fields in range, deps only on earlier records of its block."""
-    if not blocks:
-        return
-    arr = np.concatenate([a for _, a, _ in blocks])
-    if len(arr) == 0:
-        if any(len(d) for _, _, d in blocks):
-            raise TraceError("dependencies without records")
-        return
-    kind, op, a, b, d = arr["kind"], arr["op"], arr["a"], arr["b"], arr["d"]
-    bad = ((arr["pipe"] < 0) | (arr["pipe"] > 6) | (kind < NORMAL) | (kind > SYNC) | (op < min(OPS)) | (op > max(OPS))
-           | (arr["name"] < 0) | (arr["name"] >= n_names) | (arr["line"] < 0) | (arr["ndeps"] < 0)
-           | (arr["ndeps"] > MAX_DEPS_PER_RECORD))
-    for f in ("a", "b", "c", "d"):
-        bad |= (arr[f] < 0) | (arr[f] > _SIZE_LIMIT)
-    copies = (op == GM_COPY) | (op == LOCAL_COPY)
-    bad |= copies & (a >= len(PATHS))
-    bad |= (op == GM_COPY) & ~_VALID_GM_PATH[np.clip(a, 0, len(PATHS) - 1)]
-    bad |= (op == VEC) & (~((b > 0) & (b <= 8) & ((b & (b - 1)) == 0)) | (a >= vector_ops))
-    bad |= (op == MAD) & ~((d > 0) & (d <= 4) & ((d & (d - 1)) == 0))
-    touches = (op == GM_COPY) | (op == SCALAR_GM)
-    g = arr["gbuf"]
-    bad |= touches & ((g < 0) | (g >= n_alloc))
-    safe_g = np.clip(g, 0, max(n_alloc - 1, 0))
-    bad |= touches & ((arr["glo"] < 0) | (arr["ghi"] < arr["glo"]) | (arr["ghi"] > sizes[safe_g]))
-    bad |= (op == LOCAL_COPY) & _VALID_GM_PATH[np.clip(a, 0, len(PATHS) - 1)]
-    bad |= _misplaced(arr, np.concatenate([np.full(len(x), bt.core_type == AIC) for bt, x, _ in blocks]))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise TraceError(f"record {i} has fields out of range: {arr[i]}")
-    counts = np.array([len(x) for _, x, _ in blocks])
-    ndeps = arr["ndeps"].astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    # (np.add.reduceat raised IndexError when the last blocks were empty: an idle last block
-    # of an honest launch crashed the parent's decode)
-    running = np.concatenate([[0], np.cumsum(ndeps)])
-    per_block = running[starts + counts] - running[starts]
-    if not np.array_equal(per_block, [len(x) for _, _, x in blocks]):
-        raise TraceError("dependency count does not match the records")
-    deps = np.concatenate([x for _, _, x in blocks]).astype(np.int64)
-    if len(deps):
-        local = np.arange(len(arr)) - np.repeat(starts, counts)
-        if ((deps < 0) | (deps >= np.repeat(local, ndeps))).any():
-            raise TraceError("a record waits for itself or for a later record")
-
-
-def _misplaced(arr: np.ndarray, on_aic: np.ndarray) -> np.ndarray:
-    """Records whose kind, pipe or core type is not the one the DSL issues their op with."""
-    op, pipe, path = arr["op"], arr["pipe"], np.clip(arr["a"], 0, len(PATHS) - 1)
-    bad = arr["kind"] != _by_op(op, _OP_KIND, NORMAL)
-    bad |= np.isin(op, list(_OP_PIPE)) & (pipe != _by_op(op, _OP_PIPE, -1))
-    copies = (op == GM_COPY) | (op == LOCAL_COPY)
-    bad |= copies & (pipe != _PATH_PIPE_ARRAY[path])
-    # a NORMAL record's pipe must exist on its block's core type; MTE2 (on both) by its path
-    core_of = np.where(copies, _PATH_CORE_ARRAY[path], _PIPE_CORE_ARRAY[np.clip(pipe, 0, 6)])
-    bad |= (arr["kind"] == NORMAL) & (core_of >= 0) & (core_of != on_aic)
-    return bad
-
-
-_PATH_PIPE_ARRAY = np.array([_PATH_PIPE[p] for p in PATHS])
-_PATH_CORE_ARRAY = np.array([int(_PATH_CORE[p] == AIC) for p in PATHS])
-_PIPE_CORE_ARRAY = np.array([-1 if c is None else int(c == AIC) for c in PIPE_CORE])
-
-
-def _by_op(op: np.ndarray, table: dict[int, int], default: int) -> np.ndarray:
-    out = np.full(len(op), default, dtype=np.int64)
-    for code, value in table.items():
-        out[op == code] = value
-    return out
+def _at_most(count: int, cap: int, what: str) -> None:
+    if count > cap:
+        raise TraceError(f"{count} {what}, more than the {cap} a run may make (sim/caps.py)")
 
 
 def _records(arr: np.ndarray, deps: np.ndarray, names: list[str]) -> list[tuple]:
-    """A validated block's records as tuples (the layout of opcodes.py), built from column lists:
-    no per-record Python work beyond the tuple (2.8 M records: 27 s -> 6 s)."""
+    """Validated records as tuples (the layout of opcodes.py), built from column lists: no
+    per-record Python work beyond the tuple (2.8 M records: 27 s -> 6 s)."""
     n = len(arr)
     nd = arr["ndeps"].astype(np.int64)
     dep_col: list = [None] * n
@@ -298,6 +247,6 @@ def _list(value, limit: int) -> list:
 
 
 def _int(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _SIZE_LIMIT:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= SIZE_LIMIT:
         raise ValueError(f"{what} must be a non-negative int")
     return value

@@ -10,8 +10,9 @@ import os
 import random
 import numpy as np
 
-from sage.npu.errors import LaunchError
+from sage.npu.errors import KernelResourceError, LaunchError
 from sage.npu.hardware import HardwareSpec
+from sage.npu.sim.caps import RunCaps
 from sage.npu.sim.opcodes import AIC, vector_keys
 from sage.npu.sim.runtrace import RunTrace
 from sage.npu.sim import core as core_mod
@@ -68,6 +69,7 @@ class Session:
         self._next_addr = 0
         self.trace = RunTrace()
         self.instructions = 0  # simulated so far, against instruction_budget
+        self.caps = RunCaps(instruction_budget)  # records, blocks, launches, allocations (sim/caps.py)
         self.lines: dict[tuple, int] = {}  # (id(code), instruction offset) -> kernel line (CoreState.kernel_line)
         self.line_codes: dict[int, object] = {}  # id -> the code object, alive for the run (so ids stay unique)
         # The order blocks run in, per launch: random, so a result carried from block to block
@@ -77,6 +79,7 @@ class Session:
 
     def allocate(self, data: np.ndarray, is_input: bool) -> GmBuffer:
         flat = np.ascontiguousarray(data).reshape(-1)
+        self.caps.allocation(len(self.buffers) + 1)
         buf = GmBuffer(len(self.buffers), flat, self._next_addr, is_input)
         self._next_addr += -(-max(flat.nbytes, 1) // GM_ALIGN) * GM_ALIGN
         self.buffers.append(buf)
@@ -91,11 +94,13 @@ class Session:
             raise LaunchError(f"block_dim={block_dim} is out of range: a launch has 1..{BLOCK_DIM_MAX} logical "
                               f"blocks (more blocks than the {self.spec.chip.aiv_cores} AIV / "
                               f"{self.spec.chip.aic_cores} AIC cores run in waves)")
+        self.caps.launch_start(self.instructions, block_dim, len(self.trace.launches))
         self.phase += 1
         try:
             self.trace.launches.append(self._run_launch(fn, name, block_dim, args, kwargs, on_block_end))
         finally:
             self.phase += 1
+        self.caps.launch_end(self.trace.launches[-1].blocks)
 
     def _run_launch(self, fn, name: str, block_dim: int, args: tuple, kwargs: dict, on_block_end):
         """Run a launch in lane groups where it can be (all blocks in one group first; a group
@@ -116,6 +121,8 @@ class Session:
             tries.freeze(frozen if partition is not None else None)
             try:
                 return LaunchRun(self, fn, name, block_dim, args, kwargs, on_block_end, partition).run()
+            except KernelResourceError:
+                raise  # block by block the launch makes the same records: no retry (it would take 48x longer)
             except (Divergence, NotLaneable, Exception) as failed:
                 if undo is None:
                     raise
