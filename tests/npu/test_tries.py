@@ -25,6 +25,18 @@ def test_undo_puts_back_every_byte_oldest_value_last():
     assert undo.saved == []
 
 
+def test_undo_keeps_one_copy_of_a_range_written_again_and_again():
+    data = np.arange(1024, dtype=np.float32)
+    buf = GmBuffer(0, data, 0, False)
+    undo = tries.GmUndo()
+    for k in range(100):
+        undo.save(buf, 0, 4096)
+        data[:] = k
+    assert len(undo.saved) == 1
+    undo.restore()
+    assert np.array_equal(data, np.arange(1024, dtype=np.float32))
+
+
 class K:
     pass
 

@@ -44,22 +44,27 @@ _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), range, slice, L
 class GmUndo:
     """The GM bytes a try overwrote, each saved before its write."""
 
-    __slots__ = ("saved",)
+    __slots__ = ("saved", "seen")
 
     def __init__(self):
         self.saved: list[tuple[Any, int, np.ndarray]] = []
+        # (allocation, lo, hi) already saved: a loop that writes one tile of GM over and over
+        # keeps one copy of what was there first, not one per write (the oldest value is the one
+        # put back), so a try's undo log stays the size of what it touched
+        self.seen: set[tuple[int, int, int]] = set()
 
     def save(self, buf, lo: int, hi: int) -> None:
         """Bytes [lo, hi) of GM allocation `buf` are about to be written."""
         lo, hi = max(lo, 0), min(hi, buf.nbytes)
-        if hi > lo:
+        if hi > lo and (buf.id, lo, hi) not in self.seen:
+            self.seen.add((buf.id, lo, hi))
             self.saved.append((buf, lo, buf.data.view(np.uint8)[lo:hi].copy()))
 
     def restore(self) -> None:
         """Put every saved byte back, the newest write first (so the oldest value wins)."""
         for buf, lo, old in reversed(self.saved):
             buf.data.view(np.uint8)[lo:lo + old.size] = old
-        self.saved = []
+        self.saved, self.seen = [], set()
 
 
 def frozen() -> set[int] | None:
