@@ -153,9 +153,12 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: b
     out.print(Text.assemble(terminal(key), f" on {preset} (seed {payload['seed']}): ", verdict), highlight=False)
     if evaluation.error:
         e = evaluation.error
+        first, *quoted = e.message.split("\n") if e.type == "KernelSyntaxError" else [e.message]
         line = Text.assemble(terminal(e.type, "red", one_line=True), f" (line {e.line})" if e.line else "", ": ",
-                             terminal(e.message, one_line=True))
+                             terminal(first, one_line=True))
         out.print(hanging(line, out.width), highlight=False, soft_wrap=True)
+        for quote in excerpt(quoted, out.width - 4):   # the kernel's line and the caret under the column
+            out.print(Text.assemble("    ", terminal(quote)), highlight=False, soft_wrap=True)
     elif evaluation.reason:
         out.print(hanging(terminal(evaluation.reason, "red", one_line=True), out.width), highlight=False,
                   soft_wrap=True)
@@ -223,6 +226,17 @@ def presets(as_json: bool = typer.Option(False, "--json", help="print a JSON lis
     if len(table.columns) < len(cols):   # too narrow for the column: the descriptions follow the table
         for r in rows:
             out.print(f"[bold]{r['name']}[/bold]: {escape(r['description'])}", highlight=False)
+
+
+def excerpt(lines: list[str], width: int) -> list[str]:
+    """A quoted source line and the caret line under it, cut to `width` around the caret so the
+    caret keeps its column (never wrapped, which would part it from what it points at)."""
+    if len(lines) != 2 or "^" not in lines[1]:
+        return [line[:width] for line in lines]
+    code, caret = lines
+    at = caret.index("^")
+    start = max(0, min(at - width // 2, len(code) - width))
+    return [code[start:start + width].rstrip(), caret[start:start + width].rstrip()]
 
 
 def _verdict(case: Any) -> str:

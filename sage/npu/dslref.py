@@ -260,6 +260,7 @@ def _errors() -> str:
         "CoreTypeError": "vector work or UB on an AIC core, cube work or L1/L0 on an AIV core",
         "ImpossibleResultError": "a time below the physical floor (forged, or a simulator bug): not scored",
         "UnsupportedError": "an instruction/dtype/parameter combination Atlas A2 lacks (see Legality)",
+        "KernelSyntaxError": "the file is not valid Python (the line quoted, a caret under the column)",
     }
     return "\n".join(f"- `{c.__name__}`: {when[c.__name__]}." for c in errors.ERROR_CLASSES)
 
