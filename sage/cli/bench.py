@@ -176,8 +176,14 @@ def run(
     if modes is not None and (memory is not None or memory_url is not None):
         fail("--compare runs every mode with its own memory in OUT/<mode>/memory.db: "
              "--memory and --memory-url do not apply")
-    settings = load_settings(preset=preset, seed=seed)
+    settings = load_settings(preset=preset, seed=seed, model=model, base_url=base_url)
     _check_preset(settings.preset)
+    if kernels is None and not reference_only:
+        from sage.agent.factory import backend_problem
+
+        problem = backend_problem(settings.model, settings.base_url)
+        if problem is not None:
+            fail(problem)
     require_cache()
     config = BenchConfig(
         target=target, levels=level or None, ops=[o.strip() for o in ops.split(",") if o.strip()] if ops else None,

@@ -26,10 +26,15 @@ HOME_HINT = "set HOME (or SAGE_CACHE_DIR / --memory-url) to a writable place"
 
 
 def fail(message: str, code: int = BAD_INPUT) -> NoReturn:
-    """`error: message` on stderr, one line whatever the width. The message often quotes a
-    file, a task or a kernel: it is cleaned and never read as markup (sage/text.py)."""
-    Console(stderr=True).print(Text.assemble(("error:", "red"), " ", terminal(message, one_line=True)), highlight=False,
-                               soft_wrap=True)
+    """`error: message` on stderr, on a line of its own. On a terminal it is wrapped at spaces
+    (a URL or a path is never split, later lines indented); redirected, it is one line, for
+    grep. The message often quotes a file, a task or a kernel: it is cleaned and never read
+    as markup (sage/text.py)."""
+    from sage.cli.render import hanging
+
+    console = Console(stderr=True)
+    text = Text.assemble(("error:", "red"), " ", terminal(message, one_line=True))
+    console.print(hanging(text, console.width) if console.is_terminal else text, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

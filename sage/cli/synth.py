@@ -62,11 +62,15 @@ def synth(
     from sage.agent.backends.base import BackendError
     from sage.agent.budget import BudgetExhausted
     from sage.agent.conversation import PromptTooLarge
-    from sage.agent.factory import make_backend
+    from sage.agent.factory import backend_problem, make_backend
     from sage.agent.loop import AgentConfig, ReferenceProblem, synthesize
     from sage.agent.prompt import CardNotFound
     from sage.config import load_settings
 
+    endpoint = load_settings(model=model, base_url=base_url)
+    problem = backend_problem(endpoint.model, endpoint.base_url)
+    if problem is not None:      # before any work: nothing can be asked without a key
+        fail(problem)
     task = _load_task(op, task_file)
     if cases is not None and case:
         fail("give --cases K or --case I, not both")
