@@ -97,7 +97,8 @@ class TaskEvaluation(BaseModel):
     correct: bool = False
     speedup: float | None = None              # end to end, geometric mean over the cases (the headline)
     device_speedup: float | None = None       # device only, geometric mean over the cases
-    roofline_fraction: float | None = None    # mean over the cases
+    roofline_fraction: float | None = None    # mean over the timed correct cases (docs/evaluation.md)
+    roofline_bound: str | None = None         # memory | cube, or "memory/cube" when the cases differ
     reason: str | None = None
     error: ErrorInfo | None = None            # the first kernel error
     cases: list[CaseResult] = []
@@ -440,11 +441,13 @@ def _summarise(head: dict, results: list[CaseResult], wall_s: float) -> TaskEval
         status = "correct" if correct else "incorrect"
     timed = [r for r in judged if not r.empty]
     fractions = [r.roofline_fraction for r in timed if r.roofline_fraction is not None]
+    bounds = sorted({r.roofline_bound for r in timed if r.roofline_fraction is not None and r.roofline_bound})
     return TaskEvaluation(
         **head, status=status, executed=executed, correct=correct,
         speedup=geomean([r.speedup for r in timed]) if executed and timed else None,
         device_speedup=geomean([r.device_speedup for r in timed]) if executed and timed else None,
         roofline_fraction=sum(fractions) / len(fractions) if correct and fractions else None,
+        roofline_bound="/".join(bounds) if correct and bounds else None,
         reason=reason, error=error, cases=results, wall_s=round(wall_s, 3),
     )
 

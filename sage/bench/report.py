@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sage.bench.metrics import SuiteMetrics, compute_metrics, metrics_by_level
+from sage.bench.roofline import roofline_text
 from sage.bench.runner import CONFIG_FILE, RESULTS_FILE, ResultRow, final_rows, read_rows
 from sage.text import md_cell
 
@@ -80,7 +81,8 @@ class TaskTableSection:
         if not finals:
             return None
         lines = ["## Tasks", "", "Speedups per task are geometric means over its cases; end to end is the scored one.", "",
-                 "| task | status | cases ok | speedup end-to-end | speedup device | roofline | bottleneck | note |",
+                 "| task | status | cases ok | speedup end-to-end | speedup device | roofline fraction | bottleneck "
+                 "| note |",
                  "|---|---|---|---|---|---|---|---|"]
         for r in finals:
             e = r.evaluation
@@ -88,7 +90,7 @@ class TaskTableSection:
             bottleneck = next((c.bottleneck for c in e.cases if c.bottleneck), None)
             note = f"{e.error.type}: {e.error.message}" if e.error else (e.reason or "")
             lines.append(f"| {md_cell(r.task)} | {e.status} | {ok} | {_num(e.speedup, 'x')} | {_num(e.device_speedup, 'x')} "
-                         f"| {_pct(e.roofline_fraction)} | {bottleneck or '-'} | {md_cell(note)} |")
+                         f"| {roofline_text(e.roofline_fraction, e.roofline_bound)} | {bottleneck or '-'} | {md_cell(note)} |")
         return "\n".join(lines)
 
 
@@ -149,7 +151,7 @@ class PlotsSection:
 def metrics_table(metrics: dict[str, SuiteMetrics]) -> list[str]:
     """End to end (the headline) first, then the same on device time alone."""
     lines = ["| | tasks | executed | correct | fast_1 e2e | fast_1.1 e2e | geomean e2e (solved) | geomean e2e (all, "
-             "fail = 1x) | fast_1 device | fast_1.1 device | geomean device (solved) | geomean device (all) | roofline "
+             "fail = 1x) | fast_1 device | fast_1.1 device | geomean device (solved) | geomean device (all) | roofline fraction "
              "| skipped |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, m in metrics.items():
@@ -157,7 +159,7 @@ def metrics_table(metrics: dict[str, SuiteMetrics]) -> list[str]:
                      f"| {_pct(m.fast_1)} | {_pct(m.fast_1_1)} | {_num(m.geomean_speedup, 'x')} "
                      f"| {_num(m.geomean_speedup_all, 'x')} | {_pct(m.device_fast_1)} | {_pct(m.device_fast_1_1)} "
                      f"| {_num(m.device_geomean_speedup, 'x')} | {_num(m.device_geomean_speedup_all, 'x')} "
-                     f"| {_pct(m.mean_roofline_fraction)} | {m.skipped} |")
+                     f"| {roofline_text(m.mean_roofline_fraction)} | {m.skipped} |")
     return lines
 
 

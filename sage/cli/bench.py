@@ -27,6 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from typer.core import TyperGroup
 
 from sage import __version__
+from sage.bench.roofline import roofline_text as roofline
 from sage.cli.common import did_you_mean, fail, require_cache, require_memory, require_writable, run_budget
 from sage.cli.render import Col, Screen, fitted_table
 from sage.text import clean
@@ -313,9 +314,10 @@ def _run_compare(config: Any, modes: list[str], flags: dict[str, Any], as_json: 
                                     for m, r in result.runs.items()}}))
         return
     cols = [Col("mode", wrap=False), *(Col(c, "right", wrap=False) for c in ("epoch", "tasks", "exec", "correct")),
-            *(Col(c, "right") for c in ("fast_1 e2e", "speedup e2e (solved)", "speedup device", "roofline"))]
+            *(Col(c, "right") for c in ("fast_1 e2e", "speedup e2e (solved)", "speedup device",
+                                        "roofline fraction"))]
     rows = [[mode, str(e + 1), str(m.tasks), _pct(m.execution_rate), _pct(m.correctness_rate), _pct(m.fast_1),
-             _x(m.geomean_speedup), _x(m.device_geomean_speedup), _pct(m.mean_roofline_fraction)]
+             _x(m.geomean_speedup), _x(m.device_geomean_speedup), roofline(m.mean_roofline_fraction)]
             for mode, epochs in metrics.items() for e, m in epochs.items()]
     out.print(fitted_table(cols, rows, out.width, title=f"memory ablation: {config.target}", box=box.SIMPLE_HEAD))
     out.text(f"{len(modes)} modes in {result.wall_s:.1f} s; results in {result.out}/<mode>/; report {result.report}")
@@ -361,9 +363,9 @@ def _print_summary(summary: dict, result: Any, report: Path, reference_only: boo
         out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD,
                                title=f"{result_target(result)}: rates over counted tasks"))
         cols = [Col(""), *(Col(c, "right") for c in ("e2e geomean solved", "e2e geomean all",
-                                                      "device geomean solved", "roofline"))]
+                                                      "device geomean solved", "roofline fraction"))]
         rows = [[name, _x(m["geomean_speedup"]), _x(m.get("geomean_speedup_all")),
-                 _x(m.get("device_geomean_speedup")), _pct(m["mean_roofline_fraction"])] for name, m in levels]
+                 _x(m.get("device_geomean_speedup")), roofline(m["mean_roofline_fraction"])] for name, m in levels]
         out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD,
                                title="speedups over the torch_npu reference (failures count 1x in 'all')"))
     unjudged = [r for r in result.rows if r.status == NOT_JUDGED and not any(

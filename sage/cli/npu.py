@@ -15,6 +15,7 @@ from rich import box
 from rich.markup import escape
 from rich.text import Text
 
+from sage.bench.roofline import roofline_text as roofline
 from sage.cli.common import fail, require_cache
 from sage.cli.printed import printed_by_case, show_printed
 from sage.cli.render import Col, Screen, compact_shape, fitted_table, hanging, markup
@@ -90,7 +91,8 @@ def run_payload(evaluation: Any, *, seed: int, preset: str) -> dict:
     """The JSON object of `sage npu run --json`. Per case (`cases`): `time_us` (end to end, the
     scored time), `device_us`, `roofline_fraction`, the reference's end-to-end and device times
     and both speedups. At the top level: the same as geometric means over the evaluated cases
-    (`speedup` is the end-to-end one), and the profile of the first case (the one traced:
+    (`speedup` is the end-to-end one; `roofline_fraction` is the task's: the mean over its
+    correct timed cases, as every command shows it), and the profile of the first case (the one traced:
     `cycles`, `pipes`, `bottleneck`, `bytes`, `launches`, the roofline bound used), `printed` what the kernel printed per case."""
     from sage import __version__
     from sage.bench.evaluate import geomean
@@ -114,7 +116,8 @@ def run_payload(evaluation: Any, *, seed: int, preset: str) -> dict:
         "case": first.index if first else None,
         "time_us": gm("time_us"),
         "device_us": gm("device_us"),
-        "roofline_fraction": gm("roofline_fraction"),
+        "roofline_fraction": evaluation.roofline_fraction,
+        "roofline_bound_of_task": evaluation.roofline_bound,
         "reference_time_us": gm("reference_time_us"),
         "reference_device_us": gm("reference_device_us"),
         "speedup": evaluation.speedup,
@@ -188,11 +191,15 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: b
     first = evaluation.cases[0] if evaluation.cases else None
     if payload["pipes"] and first is not None and first.profile is not None and first.correct:
         p = first.profile
+        timed = [c for c in evaluation.cases if c.roofline_fraction is not None]
+        out.print(f"roofline fraction {roofline(evaluation.roofline_fraction, evaluation.roofline_bound)}: the mean "
+                  f"over {len(timed)} timed case(s) of the reference's essential-work bound over the kernel's "
+                  f"device work, launch excluded", highlight=False)
         out.print(f"profile of case {payload['case']}: {p.time_us:.2f} µs end to end, {p.device_us:.2f} µs device "
                   f"({p.launches} launch(es): {p.host_dispatch_us:.2f} µs host dispatch, {p.device_fixed_us:.2f} µs "
-                  f"device fixed), {payload['cycles']} device cycles, bottleneck {payload['bottleneck']}, "
-                  f"{100 * (first.roofline_fraction or 0):.1f}% of the {p.roofline_bound}-bound roofline "
-                  f"({p.roofline_bound_us:.2f} µs, launch excluded)", highlight=False)
+                  f"device fixed), {payload['cycles']} device cycles, bottleneck {payload['bottleneck']}, roofline "
+                  f"fraction {roofline(first.roofline_fraction)} ({p.roofline_bound} bound: {p.roofline_bound_us:.2f} "
+                  f"µs)", highlight=False)
         rows = [[name, str(stat["busy_cycles"]), f"{100 * stat['utilisation']:.1f}%"]
                 for name, stat in payload["pipes"].items()]
         out.print(fitted_table([Col("pipe", wrap=False), Col("busy cycles", "right", wrap=False),

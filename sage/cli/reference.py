@@ -91,8 +91,9 @@ def _print(key: str, case: int, ref) -> None:
     title = (f"{key} case {case} on {ref.preset}: vendor {ref.end_to_end_us:.2f} µs end to end, "
              f"{ref.device_us:.2f} µs device ({ref.device_work_us:.2f} work + {ref.device_fixed_us:.2f} fixed; "
              f"host exposed {ref.host_exposed_us:.2f}); expert device {_us(ref.expert_device_us)} µs "
-             f"({ref.expert_ops} op(s) with a library kernel); roofline {ref.roofline_us:.2f} µs "
-             f"({ref.roofline_bound}-bound); {ref.launches} launch(es), {ref.syncs} sync(s)")
+             f"({ref.expert_ops} op(s) with a library kernel); essential-work bound {ref.roofline_us:.2f} µs "
+             f"({ref.roofline_bound} bound: what a roofline fraction divides); {ref.launches} launch(es), "
+             f"{ref.syncs} sync(s)")
     if ref.fused:
         title += f" — fused {ref.fused_op}"
     # Two tables so no name is cut at 80 columns: what each op is, then what it costs. Names
@@ -107,7 +108,7 @@ def _print(key: str, case: int, ref) -> None:
         rows.append([str(i), row.op, shapes, dts, klass])
     out.print(fitted_table(cols, rows, out.width, title=title, title_justify="left", box=box.SIMPLE_HEAD,
                            show_edge=False, pad_edge=False))
-    cols = [Col("#", "right", wrap=False), *(Col(c, "right") for c in ("vendor µs", "expert µs", "roofline µs")),
+    cols = [Col("#", "right", wrap=False), *(Col(c, "right") for c in ("vendor µs", "expert µs", "op roofline µs")),
             Col("bound", wrap=False), Col("L2 hit MB", "right"), Col("sync", wrap=False)]
     rows = [[str(i), _us(row.device_us), _us(row.expert_device_us), _us(row.roofline_us), row.bound,
              f"{row.l2_hit_bytes / 1e6:.2f}", "yes" if row.sync else ""] for i, row in enumerate(ref.ops)]
