@@ -31,37 +31,9 @@ sys.path.insert(0, str(ROOT))
 # Markers of the compiler section in docs/results.md (benchmarks/offline_suite.py keeps it).
 COMPILER_BEGIN, COMPILER_END = "<!-- compiler-coverage -->", "<!-- /compiler-coverage -->"
 
-# Failure classes: the first pattern found in the reason names the class.
-REASON_CLASSES = [
-    ("data-dependent output shape", ("output shape depends on the input values",)),
-    ("host reads tensor data", ("reads tensor data on the host", "tensor values it reads on the host")),
-    ("dtype without a 910B kernel type", ("no 910B kernel type holds",)),
-    ("host computes a tensor outside torch", ("computes a tensor on the host outside torch",)),
-    ("reference draws random tensors per call", ("draws new random tensors on every call",)),
-    ("captured tensor constant", ("tensor constant captured",)),
-    ("does not fit UB", ("does not fit in UB", "do not fit in UB")),
-    ("kernel file over the sandbox's size limit", ("exceed the sandbox's", "exceeds the sandbox's")),
-    ("lowering not written", ("lowering is not written", "no lowering", "not written yet", "is written")),
-    ("layout the lowering cannot take", ("do not merge", "do not broadcast", "reinterprets", "view of a larger",
-                                         "strided view")),
-    ("dtype the lowering cannot take", ("int64 scan", "int64 or int32 only")),
-    ("wrong result", ("outside tolerance", "mismatch", "incorrect")),
-    ("kernel error", ("Error",)),
-]
-
-
-def classify(row: dict) -> str:
-    text = f"{row.get('status')} {row.get('reason') or ''} {row.get('error') or ''}"
-    if row.get("status") == "incorrect":
-        return "wrong result"
-    if row.get("status") == "compiler_error":
-        return "compiler error (a bug)"
-    if row.get("status") == "timeout":
-        return "timeout"
-    for name, patterns in REASON_CLASSES:
-        if any(p in text for p in patterns):
-            return name
-    return "other"
+# Failure classes: the first pattern found in the reason names the class (the same classes
+# report.md and `sage bench` group reasons by).
+from sage.bench.reasons import REASON_CLASSES, classify  # noqa: E402,F401 - classify is this script's API too
 
 
 def run_task(args: tuple[str, int | None, str]) -> dict:

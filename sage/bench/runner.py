@@ -41,7 +41,7 @@ from sage.bench.selection import (collect_tasks, default_task_timeout, job_key, 
                                   task_order)
 from sage.bench.tasks import ReferenceUnavailable, Task, TaskLoadError, is_helper_module, level_of, load_task
 from sage.npu.sandbox import Limits
-from sage.text import json_safe
+from sage.text import ERROR_CHARS, clean, json_safe
 
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "run.json"
@@ -89,7 +89,7 @@ class KernelDirSolver(BaseModel):
     def solve(self, task: Task, *, epoch: int, seed: int, job_key: str | None = None) -> SolveResult:
         path = self.kernel_file(task)
         if path is None:
-            return SolveResult()
+            return SolveResult(extra={"reason": f"no kernel file {task.key}.py (nor {task.name}.py) in {self.kernels}"})
         evaluation = evaluate_kernel(task, path.read_text(encoding="utf-8", errors="replace"),
                                      preset=self.preset, cases=self.cases, limits=self.limits,
                                      filename=path.name)
@@ -186,9 +186,10 @@ def run_job(job: Job) -> list[ResultRow]:
         return [ResultRow(**head, solver=job.solver.name, status=NOT_JUDGED, final=False, extra=result.extra,
                           wall_s=wall)]
     if not result.attempts:
+        reason = result.extra.get("reason") or result.extra.get("error") or "the solver answered no kernel"
         return [ResultRow(**head, solver=job.solver.name, status="no_kernel", extra=result.extra, wall_s=wall,
                           evaluation=TaskEvaluation(task=task.key, level=task.level, tags=task.tags,
-                                                    status="no_kernel"))]
+                                                    status="no_kernel", reason=clean(reason, ERROR_CHARS)))]
     best = result.best if result.best is not None else choose_best(result.attempts)
     return [ResultRow(**head, attempt=i, final=i == best, solver=job.solver.name, status=a.evaluation.status,
                       evaluation=a.evaluation, source=a.source, extra={**result.extra, **a.extra}, wall_s=wall)

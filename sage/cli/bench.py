@@ -23,12 +23,12 @@ from typing import Any
 
 import typer
 from rich import box
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
 from sage import __version__
 from sage.bench.roofline import roofline_text as roofline
 from sage.cli.common import did_you_mean, fail, require_cache, require_memory, require_writable, run_budget
+from sage.cli.progress import bar
 from sage.cli.render import Col, Screen, fitted_table
 from sage.text import clean
 
@@ -221,17 +221,15 @@ def run(
     else:
         solver = _agent_solver(config, memory, memory_url, agent)
 
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[last]}", markup=False), console=err.console(),
-                        transient=as_json)
+    progress = bar(as_json, detail=True)
     with progress:
-        bar = progress.add_task("bench", total=None, last="")
+        task_bar = progress.add_task("bench", total=None, last="")
 
         def on_start(total: int) -> None:
-            progress.update(bar, total=total)
+            progress.update(task_bar, total=total)
 
         def on_row(row: Any) -> None:
-            progress.update(bar, advance=1, last=clean(f"{row.task}: {row.status}", one_line=True))
+            progress.update(task_bar, advance=1, last=clean(f"{row.task}: {row.status}", one_line=True))
 
         with _run_failures(config.out):
             result = run_bench(config, solver, on_row=on_row, on_start=on_start)
@@ -291,9 +289,7 @@ def _compare_modes(value: str) -> list[str]:
 def _run_compare(config: Any, modes: list[str], flags: dict[str, Any], as_json: bool) -> None:
     from sage.bench.ablation import ablation_metrics, load_mode_rows, run_compare
 
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[last]}", markup=False), console=err.console(),
-                        transient=as_json)
+    progress = bar(as_json, detail=True)
     bars: dict[str, Any] = {}
 
     def on_start(mode: str, total: int) -> None:
@@ -349,25 +345,28 @@ def _check_preset(preset: str) -> None:
 def _print_summary(summary: dict, result: Any, report: Path, reference_only: bool) -> None:
     from sage.bench.runner import NOT_JUDGED
 
+    # Headings are lines of their own, wrapped at the terminal's width: a table's title is
+    # wrapped at the table's, which breaks a long heading over a narrow table.
     if reference_only:
         rows = [r for r in result.rows if r.final and r.mode == "reference"]
         ok = sum(r.status == "reference_ok" for r in rows)
-        out.print(f"reference measured for {ok} of {len(rows)} tasks in {result.wall_s:.1f} s")
+        out.text(f"reference measured for {ok} of {len(rows)} tasks in {result.wall_s:.1f} s")
     else:
         # Two tables, so every header stays whole at 80 columns: how many tasks, then how fast.
         levels = [("all", summary["suite"]), *summary["levels"].items()]
+        out.text(f"{result_target(result)}: rates over the counted tasks")
         cols = [Col(""), *(Col(c, "right", wrap=False) for c in ("tasks", "exec", "correct", "fast_1", "fast_1.1",
                                                                   "skip"))]
         rows = [[name, str(m["tasks"]), _pct(m["execution_rate"]), _pct(m["correctness_rate"]), _pct(m["fast_1"]),
                  _pct(m.get("fast_1_1")), str(m["skipped"])] for name, m in levels]
-        out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD,
-                               title=f"{result_target(result)}: rates over counted tasks"))
+        out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD))
+        out.text("speedups over the torch_npu reference (a task not correct counts 1x in 'all')")
         cols = [Col(""), *(Col(c, "right") for c in ("e2e geomean solved", "e2e geomean all",
                                                       "device geomean solved", "roofline fraction"))]
         rows = [[name, _x(m["geomean_speedup"]), _x(m.get("geomean_speedup_all")),
                  _x(m.get("device_geomean_speedup")), roofline(m["mean_roofline_fraction"])] for name, m in levels]
-        out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD,
-                               title="speedups over the torch_npu reference (failures count 1x in 'all')"))
+        out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD))
+    _print_reasons(summary.get("by_reason") or [], report)
     unjudged = [r for r in result.rows if r.status == NOT_JUDGED and not any(
         o.final and (o.task, o.epoch) == (r.task, r.epoch) for o in result.rows)]
     if unjudged:
@@ -376,6 +375,16 @@ def _print_summary(summary: dict, result: Any, report: Path, reference_only: boo
     resumed = f", {result.resumed} resumed" if result.resumed else ""
     out.text(f"{result.ran} tasks run{resumed} on {result_preset(result)} (sage {__version__}, seed "
              f"{result_seed(result)}); results in {result.out}/results.jsonl; report {report}")
+
+
+def _print_reasons(groups: list[dict], report: Path) -> None:
+    """The tasks that are not correct, counted by the kind of reason (each task's own reason is
+    in report.md and in --json's `not_correct`)."""
+    if not groups:
+        return
+    out.text(f"not correct, by reason ({sum(g['count'] for g in groups)} tasks; each one's reason in {report})")
+    rows = [[g["reason"], str(g["count"])] for g in groups]
+    out.print(fitted_table([Col("reason"), Col("tasks", "right", wrap=False)], rows, out.width, box=box.SIMPLE_HEAD))
 
 
 def _run_config(result: Any) -> dict:

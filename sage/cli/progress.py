@@ -21,11 +21,13 @@ def watching(as_json: bool = False) -> Console | None:
     return console if console.is_terminal and not as_json else None
 
 
-def bar(label: str, as_json: bool = False, *, detail: bool = False, transient: bool = True) -> Progress:
-    """A bar with a count and the elapsed time, labelled `label`; `detail` adds a last column
-    fed by the `last` field (e.g. the task just finished). Disabled unless watched."""
+def bar(as_json: bool = False, *, detail: bool = False, transient: bool = True) -> Progress:
+    """Bars with a count and the elapsed time, each labelled by its task's description; `detail`
+    adds a last column fed by the `last` field (e.g. the task just finished). Disabled unless
+    watched."""
     console = watching(as_json)
-    columns: list[Any] = [TextColumn(f"[bold]{label}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    columns: list[Any] = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn()]
     if detail:
         columns.append(TextColumn("{task.fields[last]}", markup=False))
     # stdout is never redirected through the bar: it holds the command's results.
