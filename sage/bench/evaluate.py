@@ -36,7 +36,7 @@ import copy
 import importlib.util
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -108,9 +108,11 @@ class TaskEvaluation(BaseModel):
 
 def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
                     cases: int | Sequence[int] | None = None, limits: Limits | None = None,
-                    filename: str = "kernel.py", trace: bool = False) -> TaskEvaluation:
+                    filename: str = "kernel.py", trace: bool = False,
+                    on_case: Callable[[int, int], None] | None = None) -> TaskEvaluation:
     """`cases`: None for all, an int K for the first K, or explicit case indices.
-    `trace`: keep each case's Chrome trace events in `CaseResult.trace` (never serialised)."""
+    `trace`: keep each case's Chrome trace events in `CaseResult.trace` (never serialised).
+    `on_case(done, total)`: called as each case is judged (progress)."""
     limits = limits or Limits()
     start = time.perf_counter()
     head = dict(task=task.key, level=task.level, tags=task.tags)
@@ -125,6 +127,8 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
     results: list[CaseResult] = []
     isolation_gaps: set[str] = set()
     for index, case in selected:
+        if on_case is not None:
+            on_case(len(results), len(selected))
         result = CaseResult(index=index, inputs=describe_inputs(case))
         results.append(result)
         result.unsupported = task.case_support(case)

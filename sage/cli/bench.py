@@ -23,11 +23,10 @@ from typing import Any
 
 import typer
 from rich import box
-from typer.core import TyperGroup
 
 from sage import __version__
 from sage.bench.roofline import roofline_text as roofline
-from sage.cli.common import did_you_mean, fail, require_cache, require_memory, require_writable, run_budget
+from sage.cli.common import APP_SETTINGS, WholeHelpGroup, did_you_mean, fail, require_cache, require_memory, require_writable, run_budget
 from sage.cli.progress import bar
 from sage.cli.render import Col, Screen, fitted_table
 from sage.text import clean
@@ -38,7 +37,7 @@ MEMORY_MODES = ("none", "uniform", "atu", "sage")   # sage.bench.ablation's, kep
 ALL_MODES = "all"
 
 
-class _BenchGroup(TyperGroup):
+class _BenchGroup(WholeHelpGroup):
     def resolve_command(self, ctx, args):  # noqa: ANN001 - click's signature
         # Anything that is not a subcommand (a target) goes to `run`, keeping the word.
         if args and args[0] not in self.list_commands(ctx) and not args[0].startswith("-"):
@@ -89,13 +88,13 @@ def _reference_click_command():  # noqa: ANN202
     # Imported only when the subcommand is asked for, so `sage bench ...` stays quick.
     from sage.cli.reference import reference_command
 
-    sub = typer.Typer()
+    sub = typer.Typer(**APP_SETTINGS)
     sub.command(REFERENCE_COMMAND, help="Per-op breakdown of the reference time of a task.")(reference_command)
     return typer.main.get_command(sub)
 
 
 app = typer.Typer(
-    cls=_BenchGroup, no_args_is_help=True,
+    cls=_BenchGroup, no_args_is_help=True, **APP_SETTINGS,
     help="Benchmark kernels on a task suite. `sage bench npukernelbench` or `sage bench PATH` runs one "
          "(see `sage bench run --help` for its options); `report` and `reference` are subcommands.",
 )
@@ -222,7 +221,8 @@ def run(
         solver = _agent_solver(config, memory, memory_url, agent)
 
     progress = bar(as_json, detail=True)
-    with progress:
+    # The bar ends before a failure is printed, so the message has its own line.
+    with _run_failures(config.out), progress:
         task_bar = progress.add_task("bench", total=None, last="")
 
         def on_start(total: int) -> None:
@@ -231,8 +231,7 @@ def run(
         def on_row(row: Any) -> None:
             progress.update(task_bar, advance=1, last=clean(f"{row.task}: {row.status}", one_line=True))
 
-        with _run_failures(config.out):
-            result = run_bench(config, solver, on_row=on_row, on_start=on_start)
+        result = run_bench(config, solver, on_row=on_row, on_start=on_start)
     report = write_report(result.out)
     summary = json.loads((result.out / "summary.json").read_text())
     if as_json:
@@ -298,7 +297,7 @@ def _run_compare(config: Any, modes: list[str], flags: dict[str, Any], as_json: 
     def on_row(mode: str, row: Any) -> None:
         progress.update(bars[mode], advance=1, last=clean(f"{row.task}: {row.status}", one_line=True))
 
-    with progress, _run_failures(config.out):
+    with _run_failures(config.out), progress:
         result = run_compare(config, modes, lambda mode, cfg: _agent_solver(cfg, mode, None, flags),
                              on_start=on_start, on_row=on_row)
     metrics = ablation_metrics(load_mode_rows(result.out))

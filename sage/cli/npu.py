@@ -16,12 +16,14 @@ from rich.markup import escape
 from rich.text import Text
 
 from sage.bench.roofline import roofline_text as roofline
-from sage.cli.common import fail, require_cache
+from sage.cli.common import APP_SETTINGS, WholeHelpGroup, fail, require_cache
 from sage.cli.printed import printed_by_case, show_printed
+from sage.cli.progress import bar
 from sage.cli.render import Col, Screen, compact_shape, fitted_table, hanging, markup
 from sage.text import json_safe, terminal
 
-app = typer.Typer(help="The simulated NPU: run kernels, list hardware presets.", no_args_is_help=True)
+app = typer.Typer(help="The simulated NPU: run kernels, list hardware presets.", no_args_is_help=True,
+                  cls=WholeHelpGroup, **APP_SETTINGS)
 err = Screen(stderr=True)
 out = Screen()
 
@@ -66,9 +68,13 @@ def run(
         fail(str(exc))
     require_cache()
     task.seed = settings.seed
-    evaluation = evaluate_kernel(task, kernel.read_text(encoding="utf-8", errors="replace"), preset=preset_name,
-                                 cases=[case] if case is not None else None, filename=kernel.name,
-                                 trace=trace is not None)
+    progress = bar(as_json)
+    with progress:
+        judging = progress.add_task("judging cases", total=None)
+        evaluation = evaluate_kernel(task, kernel.read_text(encoding="utf-8", errors="replace"), preset=preset_name,
+                                     cases=[case] if case is not None else None, filename=kernel.name,
+                                     trace=trace is not None,
+                                     on_case=lambda done, total: progress.update(judging, completed=done, total=total))
     if evaluation.status in ("reference_unavailable", "reference_error", "unsupported"):
         fail(f"{task.path}: {evaluation.status.replace('_', ' ')}: {evaluation.reason}")
     trace_note = _write_trace(trace, evaluation) if trace is not None else None

@@ -20,7 +20,8 @@ from rich import box
 
 from sage.cli.common import fail as _fail
 from sage.cli.common import require_cache
-from sage.cli.render import Col, Screen, fitted_table
+from sage.cli.progress import bar
+from sage.cli.render import IDENT, Col, Screen, fitted_table
 
 out = Screen()
 _CASE_FIELDS = ("end_to_end_us", "device_us", "expert_device_us", "expert_end_to_end_us", "roofline_us",
@@ -64,11 +65,14 @@ def reference_command(
         _fail(f"{task.key} has {len(cases)} case(s); --case must be below {len(cases)}")
     indices = [case] if case is not None else list(range(len(cases)))
     refs = []
-    for i in indices:
-        try:
-            refs.append((i, reference_time(task, cases[i], hw, expert=expert)))
-        except ReferenceModelError as exc:
-            _fail(f"the reference model failed: {exc}")
+    try:
+        with bar(as_json) as progress:    # ended before an error is printed: on a line of its own
+            timing = progress.add_task("timing cases", total=len(indices))
+            for i in indices:
+                refs.append((i, reference_time(task, cases[i], hw, expert=expert)))
+                progress.advance(timing)
+    except ReferenceModelError as exc:
+        _fail(f"the reference model failed: {exc}")
     if as_json:
         print(json.dumps(payload(task.key, hw.name, refs)))
         return
@@ -96,10 +100,10 @@ def _print(key: str, case: int, ref) -> None:
              f"{ref.syncs} sync(s)")
     if ref.fused:
         title += f" — fused {ref.fused_op}"
-    # Two tables so no name is cut at 80 columns: what each op is, then what it costs. Names
-    # fold after . and _ (aten overloads), shapes after their x.
-    cols = [Col("#", "right", wrap=False), Col("op", folds="._"), Col("shapes", folds="x"), Col("dtypes"),
-            Col("class", folds="_( ")]
+    # Two tables so no name is cut at 80 columns: what each op is, then what it costs. Op names
+    # stay whole (IDENT), shapes fold after their x.
+    cols = [Col("#", "right", wrap=False), Col("op", folds=IDENT), Col("shapes", folds="x"), Col("dtypes"),
+            Col("class", folds=IDENT)]
     rows = []
     for i, row in enumerate(ref.ops):
         shapes = " ".join("x".join(map(str, s)) or "()" for s in row.shapes)
