@@ -37,24 +37,26 @@ SUPPORTED_DTYPE_NAMES = frozenset(dt.name for dt in npu_dtypes.ALL)
 MAX_CASE_ELEMENTS = 1 << 28
 
 
-def case_support(case: Sequence[Any]) -> str | None:
+def case_support(case: Sequence[Any], not_made: str | None = None) -> str | None:
     """None when a kernel can take every argument of the case; else why not, naming the
-    argument and its shape: "argument 1 (float64[4, 5]): the 910B vector unit has no fp64 instructions"."""
+    argument and its shape: "argument 1 (float64[4, 5]): the 910B vector unit has no fp64 instructions".
+    `not_made`: why its meta tensors were not made, when the caller knows (the input budget)."""
     for position, arg in enumerate(case):
         reason = _unsupported(arg)
         if reason:
             return f"argument {position} ({describe_arg(arg)}): {reason}"
-    return size_support(case)
+    return size_support(case, not_made)
 
 
-def size_support(case: Sequence[Any]) -> str | None:
-    """None when the case's tensors fit a simulated run, else why not."""
+def size_support(case: Sequence[Any], not_made: str | None = None) -> str | None:
+    """None when the case's tensors fit a simulated run, else why not (`not_made`: why its meta
+    tensors were not made, when the caller knows it)."""
     total = sum(t.numel() for t in _tensors(case))
     if total > MAX_CASE_ELEMENTS:
         return (f"{total:,} elements in its tensors ({describe_case(case)}): more than the "
                 f"{MAX_CASE_ELEMENTS:,} a simulated run can take")
     if any(t.is_meta for t in _tensors(case)):
-        return f"its inputs were not made ({describe_case(case)}: meta tensors carry no data)"
+        return not_made or f"its inputs were not made ({describe_case(case)}: meta tensors carry no data)"
     return None
 
 

@@ -26,8 +26,8 @@ roofline fraction: a wrong kernel has no speed worth reporting. When an incorrec
 still holds the 0xFF fill of `empty()`, the reason says it was never written, and when
 forward() launched no kernel at all, it says that.
 
-`measure_reference` is the same pass without a kernel: reference outputs on CPU and the
-reference time of each case (what `sage bench --reference-only` records).
+`sage.bench.reference_run.measure_reference` is the same pass without a kernel (what
+`sage bench --reference-only` records).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sage.bench.case_support import describe_arg, describe_case
 from sage.bench.correctness import Comparison, OutputStats, compare_outputs, dtype_name, unwritten_elements
+from sage.bench.input_size import InputsTooLarge
 from sage.bench.tasks import (ReferenceUnavailable, Task, TaskLoadError, kernel_args,
                               parameter_kwargs, runtime_accelerator_reason, to_numpy)
 from sage.npu.results import ErrorInfo, Profile
@@ -122,6 +123,8 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
         return TaskEvaluation(**head, status="reference_unavailable", reason=exc.reason)
     except TaskLoadError as exc:
         return TaskEvaluation(**head, status="reference_error", reason=exc.problem)
+    except InputsTooLarge as exc:
+        return TaskEvaluation(**head, status="unsupported", reason=exc.reason)
     kwargs = parameter_kwargs(model)
 
     results: list[CaseResult] = []
@@ -214,65 +217,6 @@ def essential_cube_flops(model: torch.nn.Module, case: list) -> float:
     calls, _ = record_forward(model, args)
     hw = load_preset()
     return sum(work_of(c, hw).cube_flops for c in calls if not c.free)
-
-
-class ReferenceCase(BaseModel):
-    index: int
-    inputs: list[str]
-    total_us: float | None                # end to end (the scored reference time)
-    device_us: float | None = None
-    breakdown: Any = None                 # the reference model's per-op figures, as it reports them
-    unsupported: str | None = None        # why no 910B kernel can take the case (not measured)
-    reference_error: str | None = None    # the CPU reference raised on this case (not measured)
-
-
-class ReferenceRun(BaseModel):
-    status: Literal["reference_ok", "reference_unavailable", "reference_error"]
-    reason: str | None = None
-    cases: list[ReferenceCase] = []
-    total_us: float | None = None         # sum over the cases
-
-
-def measure_reference(task: Task, preset: str, cases: int | None) -> ReferenceRun:
-    """Runs the reference on CPU for each case and asks the reference model for its time."""
-    try:
-        model, selected = select_cases(task, cases)
-        out = []
-        for index, case in selected:
-            unsupported = task.case_support(case)
-            if unsupported:
-                out.append(ReferenceCase(index=index, inputs=describe_inputs(case), total_us=None,
-                                         unsupported=unsupported))
-                continue
-            try:
-                ref = reference_time_for(task, case, preset)
-            except ReferenceFailure:
-                # The time model runs the forward itself (traced), so the eager forward runs only
-                # now, to tell a forward that raises (this case's error, or an accelerator it needs)
-                # from a time model that does (re-raised: the task's error), as running it first did.
-                try:
-                    reference_outputs(model, case)
-                except ReferenceFailure as exc:
-                    out.append(ReferenceCase(index=index, inputs=describe_inputs(case), total_us=None,
-                                             reference_error=f"case {index} ({describe_case(case)}): {exc}"))
-                    continue
-                raise
-            out.append(ReferenceCase(
-                index=index, inputs=describe_inputs(case),
-                total_us=None if ref is None else float(ref.end_to_end_us),
-                device_us=None if ref is None else float(ref.device_us),
-                breakdown=ref.model_dump(mode="json") if isinstance(ref, BaseModel) else None))
-    except ReferenceUnavailable as exc:
-        return ReferenceRun(status="reference_unavailable", reason=exc.reason)
-    except ReferenceFailure as exc:
-        return ReferenceRun(status="reference_error", reason=str(exc))
-    except TaskLoadError as exc:
-        return ReferenceRun(status="reference_error", reason=exc.problem)
-    if out and all(c.reference_error for c in out):
-        return ReferenceRun(status="reference_error", reason=out[0].reference_error, cases=out)
-    totals = [c.total_us for c in out if c.unsupported is None and c.reference_error is None]
-    return ReferenceRun(status="reference_ok", cases=out,
-                        total_us=sum(totals) if totals and None not in totals else None)
 
 
 class ReferenceFailure(Exception):

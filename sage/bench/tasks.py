@@ -46,6 +46,7 @@ from pydantic import BaseModel
 from sage.bench.accelerator import accelerator_reason, runtime_accelerator_reason
 from sage.bench.case_file import CaseFileError, case_specs, read_case_file
 from sage.bench.case_support import case_support, describe_case
+from sage.bench.input_size import budgeted_cases, default_budget_bytes, over_budget, sized_cases
 from sage.text import ERROR_CHARS, TAG_CHARS, clean
 
 SUITE_DIR = Path(__file__).parent / "npukernelbench"
@@ -109,9 +110,13 @@ class Task:
     # with it before making them, so (seed, case index) names the same inputs on every call
     # and machine: a failing case is replayed with `--case K --seed S`.
     seed: int = 0
+    # Bytes the inputs of the cases may take (sage.bench.input_size); None: made unchecked.
+    input_budget: int | None = None
+    routed: bool = False            # the budget made the cases in part (the rest left on the meta device)
     # (seed, cases) that a checked load made: the next cases() with that seed returns them
     # instead of making the same inputs again, and drops them (the suite's inputs are large).
     _checked: tuple[int, list[list]] | None = field(default=None, init=False, repr=False, compare=False)
+    _sized: tuple[int, list[list]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -137,12 +142,26 @@ class Task:
         checked, self._checked = self._checked, None
         if checked is not None and checked[0] == self.seed:
             return checked[1]
+        return budgeted_cases(self)
+
+    def make_cases(self, route: Callable[[Callable[[], Any]], Any] | None = None) -> list[list]:
+        """The cases made by the task's own code under its seed, each call anew; `route` runs
+        that code (sage.bench.input_size.routed: large tensors on the meta device)."""
         m = self.module
         if hasattr(m, "get_input_groups"):
-            return self._seeded_cases("get_input_groups()", m.get_input_groups)
-        if hasattr(m, "get_inputs"):
-            return self._seeded_cases("get_inputs()", lambda: [m.get_inputs()])
-        return self._seeded_cases(self.case_file.name, lambda: read_case_file(self.case_file))
+            source, make = "get_input_groups()", m.get_input_groups
+        elif hasattr(m, "get_inputs"):
+            source, make = "get_inputs()", lambda: [m.get_inputs()]
+        else:
+            source, make = self.case_file.name, lambda: read_case_file(self.case_file)
+        return self._seeded_cases(source, make if route is None else lambda: route(make))
+
+    def sized_cases(self) -> list[list]:
+        """The cases with every large tensor on the meta device: shapes, dtypes and sizes at no
+        cost (TaskLoadError when the task code cannot make them so). Kept per seed."""
+        if self._sized is None or self._sized[0] != self.seed:
+            self._sized = (self.seed, sized_cases(self))
+        return self._sized[1]
 
     def first_case(self) -> list:
         """What KernelBench's `get_inputs()` gives: that function when the file has it, else
@@ -157,8 +176,10 @@ class Task:
 
     def case_support(self, case: Sequence[Any]) -> str | None:
         """None when a 910B kernel can take the case; else why not (an fp64 or complex
-        argument, named with its shape). The case still loads and its reference still runs."""
-        return case_support(case)
+        argument, named with its shape; inputs over the input budget, with their size). The
+        case still loads and its reference still runs."""
+        budget = self.input_budget
+        return case_support(case, over_budget(case, budget, self.routed) if budget is not None else None)
 
     def _checked_cases(self, source: str, make: Callable[[], Any]) -> list[list]:
         try:
@@ -207,10 +228,13 @@ def seeded(seed: int) -> Iterator[None]:
             np.random.set_state(np_state)
 
 
-def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0) -> Task:
+def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0,
+              input_budget: int | None | str = "default") -> Task:
     """Imports one task file (or the .py beside a given case file). `check_inputs` also builds
     the model and every case (with `seed`, the task's), so that a file whose inputs cannot be
-    made is reported at load time; the cases it made are the first `cases()` call's."""
+    made is reported at load time; the cases it made are the first `cases()` call's.
+    `input_budget`: bytes the inputs may take ("default": half the memory available now;
+    None: unchecked), see sage.bench.input_size."""
     path = Path(path).resolve()
     if path.suffix == ".json" and path.with_suffix(".py").is_file():
         path = path.with_suffix(".py")
@@ -248,6 +272,7 @@ def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0) -> 
         fused_op=getattr(module, "FUSED_OP", None),
         module=module,
         seed=seed,
+        input_budget=default_budget_bytes() if input_budget == "default" else input_budget,
     )
     if check_inputs:
         try:

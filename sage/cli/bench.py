@@ -120,7 +120,13 @@ def run(
     ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster address (default: start locally)"),
     preset: str = typer.Option(None, "--preset", help="hardware preset (default from settings)"),
     reference_only: bool = typer.Option(False, "--reference-only",
-                                        help="measure only the reference model (no kernels)"),
+                                        help="measure only the reference model (no kernels): each case timed on "
+                                             "sized inputs (shapes, no data) where its forward allows"),
+    detail: bool = typer.Option(False, "--detail", help="with --reference-only: keep the reference's per-call rows "
+                                                        "(in OUT/detail/; results.jsonl sums them per aten op)"),
+    max_input_gb: float = typer.Option(None, "--max-input-gb", min=0, metavar="GB",
+                                       help="a case whose inputs take more is not made and is reported "
+                                            "unsupported with its size (default: half the memory available)"),
     epochs: int = typer.Option(1, "--epochs", min=1, help="passes over the suite (the agent learns across them)"),
     task_timeout: float = typer.Option(None, "--task-timeout", min=1, metavar="SECONDS",
                                        help="stop a task's job after this long and record it as `timeout` "
@@ -158,6 +164,8 @@ def run(
         fail(f"--kernels {kernels}: no such folder")
     if kernels is not None and reference_only:
         fail("--kernels and --reference-only exclude each other")
+    if detail and not reference_only:
+        fail("--detail keeps the reference's per-call rows: it goes with --reference-only")
     if resume and out_dir is None:
         fail("--resume needs --out DIR (the run to resume)")
     if resume and compare is None and not (out_dir / "results.jsonl").exists():
@@ -189,7 +197,8 @@ def run(
         target=target, levels=level or None, ops=[o.strip() for o in ops.split(",") if o.strip()] if ops else None,
         cases=sorted(set(case)) if case else cases, workers=workers, executor=executor, ray_address=ray_address, preset=settings.preset,
         out=out_dir or default_out_dir(settings.runs_dir), resume=resume, epochs=epochs, seed=settings.seed,
-        task_timeout_s=task_timeout)
+        task_timeout_s=task_timeout, detail=detail,
+        input_budget=None if max_input_gb is None else int(max_input_gb * (1 << 30)))
     try:
         selected = select_task_files(config.target, config.levels, config.ops)
     except TaskLoadError as exc:

@@ -43,6 +43,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
     from sage.bench.evaluate import evaluate_kernel
+    from sage.bench.input_size import InputsTooLarge
     from sage.bench.tasks import ReferenceUnavailable, TaskLoadError, UnknownOpError, load_task, resolve_op
     from sage.config import load_settings
     from sage.npu.hardware import load_preset
@@ -60,6 +61,8 @@ def run(
         fail(f"bad task file {exc}")
     except ReferenceUnavailable as exc:
         fail(str(exc))
+    except InputsTooLarge as exc:
+        fail(f"{path}: no case can be made: {exc.reason}")
     settings = load_settings(preset=preset, seed=seed)
     preset_name = settings.preset
     try:

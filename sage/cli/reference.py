@@ -39,6 +39,7 @@ def reference_command(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
     """The vendor (torch_npu) time per case beside the expert library kernels and the roofline."""
+    from sage.bench.input_size import InputsTooLarge
     from sage.bench.reference import ReferenceModelError, reference_time
     from sage.bench.tasks import ReferenceUnavailable, TaskLoadError, UnknownOpError, load_task, resolve_op
     from sage.config import load_settings
@@ -54,6 +55,8 @@ def reference_command(
         _fail(f"bad task file {exc}")
     except ReferenceUnavailable as exc:
         _fail(str(exc))
+    except InputsTooLarge as exc:
+        _fail(f"no case of {op or task_file} can be made: {exc.reason}")
     preset_name = load_settings(preset=preset).preset
     try:
         hw = load_preset(preset_name)

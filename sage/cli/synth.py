@@ -253,6 +253,7 @@ def _kept_turn(result: Any) -> Any:
 
 
 def _load_task(op: str | None, task_file: Path | None) -> Any:
+    from sage.bench.input_size import InputsTooLarge
     from sage.bench.tasks import ReferenceUnavailable, TaskLoadError, UnknownOpError, load_task, resolve_op
 
     if (task_file is None) == (op is None):
@@ -265,6 +266,8 @@ def _load_task(op: str | None, task_file: Path | None) -> Any:
         fail(f"bad task file {exc}")
     except ReferenceUnavailable as exc:
         fail(str(exc))
+    except InputsTooLarge as exc:
+        fail(f"no case of {op or task_file} can be made: {exc.reason}")
 
 
 def _check_cases(task: Any, indices: list[int]) -> list[int]:

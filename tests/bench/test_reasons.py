@@ -2,7 +2,8 @@
 
 import json
 
-from sage.bench.evaluate import ReferenceRun, TaskEvaluation
+from sage.bench.evaluate import TaskEvaluation
+from sage.bench.reference_run import ReferenceRun
 from sage.bench.reasons import by_reason, not_correct, reason_class, row_reason
 from sage.bench.report import write_report
 from sage.bench.runner import ResultRow, row_line
