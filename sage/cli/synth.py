@@ -156,6 +156,8 @@ class TurnView:
         self.live: Live | None = None
 
     def update(self, turn: Any, phase: str) -> None:
+        from sage.agent.feedback import strip_rule
+
         if phase == "evaluating":
             self.rows[turn.index] = [str(turn.index), markup("[yellow]evaluating…[/yellow]"), "", "", "",
                                      turn.plan or ""]
@@ -167,7 +169,8 @@ class TurnView:
             self.rows[turn.index] = [
                 str(turn.index), terminal(*status, one_line=True), f"{turn.cycles:,}" if turn.cycles else "",
                 f"{turn.speedup:.2f}x" if turn.speedup else "", turn.bottleneck or "",
-                " ".join((turn.message if turn.status != "correct" and turn.message else turn.plan or "").split())]
+                # the correctness rule each wrong result quotes is in docs/evaluation.md, not in every row
+                " ".join(strip_rule(turn.message if turn.status != "correct" and turn.message else turn.plan).split())]
         if self.live is not None:
             self.live.update(self.table(err.width, whole=False))
 
