@@ -336,6 +336,19 @@ def select_cases(task: Task, cases: int | Sequence[int] | None) -> tuple[torch.n
     return model, [(i, groups[i]) for i in indices]
 
 
+def nothing_to_judge(task: Task, cases: int | Sequence[int] | None) -> str | None:
+    """Why no selected case of the task can be judged (each unsupported: element type, size,
+    input budget), found on its sized inputs before any kernel is asked for; None when one can."""
+    from sage.bench.input_size import sized_support
+
+    try:
+        sized = task.sized_cases()
+        reasons = [sized_support(sized[i], task.input_budget) for i in case_indices(len(sized), cases)]
+    except (TaskLoadError, IndexError):
+        return None                  # the evaluation says what is wrong with the cases themselves
+    return reasons[0] if reasons and all(reasons) else None
+
+
 def case_indices(count: int, cases: int | Sequence[int] | None) -> list[int]:
     """The indices `cases` selects among `count` cases: None all, an int K the first K (at
     least one), else the indices given; IndexError names one that does not exist."""

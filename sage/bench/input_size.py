@@ -24,6 +24,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from sage.bench.case_support import MAX_CASE_ELEMENTS
+
 GB = 1 << 30
 SMALL_BYTES = 1 << 16            # a tensor this small is always made for real (scalars, shapes, index lists)
 # The functions that allocate a tensor from arguments that are not tensors; *_like functions
@@ -46,7 +48,9 @@ def default_budget_bytes() -> int:
 
 class FactoryRouter(TorchFunctionMode):
     """Makes each large factory tensor for real while the real ones stay within `budget_bytes`
-    in all, on the meta device beyond: `budget_bytes=0` sizes without making anything large."""
+    in all, on the meta device beyond: `budget_bytes=0` sizes without making anything large.
+    A tensor of more elements than a simulated run can take is never made: no case holding it
+    can be judged."""
 
     def __init__(self, budget_bytes: int) -> None:
         super().__init__()
@@ -66,7 +70,7 @@ class FactoryRouter(TorchFunctionMode):
         size = sized.numel() * sized.element_size()
         if size <= SMALL_BYTES:
             return func(*args, **kwargs)
-        if self.real_bytes + size > self.budget_bytes:
+        if self.real_bytes + size > self.budget_bytes or sized.numel() > MAX_CASE_ELEMENTS:
             return sized
         self.real_bytes += size
         return func(*args, **kwargs)
@@ -146,7 +150,10 @@ def budgeted_cases(task: Any) -> list[list]:
     if budget is None:
         return task.make_cases()
     try:
-        total = sum(case_bytes(c) for c in task.sized_cases())
+        sized = task.sized_cases()
+        if all(sized_support(c, budget) for c in sized):
+            return sized                # no case can be judged: none is worth making (each says why)
+        total = sum(case_bytes(c) for c in sized)
     except TaskLoadError as problem:   # task code that reads large values: sized in a child, under a cap
         kind, answer = sizes_in_child(str(task.path), task.seed, budget)
         if kind == "broken":
@@ -158,6 +165,25 @@ def budgeted_cases(task: Any) -> list[list]:
         return task.make_cases()
     task.routed = True
     return task.make_cases(lambda make: routed(make, budget))
+
+
+_SIZED = "sized on purpose"
+
+
+def sized_support(case: Sequence[Any], budget_bytes: int | None) -> str | None:
+    """Why a sized case (its large tensors meta on purpose) cannot be judged: an element type
+    or more elements than a simulated run takes (sage.bench.case_support), or inputs over the
+    budget; None when it can be made and judged."""
+    from sage.bench.case_support import case_support
+
+    why = case_support(case, not_made=_SIZED)
+    if why is not None and why != _SIZED:
+        return why
+    size = case_bytes(case)
+    if budget_bytes is not None and size > budget_bytes:
+        return (f"its inputs take {size / GB:.2f} GB, over the input budget of {budget_bytes / GB:.2f} GB "
+                "(--max-input-gb): not made")
+    return None
 
 
 def gb(value: float) -> int:

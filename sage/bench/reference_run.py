@@ -23,11 +23,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from sage.bench.case_support import case_support as kernel_case_support
 from sage.bench.case_support import describe_case
 from sage.bench.evaluate import (ReferenceFailure, case_indices, describe_inputs, reference_outputs,
                                  reference_time_for)
-from sage.bench.input_size import InputsTooLarge, has_meta, on_meta
+from sage.bench.input_size import InputsTooLarge, has_meta, on_meta, sized_support
 from sage.bench.tasks import ReferenceUnavailable, Task, TaskLoadError, runtime_accelerator_reason
 
 
@@ -138,7 +137,7 @@ def _measure_case(task: Task, model: Any, index: int, case: list, real: _RealCas
     head = dict(index=index, inputs=describe_inputs(case))
     # What a 910B kernel cannot take is not measured (fp64, complex, more than 2^28 elements);
     # the meta tensors of a sized case are no reason by themselves.
-    unsupported = _support_of_sized(case)
+    unsupported = sized_support(case, None)
     if unsupported:
         return ReferenceCase(**head, total_us=None, unsupported=unsupported)
     timed_on: Literal["meta", "real"] = "meta" if has_meta(case) else "real"
@@ -172,16 +171,6 @@ def _classified(model: Any, index: int, case: list, head: dict, failure: Referen
     except ReferenceFailure as exc:
         return ReferenceCase(**head, total_us=None, reference_error=f"case {index} ({describe_case(case)}): {exc}")
     raise failure
-
-
-_SIZED = "sized: no data, as asked"
-
-
-def _support_of_sized(case: list) -> str | None:
-    """case_support for a case whose large tensors are meta on purpose: dtypes and element
-    counts only (its meta tensors are no reason)."""
-    why = kernel_case_support(case, not_made=_SIZED)
-    return None if why == _SIZED else why
 
 
 def breakdown(ref: Any) -> dict:

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticSerializationError
 
 from sage import __version__
-from sage.bench.evaluate import Status, TaskEvaluation, evaluate_kernel
+from sage.bench.evaluate import Status, TaskEvaluation, evaluate_kernel, nothing_to_judge
 from sage.bench.reference_run import ReferenceRun, measure_reference, merged_reference
 from sage.bench.executors import TaskCrash, make_executor
 from sage.bench.input_size import InputsTooLarge, default_budget_bytes
@@ -186,6 +186,9 @@ def run_job(job: Job) -> list[ResultRow]:
     except InputsTooLarge as exc:
         return [failure_row(job, "unsupported", "unsupported", exc.reason)]
     head = dict(task=task.key, level=task.level, tags=task.tags, path=str(task.path), epoch=job.epoch)
+    if job.solver is not None and (why := nothing_to_judge(task, job.cases)) is not None:
+        # No case a kernel can be judged on: the task leaves the metrics, no kernel is asked for.
+        return [failure_row(job, "unsupported", "unsupported", f"no case can be judged: {why}")]
     if job.solver is None:
         ref = measure_reference(task, job.preset, job.cases, detail=job.detail, shard=job.shard)
         return [ResultRow(**head, mode="reference", solver="reference", status=ref.status, reference=ref,
