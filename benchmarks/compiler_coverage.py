@@ -152,8 +152,12 @@ def write_section(doc: Path, text: str, meta: dict) -> None:
 
 
 def report(rows: list[dict], meta: dict) -> str:
-    lines = [f"Command: `{meta['command']}`; cases: {'all' if meta['cases'] is None else meta['cases']}; "
-             f"suite: {meta['suite']}" + (f" ({meta['source']})" if meta.get("source") else "")
+    command, suite = meta["command"], meta["suite"]
+    if suite != "npukernelbench" and not Path(suite).resolve().is_relative_to(ROOT):
+        # a folder of this machine (a copy of public task files): named by where it comes from
+        command, suite = command.replace(suite, "SUITE"), "SUITE"
+    lines = [f"Command: `{command}`; cases: {'all' if meta['cases'] is None else meta['cases']}; "
+             f"suite: {suite}" + (f" ({meta['source']})" if meta.get("source") else "")
              + f"; {_commits(rows)}; {meta.get('skipped', 0)} task files skipped by the "
              f"loader; last rows written {meta.get('finished', '-')} (the per-mode tables above "
              "come from their own run, dated in their header).", "",

@@ -31,7 +31,7 @@ from sage.bench.ablation import (COMPARE_FILE, MEMORY_MODES, ablation_level_metr
                                  load_mode_rows, run_compare, run_memory_url)
 from benchmarks.ablation_seeds import SEEDS_BEGIN, SEEDS_END  # noqa: E402
 from benchmarks.compiler_coverage import COMPILER_BEGIN, COMPILER_END, checkout_commit, classify  # noqa: E402
-from benchmarks.suite_summary import pct as _pct, readme_summary, write_block, x as _x  # noqa: E402
+from benchmarks.suite_summary import pct as _pct, readme_summary, rerunnable, write_block, x as _x  # noqa: E402
 from sage.bench.ablation_stats import IntervalSection  # noqa: E402
 from sage.bench.metrics import SuiteMetrics  # noqa: E402
 from sage.bench.runner import BenchConfig, ResultRow, final_rows  # noqa: E402
@@ -66,7 +66,8 @@ def main() -> None:
                         help="a run of the expert library kernels as candidates (benchmarks/suite_eval.py --out); "
                              "its metrics go into --results when the folder exists")
     args = parser.parse_args()
-    command = "python " + " ".join(shlex.quote(a) for a in [f"benchmarks/{Path(__file__).name}", *sys.argv[1:]])
+    command = rerunnable("python " + " ".join(shlex.quote(a) for a in [f"benchmarks/{Path(__file__).name}",
+                                                                         *sys.argv[1:]]), ROOT)
     if not args.results_only:
         config = BenchConfig(target="npukernelbench", cases=args.cases, workers=args.workers, out=args.out,
                              resume=args.resume, epochs=args.epochs, seed=args.seed)
@@ -286,6 +287,7 @@ def expert_section(run: Path | None) -> list[str]:
         return []
     finals = [r for r in final_rows(read_rows(run / RESULTS_FILE)) if r.evaluation is not None]
     note = (run / "command.txt").read_text(encoding="utf-8").strip() if (run / "command.txt").is_file() else "?"
+    note = rerunnable(note, ROOT)
     kernels = [r for r in finals if r.status != "no_kernel"]
     return ["## The expert library kernels as candidates", "",
             f"`{note}`: the library's kernel files (one per task whose reference is a single library operator; "

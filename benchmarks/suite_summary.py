@@ -7,6 +7,7 @@ between markers so that no figure in it is typed by hand:
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import textwrap
 from pathlib import Path
@@ -60,6 +61,30 @@ def readme_summary(out: Path, classify) -> str:  # noqa: ANN001 - benchmarks.com
         + ", ".join(f"{name} ({n})" for name, n in sorted(failures.items(), key=lambda kv: (-kv[1], kv[0])))
         + ".")]
     return "\n".join(lines)
+
+
+# Options that only say where a run sends its own summary: a path outside the checkout there
+# means nothing to a reader (and the doc may not cite it), so the command is shown without it.
+_OUTPUT_OPTIONS = ("--results", "--readme", "--doc")
+
+
+def rerunnable(command: str, root: Path) -> str:
+    """`command` as a reader reruns it in a checkout: paths under `root`, and run folders under
+    any checkout's runs/, made relative; the options that only send a summary outside the
+    checkout left out."""
+    prefix = str(root.resolve()).rstrip("/") + "/"
+    words = [re.sub(r"^/\S*?/(runs/\S*)$", r"\1", w) for w in command.replace(prefix, "").split(" ")]
+    kept: list[str] = []
+    skip = False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        if word in _OUTPUT_OPTIONS and i + 1 < len(words) and words[i + 1].startswith("/"):
+            skip = True
+            continue
+        kept.append(word)
+    return " ".join(kept)
 
 
 def write_block(path: Path, text: str, begin: str = BEGIN, end: str = END) -> bool:

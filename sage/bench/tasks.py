@@ -1,6 +1,6 @@
 """Task files: loading KernelBench / MultiKernelBench-format operators and resolving names.
 
-A task file defines `Model`, `get_init_inputs()` and its cases, any of (NPUKERNELBENCH.md):
+A task file defines `Model`, `get_init_inputs()` and its cases, any of (docs/tasks.md):
 - `get_input_groups()`: a list of cases, each a list of forward arguments (MultiKernelBench,
   NPUKernelBench; the public files read the JSON-lines `NAME.json` beside them themselves);
 - `get_inputs()`: one case (KernelBench);
