@@ -27,6 +27,9 @@ from rich import box
 from sage import __version__
 from sage.bench.roofline import roofline_text as roofline
 from sage.cli.common import APP_SETTINGS, WholeHelpGroup, did_you_mean, fail, require_cache, require_memory, require_writable, run_budget
+from sage.cli.bench_summary import pct as _pct
+from sage.cli.bench_summary import print_summary
+from sage.cli.bench_summary import x as _x
 from sage.cli.progress import bar
 from sage.cli.render import Col, Screen, fitted_table
 from sage.text import clean
@@ -248,7 +251,7 @@ def run(
                           "resumed": result.resumed, "wall_s": result.wall_s, "preset": config.preset,
                           "seed": config.seed, "sage_version": __version__, **summary}))
         return
-    _print_summary(summary, result, report, solver is None)
+    print_summary(summary, result, report, solver is None)
 
 
 @app.command("report", help="Rebuild report.md and the plots of a run folder from its results.jsonl "
@@ -350,67 +353,6 @@ def _check_preset(preset: str) -> None:
         fail(f"unknown preset '{preset}' (available: {', '.join(list_presets())})")
 
 
-def _print_summary(summary: dict, result: Any, report: Path, reference_only: bool) -> None:
-    from sage.bench.runner import NOT_JUDGED
-
-    # Headings are lines of their own, wrapped at the terminal's width: a table's title is
-    # wrapped at the table's, which breaks a long heading over a narrow table.
-    if reference_only:
-        rows = [r for r in result.rows if r.final and r.mode == "reference"]
-        ok = sum(r.status == "reference_ok" for r in rows)
-        out.text(f"reference measured for {ok} of {len(rows)} tasks in {result.wall_s:.1f} s")
-    else:
-        # Two tables, so every header stays whole at 80 columns: how many tasks, then how fast.
-        levels = [("all", summary["suite"]), *summary["levels"].items()]
-        out.text(f"{result_target(result)}: rates over the counted tasks")
-        cols = [Col(""), *(Col(c, "right", wrap=False) for c in ("tasks", "exec", "correct", "fast_1", "fast_1.1",
-                                                                  "skip"))]
-        rows = [[name, str(m["tasks"]), _pct(m["execution_rate"]), _pct(m["correctness_rate"]), _pct(m["fast_1"]),
-                 _pct(m.get("fast_1_1")), str(m["skipped"])] for name, m in levels]
-        out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD))
-        out.text("speedups over the torch_npu reference (a task not correct counts 1x in 'all')")
-        cols = [Col(""), *(Col(c, "right") for c in ("e2e geomean solved", "e2e geomean all",
-                                                      "device geomean solved", "roofline fraction"))]
-        rows = [[name, _x(m["geomean_speedup"]), _x(m.get("geomean_speedup_all")),
-                 _x(m.get("device_geomean_speedup")), roofline(m["mean_roofline_fraction"])] for name, m in levels]
-        out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD))
-    _print_reasons(summary.get("by_reason") or [], report)
-    unjudged = [r for r in result.rows if r.status == NOT_JUDGED and not any(
-        o.final and (o.task, o.epoch) == (r.task, r.epoch) for o in result.rows)]
-    if unjudged:
-        out.text(f"{len(unjudged)} task(s) not judged ({unjudged[-1].extra.get('error', '?')}); "
-                 f"`--resume --out {result.out}` runs them")
-    resumed = f", {result.resumed} resumed" if result.resumed else ""
-    out.text(f"{result.ran} tasks run{resumed} on {result_preset(result)} (sage {__version__}, seed "
-             f"{result_seed(result)}); results in {result.out}/results.jsonl; report {report}")
-
-
-def _print_reasons(groups: list[dict], report: Path) -> None:
-    """The tasks that are not correct, counted by the kind of reason (each task's own reason is
-    in report.md and in --json's `not_correct`)."""
-    if not groups:
-        return
-    out.text(f"not correct, by reason ({sum(g['count'] for g in groups)} tasks; each one's reason in {report})")
-    rows = [[g["reason"], str(g["count"])] for g in groups]
-    out.print(fitted_table([Col("reason"), Col("tasks", "right", wrap=False)], rows, out.width, box=box.SIMPLE_HEAD))
-
-
-def _run_config(result: Any) -> dict:
-    return json.loads((result.out / "run.json").read_text())
-
-
-def result_target(result: Any) -> str:
-    return _run_config(result)["target"]
-
-
-def result_preset(result: Any) -> str:
-    return _run_config(result)["preset"]
-
-
-def result_seed(result: Any) -> int:
-    return _run_config(result)["seed"]
-
-
 def _check_ops(target: str, levels: list[int] | None, ops: list[str]) -> None:
     """Every --ops name must select a task of the target; a typo gets the nearest names."""
     import re
@@ -426,12 +368,3 @@ def _check_ops(target: str, levels: list[int] | None, ops: list[str]) -> None:
     if unknown:
         where = target + (f" (levels {', '.join(map(str, levels))})" if levels else "")
         fail(f"--ops: no task named '{unknown[0]}' in {where}{did_you_mean(unknown[0], names)}")
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
-def _x(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}x"
-

@@ -8,8 +8,8 @@ table does not fit with it. Each cell is then wrapped to its column: at spaces, 
 longer than the column (a path) folds after `/` or `_` (a column may allow more fold
 points, e.g. `,` in shapes). A column of identifiers (`IDENT`: task and operator names,
 copied into commands) never folds a word: the other columns give way first, and when the
-table cannot fit even so, its rows are stacked instead (`Stacked`: the identifier on a line
-of its own, the other cells under it as "header: value"). Only a piece longer than the whole
+table cannot fit even so, its rows are laid out without borders, a name too long for its
+column on a line of its own (sage/cli/narrow.py). Only a piece longer than the whole
 terminal is ever cut, and then at the terminal's edge.
 
 Every cell and title is hostile text until shown: it is cleaned here (sage/text.py: no
@@ -149,85 +149,11 @@ def column_widths(cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: in
     return widths
 
 
-class Stacked:
-    """Rows that no table layout fits without splitting an identifier: each row's first cell
-    on a line of its own, the other cells below it as "header: value", indented."""
-
-    def __init__(self, cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: int, title: Any = None) -> None:
-        self.cols, self.rows, self.width, self.title = list(cols), [list(r) for r in rows], width, title
-
-    def __rich_console__(self, console: Console, options: Any) -> Any:
-        if self.title is not None:
-            yield Text("\n".join(wrap_text(_plain(self.title), self.width)), style="italic")
-        for row in self.rows:
-            head = row[0] if isinstance(row[0], Text) else Text(str(row[0]))
-            yield Text.assemble(head, style="bold")
-            parts = [f"{c.header}: {_plain(cell)}" if c.header else _plain(cell)
-                     for c, cell in zip(self.cols[1:], row[1:]) if _plain(cell).strip()]
-            if parts:
-                yield Text("\n".join("    " + line for line in wrap_text("; ".join(parts), max(self.width - 4, 1))))
-
-
-class Spilled:
-    """A table without borders whose first column (identifiers) keeps every name whole: a name
-    longer than its column has the line to itself, and its row's other cells start on the next.
-    Columns are two spaces apart, under a header and a rule, as a SIMPLE_HEAD table."""
-
-    def __init__(self, cols: Sequence[Col], rows: Sequence[Sequence[Cell]], widths: list[int], title: Any) -> None:
-        self.cols, self.rows, self.widths, self.title = list(cols), [list(r) for r in rows], widths, title
-
-    def __rich_console__(self, console: Console, options: Any) -> Any:
-        total = sum(self.widths) + 2 * (len(self.widths) - 1)
-        if self.title is not None:
-            yield Text("\n".join(wrap_text(_plain(self.title), total)), style="italic", justify="center")
-        yield from self._lines([Text(c.header, style="bold") for c in self.cols])
-        yield Text("─" * total)
-        for row in self.rows:
-            cells = [cell if isinstance(cell, Text) else Text(str(cell)) for cell in row]
-            if len(cells[0].plain) > self.widths[0]:
-                yield cells[0]
-                cells[0] = Text("")
-            yield from self._lines(cells)
-
-    def _lines(self, cells: list[Text]) -> Any:
-        wrapped = [wrap_text(cell.plain, w, c.folds) if c.wrap else cell.plain.split("\n")
-                   for cell, w, c in zip(cells, self.widths, self.cols)]
-        for k in range(max(len(lines) for lines in wrapped)):
-            parts: list[Any] = []
-            for i, (lines, w, c) in enumerate(zip(wrapped, self.widths, self.cols)):
-                piece = lines[k] if k < len(lines) else ""
-                padded = piece.rjust(w) if c.justify == "right" else piece.ljust(w)
-                parts += ["  " if i else "", (padded, _whole_style(cells[i]) or "")]
-            line = Text.assemble(*parts)
-            line.rstrip()
-            yield line
-
-
-def spilled(cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: int, title: Any) -> Spilled | Stacked:
-    """The widest name column with which the other columns still fit, the longer names spilled
-    (Spilled); Stacked when the other columns cannot fit even beside the shortest name."""
-    lengths = sorted({len(_plain(r[0])) for r in rows}, reverse=True)
-    # First the widest name column beside which every other column keeps its natural width
-    # (the description-like columns read best unfolded), else the widest beside folded ones.
-    others = sum(max([_longest_line(c.header), *(_longest_line(_plain(r[i])) for r in rows)])
-                 for i, c in enumerate(cols) if i) + 2 * (len(cols) - 1)
-    natural = next((n for n in lengths if n + others <= width), None)
-    if natural is not None:
-        widths = [natural] + [max([_longest_line(c.header), *(_longest_line(_plain(r[i])) for r in rows)])
-                              for i, c in enumerate(cols) if i]
-        return Spilled(cols, rows, widths, title)
-    for limit in lengths:
-        kept = [r if len(_plain(r[0])) <= limit else ["", *r[1:]] for r in rows]
-        widths = column_widths(cols, kept, width, box=False, show_edge=False, pad_edge=False)
-        if widths is not None:
-            return Spilled(cols, rows, widths, title)
-    return Stacked(cols, rows, width, title)
-
-
 def fitted_table(cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: int,
-                 **table_kwargs: Any) -> Table | Stacked:
+                 **table_kwargs: Any) -> Any:
     """A rich Table of `rows` whose cells are pre-wrapped to widths that fit `width` (or, when
-    the identifiers of an IDENT column cannot stay whole in any table that fits, `Stacked`)."""
+    the identifiers of an IDENT column cannot stay whole in any table that fits, a layout of
+    sage.cli.narrow)."""
     cols, rows = list(cols), [[_safe(cell) for cell in r] for r in rows]
     box = table_kwargs.get("box", True) is not None
     show_edge, pad_edge = table_kwargs.get("show_edge", True), table_kwargs.get("pad_edge", True)
@@ -241,9 +167,11 @@ def fitted_table(cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: int
         cols.pop(drop)
         rows = [r[:drop] + r[drop + 1:] for r in rows]
         widths = column_widths(cols, rows, width, box=box, show_edge=show_edge, pad_edge=pad_edge)
-    if widths is None and cols and cols[0].folds == IDENT:
-        return spilled(cols, rows, width, table_kwargs.get("title"))
     if widths is None and any(c.folds == IDENT for c in cols):
+        from sage.cli.narrow import Stacked, spilled
+
+        if cols[0].folds == IDENT:
+            return spilled(cols, rows, width, table_kwargs.get("title"))
         return Stacked(cols, rows, width, table_kwargs.get("title"))
     if widths is None:  # narrower than the narrowest layout: rich folds what it must
         room = width - _overhead(len(cols), box, show_edge, pad_edge)

@@ -170,7 +170,8 @@ class TurnView:
                 str(turn.index), terminal(*status, one_line=True), f"{turn.cycles:,}" if turn.cycles else "",
                 f"{turn.speedup:.2f}x" if turn.speedup else "", turn.bottleneck or "",
                 # the correctness rule each wrong result quotes is in docs/evaluation.md, not in every row
-                " ".join(strip_rule(turn.message if turn.status != "correct" and turn.message else turn.plan).split())]
+                " ".join((strip_rule(turn.message) if turn.status != "correct" and turn.message
+                          else turn.plan or "").split())]
         if self.live is not None:
             self.live.update(self.table(err.width, whole=False))
 
