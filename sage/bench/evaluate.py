@@ -323,6 +323,8 @@ def geomean(values: Sequence[float]) -> float | None:
 def select_cases(task: Task, cases: int | Sequence[int] | None) -> tuple[torch.nn.Module, list[tuple[int, list]]]:
     try:
         model = task.make_model()
+    except InputsTooLarge:
+        raise
     except Exception as exc:
         reason = runtime_accelerator_reason(exc)
         if reason:

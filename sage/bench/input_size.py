@@ -133,6 +133,24 @@ class InputsTooLarge(Exception):
         self.reason = reason
 
 
+def check_model_size(build: Callable[[], Any], budget_bytes: int) -> None:
+    """InputsTooLarge when the model `build()` makes holds more parameters and buffers than the
+    budget (MultiKernelBench's arch/shallow_wide_mlp asks for 16384 x 32768 layers): sized on
+    the meta device first, nothing made. A constructor the meta device cannot run is left to
+    run as written."""
+    try:
+        with torch.device("meta"):
+            model = build()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError, AttributeError, AssertionError):
+        return                           # e.g. a constructor that reads a tensor's value: made as written
+    if not isinstance(model, torch.nn.Module):
+        return
+    size = sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+    if size > budget_bytes:
+        raise InputsTooLarge(f"the Model's parameters and buffers take {size / GB:.2f} GB, over the input budget "
+                             f"of {budget_bytes / GB:.2f} GB (--max-input-gb): not made")
+
+
 def sized_cases(task: Any) -> list[list]:
     """The task's cases with nothing large made (FactoryRouter at budget 0). Raises the task's
     TaskLoadError when its code fails that way too."""

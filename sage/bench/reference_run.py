@@ -68,6 +68,8 @@ def measure_reference(task: Task, preset: str, cases: int | list[int] | None, *,
     (k, n), of every n-th selected case from the k-th (`merged_reference` joins the parts)."""
     try:
         model = task.make_model()
+    except InputsTooLarge as exc:
+        return ReferenceRun(status="unsupported", reason=exc.reason)
     except Exception as exc:  # the task's own code: its failure is the task's row, with why
         reason = runtime_accelerator_reason(exc)
         if reason:

@@ -46,7 +46,8 @@ from pydantic import BaseModel
 from sage.bench.accelerator import accelerator_reason, runtime_accelerator_reason
 from sage.bench.case_file import CaseFileError, case_specs, read_case_file
 from sage.bench.case_support import case_support, describe_case
-from sage.bench.input_size import budgeted_cases, default_budget_bytes, over_budget, sized_cases
+from sage.bench.input_size import (InputsTooLarge, budgeted_cases, check_model_size, default_budget_bytes, over_budget,
+                                   sized_cases)
 from sage.text import ERROR_CHARS, TAG_CHARS, clean
 
 SUITE_DIR = Path(__file__).parent / "npukernelbench"
@@ -117,6 +118,7 @@ class Task:
     # instead of making the same inputs again, and drops them (the suite's inputs are large).
     _checked: tuple[int, list[list]] | None = field(default=None, init=False, repr=False, compare=False)
     _sized: tuple[int, list[list]] | None = field(default=None, init=False, repr=False, compare=False)
+    _model_fits: bool = field(default=False, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -130,6 +132,10 @@ class Task:
 
     def make_model(self) -> torch.nn.Module:
         init = list(self.module.get_init_inputs()) if hasattr(self.module, "get_init_inputs") else []
+        if self.input_budget is not None and not self._model_fits:
+            # A model's weights are made by its constructor, before any input: sized first too.
+            check_model_size(lambda: self.module.Model(*init), self.input_budget)
+            self._model_fits = True
         model = self.module.Model(*init)
         model.eval()
         return model
@@ -277,6 +283,8 @@ def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0,
     if check_inputs:
         try:
             task.make_model()
+        except InputsTooLarge:
+            raise
         except Exception as exc:
             _raise_if_accelerator(path, exc)
             raise TaskLoadError(path, f"building Model raised {_one_line(exc)}") from exc

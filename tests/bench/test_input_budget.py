@@ -92,3 +92,39 @@ def test_task_code_that_reads_large_values_is_sized_in_a_capped_child(tmp_path):
         raise AssertionError("made over the budget")
     except InputsTooLarge as exc:
         assert "needs more than" in exc.reason
+
+
+# MultiKernelBench's arch/shallow_wide_mlp: its weights, not its inputs, are what is large.
+WIDE = '''
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.layer = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+def get_inputs():
+    return [torch.rand(2, 16384)]
+
+
+def get_init_inputs():
+    return [16384]
+'''
+
+
+def test_a_model_whose_weights_are_over_the_budget_is_never_built(tmp_path):
+    path = tmp_path / "wide_mlp.py"
+    path.write_text(WIDE)                               # 16384^2 float32 weights: 1 GiB
+    try:
+        load_task(path, input_budget=GB // 4)
+        raise AssertionError("built over the budget")
+    except InputsTooLarge as exc:
+        assert exc.reason.startswith("the Model's parameters and buffers take 1.00 GB, over the input budget")
+    task = load_task(path, check_inputs=False, input_budget=GB // 4)
+    evaluation = evaluate_kernel(task, KERNEL)
+    assert evaluation.status == "unsupported" and "parameters and buffers take 1.00 GB" in evaluation.reason
