@@ -265,12 +265,14 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="a run folder (with resu
         fail(f"{run_dir}: no such folder")
     require_writable(run_dir, "the report")
     try:
-        if (run_dir / RESULTS_FILE).exists() or not mode_dirs(run_dir):
-            path = write_report(run_dir)
-        else:
-            for mode_dir in mode_dirs(run_dir).values():
-                write_report(mode_dir)
-            path = write_ablation_report(run_dir)
+        with bar() as progress:           # the plots take a few seconds (matplotlib)
+            progress.add_task("writing the report", total=None)
+            if (run_dir / RESULTS_FILE).exists() or not mode_dirs(run_dir):
+                path = write_report(run_dir)
+            else:
+                for mode_dir in mode_dirs(run_dir).values():
+                    write_report(mode_dir)
+                path = write_ablation_report(run_dir)
     except (NoResults, ResultsCorrupt) as exc:
         fail(str(exc))
     out.text(f"report written to {path}")
