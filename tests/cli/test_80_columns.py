@@ -120,8 +120,13 @@ def test_synth_and_memory_commands(monkeypatch, places):
 
     memory = f"sqlite:///{places['root'] / 'narrow' / 'memory.db'}"
     for args in (["memory", "inspect"], ["memory", "inspect", "--rules"], ["memory", "show", "E1"],
-                 ["memory", "stats"]):
+                 ["memory", "stats"], ["memory", "export", "export.json"]):
         assert_fits(*both(monkeypatch, places, [*args, "--memory-url", memory]))
+    for width in ("narrow", "wide"):
+        (places["root"] / width / "export.json").write_text((places["root"] / "narrow" / "export.json").read_text())
+    fresh = f"sqlite:///{places['root'] / 'imported.db'}"
+    assert_fits(*both(monkeypatch, places, ["memory", "import", "export.json", "--replace", "--memory-url", fresh]))
+    assert_fits(*both(monkeypatch, places, ["memory", "reset", "--yes", "--memory-url", fresh]))
 
 
 def test_bench_run_and_report(monkeypatch, places):
@@ -129,6 +134,8 @@ def test_bench_run_and_report(monkeypatch, places):
             "--cases", 1, "--out", "run"]
     # The task has no kernel file of its own name: its row is "no kernel" (failed), the table still renders.
     assert_fits(*both(monkeypatch, places, args))
+    assert_fits(*both(monkeypatch, places, ["bench", places["root"] / "tasks", "--reference-only", "--workers", 1,
+                                            "--out", "reference"]))
     narrow, wide = both(monkeypatch, places, ["bench", "report", "run"])
     assert_fits(narrow, wide)
 
@@ -181,6 +188,11 @@ def test_every_help_fits_and_lists_no_completion_options(monkeypatch, places):
 
 def test_npu_run_and_presets(monkeypatch, places):
     assert_fits(*both(monkeypatch, places, ["npu", "run", RELU_KERNEL, "--task", RELU_TASK]))
+    broken = places["root"] / "broken_kernel.py"
+    broken.write_text("from sage.npu.ascendc import *\n\ndef forward(x)\n    return x\n")
+    narrow, wide = both(monkeypatch, places, ["npu", "run", broken, "--task", RELU_TASK], code=1)
+    assert "KernelSyntaxError (line 3)" in narrow and "    def forward(x)\n" + " " * 18 + "^" in narrow
+    assert_fits(narrow, wide)
     narrow, wide = both(monkeypatch, places, ["npu", "presets"])
     presets = json.loads(CliRunner().invoke(app, ["npu", "presets", "--json"]).stdout)
     # At 80 columns the descriptions follow the table ("name: description"), whole.
