@@ -30,3 +30,21 @@ def test_a_cold_ops_list_compiles_nothing(monkeypatch, tmp_path):
     result = CliRunner().invoke(app, ["ops", "list"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     assert re.search(r"\d+ task\(s\) not decided yet", " ".join(result.stdout.split()))
+
+
+def test_synth_prints_its_attempts_and_its_summary_on_stdout(monkeypatch, tmp_path):
+    """`sage synth ... | tee log` keeps both; a terminal sees the attempts redrawn on stderr."""
+    from tests.agent.conftest import TINY_RELU
+
+    monkeypatch.setenv("SAGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny_relu.py").write_text(TINY_RELU)
+    args = ["synth", "--task", "tiny_relu.py", "--memory-url", f"sqlite:///{tmp_path / 'm.db'}", "--iterations", "0"]
+    piped = CliRunner().invoke(app, args, env={"COLUMNS": "100"})
+    assert piped.exit_code == 0, piped.output
+    assert "sage synth tiny_relu (offline)" in piped.stdout and "roofline fraction" in piped.stdout
+    assert piped.stderr == ""
+    watched = CliRunner().invoke(app, [*args, "--out", "again.py"], env=TERMINAL)
+    assert watched.exit_code == 0 and "roofline fraction" in watched.stdout
+    as_json = CliRunner().invoke(app, [*args, "--out", "third.py", "--json"], env=TERMINAL)
+    assert as_json.stderr == "" and json.loads(as_json.stdout)["status"] == "correct"
