@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from sage.bench.case_support import MAX_CASE_ELEMENTS
+from sage.bench.case_support import MAX_CASE_ELEMENTS, tensors_of
 
 GB = 1 << 30
 SMALL_BYTES = 1 << 16            # a tensor this small is always made for real (scalars, shapes, index lists)
@@ -80,14 +80,6 @@ def routed(make: Callable[[], Any], budget_bytes: int) -> Any:
     """`make()` with its large tensors made only while they fit `budget_bytes` (meta beyond)."""
     with FactoryRouter(budget_bytes):
         return make()
-
-
-def tensors_of(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in tensors_of(v)]
-    return []
 
 
 def on_meta(value: Any) -> Any:
