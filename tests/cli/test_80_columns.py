@@ -31,12 +31,13 @@ RELU_TASK = FIXTURES / "tasks" / "relu.py"
 RELU_KERNEL = FIXTURES / "kernels" / "relu_correct.py"
 BOX = re.compile(r"[\u2500-\u259f]")          # box drawing and block characters of the tables
 ELAPSED = re.compile(r"\d+:\d\d:\d\d")
+SECONDS = re.compile(r"\b\d+(\.\d+)? s\b")   # "in 1.5 s": a wall time, different in every render
 FOLDS = "/_.,("          # where a long word may fold; shapes (2x8x256) also after their x
 
 
 def tokens(text: str) -> list[str]:
-    # Elapsed times of the progress bar differ from run to run: not words of the render.
-    return [t for t in BOX.sub(" ", text).split() if not ELAPSED.fullmatch(t)]
+    # Elapsed times (the progress bar's, a run's wall time) differ from run to run: not words of the render.
+    return [t for t in SECONDS.sub("s", BOX.sub(" ", text)).split() if not ELAPSED.fullmatch(t)]
 
 
 def fold_pieces(word: str) -> set[str]:
