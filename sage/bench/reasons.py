@@ -86,8 +86,12 @@ def row_reason(row: Any) -> str | None:
     ev, ref = row.evaluation, row.reference
     if ev is not None and ev.error is not None:
         # A syntax error's message quotes the line under its first line: the first line says it.
-        first = ev.error.message.split("\n", 1)[0]
-        text = f"{ev.error.type}{f' (line {ev.error.line})' if ev.error.line else ''}: {first}"
+        # Other messages are folded onto one line whole (clean below), so a reason is never cut
+        # at a newline the kernel chose.
+        message = ev.error.message
+        if ev.error.type == "KernelSyntaxError":
+            message = message.split("\n", 1)[0]
+        text = f"{ev.error.type}{f' (line {ev.error.line})' if ev.error.line else ''}: {message}"
     else:
         text = ((ev.reason if ev is not None else None) or (ref.reason if ref is not None else None)
                 or row.extra.get("reason") or row.extra.get("error") or _unsaid(row.status))
