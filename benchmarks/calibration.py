@@ -4,11 +4,12 @@
     .venv/bin/python benchmarks/calibration.py --check   # exit 1 if either file is not what the fit gives
 
 The figures are data: benchmarks/data/torch_npu_figures.csv (op, shape, dtype, measured
-time, source URL, and whether the row is used to fit or held back). Each figure is run
-through the reference model itself: the op is traced on meta tensors (no memory, any
-size) by `sage.bench.reference`, every eager kernel (or the one fused kernel) gets its
-`Work`, and the model's device time is `vendor.vendor_time` summed over the kernels, on a
-cold L2 (the FlagGems benchmarks flush L2 between runs). The fit minimises the squared
+time, source URL, and whether the row is used to fit or held back), and how each source
+timed them is data too (torch_npu_sources.csv: timing kind, L2 state, calls per timing).
+Each figure is run through the reference model itself, posed as its source ran it
+(`calibration_pose.py`: the op traced on meta tensors with distinct operands, every eager
+kernel or the one fused kernel timed by `vendor.vendor_time`, with the source's L2 state,
+and compared with the model's time of the source's timing kind). The fit minimises the squared
 log error of the "fit" rows, one group of cost classes at a time (coordinate descent,
 golden-section search per parameter); the "held" rows are reported, never fitted.
 Output: sage/bench/reference/vendor_params.json (read by the model) and docs/calibration.md.
@@ -17,7 +18,6 @@ Output: sage/bench/reference/vendor_params.json (read by the model) and docs/cal
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -25,26 +25,18 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
-import torch
-import torch.nn.functional as F
 from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sage.bench.reference.chain import eager_chain  # noqa: E402
-from sage.bench.reference.model import fused_work  # noqa: E402
-from sage.bench.reference.vendor import (BORROWED, GROUP_OF, PARAMS_FILE, GroupParams, VendorParams,  # noqa: E402
-                                         group_of, vendor_time)
-from sage.bench.reference.work import Work  # noqa: E402
-from sage.kernels import trace_graph  # noqa: E402
+from benchmarks.calibration_pose import FIGURES, Figure, Posed, model_us, pose, read_figures  # noqa: E402
+from sage.bench.reference.vendor import BORROWED, GROUP_OF, PARAMS_FILE, GroupParams, VendorParams  # noqa: E402
 from sage.npu.hardware import HardwareSpec, load_preset  # noqa: E402
 
-FIGURES = ROOT / "benchmarks" / "data" / "torch_npu_figures.csv"
 DOC = ROOT / "docs" / "calibration.md"
 PRESET = "ascend910b2"
 TOLERANCE_NOTE = 0.5          # a row off by more than this needs an explanation in its note
-DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 # (parameter, lower bound, upper bound, log-scale search) in the order they are searched.
 PARAMS = (("t0_us", 0.0, 60.0, False), ("mem_eff", 0.02, 1.0, True), ("vec_eff", 0.02, 1.0, True),
           ("cube_eff", 0.02, 1.0, True), ("cube_eff_fp32", 0.02, 1.0, True), ("fill", 0.0, 4.0, False))
@@ -60,104 +52,8 @@ FIT_PARAMS: dict[str, tuple[str, ...]] = {
 }
 
 
-class Figure(BaseModel):
-    id: str
-    op: str
-    shape: tuple[int, ...]
-    dtype: str
-    arg: str
-    measured_us: float
-    split: str                   # fit | held
-    source: str
-    note: str
-
-
-class Kernel(BaseModel):
-    """One vendor kernel of a figure's op: its work, the group that times it, its L2 hits."""
-
-    work: Work
-    group: str
-    l2_hit_bytes: float = 0.0
-
-
-def read_figures(path: Path = FIGURES) -> list[Figure]:
-    rows = []
-    with open(path, newline="", encoding="utf-8") as fh:
-        for r in csv.DictReader(fh):
-            shape = tuple(int(d) for d in r["shape"].split("x"))
-            rows.append(Figure(id=r["id"], op=r["op"], shape=shape, dtype=r["dtype"], arg=r["arg"],
-                               measured_us=_to_us(float(r["measured"]), r["unit"], r["op"], shape), split=r["split"],
-                               source=r["source"], note=r["note"]))
-    return rows
-
-
-def _to_us(value: float, unit: str, op: str, shape: tuple[int, ...]) -> float:
-    if unit == "us":
-        return value
-    if unit == "ms":
-        return value * 1e3
-    if unit == "tflops" and op == "matmul":
-        n = shape[0]
-        return 2.0 * n ** 3 / (value * 1e12) * 1e6
-    raise ValueError(f"unit {unit!r} for {op}")
-
-
-def _meta(shape: tuple[int, ...], dtype: str) -> torch.Tensor:
-    return torch.empty(shape, dtype=DTYPES[dtype], device="meta")
-
-
-class _Fn(torch.nn.Module):
-    def __init__(self, fn: Callable) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
-
-def _swiglu(x):
-    a, b = x.chunk(2, dim=-1)
-    return F.silu(a) * b
-
-
-def _shape_arg(arg: str) -> tuple[int, ...]:
-    return tuple(int(d) for d in arg.split("x"))
-
-
-# op -> (forward, inputs of a figure, fused torch_npu op or None): how a figure is posed to the model.
-OPS: dict[str, tuple[Callable, Callable[[Figure], list], str | None]] = {
-    "swiglu": (_swiglu, lambda f: [_meta(f.shape, f.dtype)], "torch_npu.npu_swiglu"),
-    "matmul": (torch.matmul, lambda f: [_meta((f.shape[0], f.shape[0]), f.dtype)] * 2, None),
-    "topk": (lambda x, k: torch.topk(x, k, dim=-1), lambda f: [_meta(f.shape, f.dtype), int(f.arg)], None),
-    "gather": (lambda x, i: torch.gather(x, -1, i),
-               lambda f: [_meta(f.shape, f.dtype), torch.empty(_shape_arg(f.arg), dtype=torch.int64, device="meta")],
-               None),
-    "dist": (lambda a, b, p: torch.dist(a, b, p), lambda f: [_meta(f.shape, f.dtype)] * 2 + [float(f.arg)], None),
-    "mean": (lambda x: x.mean(), lambda f: [_meta(f.shape, f.dtype)], None),
-    "grouped_matmul": (lambda x, w: torch.einsum("tk,ekn->tn", x, w),
-                       lambda f: [_meta(f.shape, f.dtype), _meta(_shape_arg(f.arg), f.dtype)],
-                       "torch_npu.npu_grouped_matmul"),
-}
-
-
-def kernels_of(fig: Figure, hw: HardwareSpec) -> list[Kernel]:
-    fn, inputs, fused = OPS[fig.op]
-    with torch.no_grad():
-        graph = trace_graph(_Fn(fn), inputs(fig))
-    if fused:
-        work = fused_work(graph, hw)
-        return [Kernel(work=work, group=group_of(None, work, hw))]
-    return [Kernel(work=c.work, group=c.time.group, l2_hit_bytes=c.time.l2_hit_bytes)
-            for c in eager_chain(graph, hw) if c.time is not None]
-
-
-def model_us(kernels: list[Kernel], hw: HardwareSpec, params: VendorParams) -> float:
-    return sum(vendor_time(k.work, k.group, hw, l2_hit_bytes=k.l2_hit_bytes, params=params).device_us
-               for k in kernels)
-
-
-def _loss(rows: list[tuple[Figure, list[Kernel]]], hw: HardwareSpec, params: VendorParams) -> float:
-    return sum(math.log(model_us(k, hw, params) / f.measured_us) ** 2 for f, k in rows)
+def _loss(rows: list[Posed], hw: HardwareSpec, params: VendorParams) -> float:
+    return sum(math.log(model_us(p, hw, params) / p.figure.measured_us) ** 2 for p in rows)
 
 
 def _golden(f: Callable[[float], float], lo: float, hi: float, log: bool, iters: int = 60) -> float:
@@ -183,9 +79,9 @@ def fit(figures: list[Figure], hw: HardwareSpec, sweeps: int = 6) -> VendorParam
     groups = sorted(set(GROUP_OF.values()))
     params = VendorParams(source=f"benchmarks/calibration.py on {FIGURES.relative_to(ROOT)} ({hw.name})",
                           groups={g: GroupParams() for g in groups})
-    posed = [(f, kernels_of(f, hw)) for f in figures if f.split == "fit"]
+    posed = [pose(f, hw) for f in figures if f.split == "fit"]
     for g in groups:
-        rows = [(f, k) for f, k in posed if {x.group for x in k} == {g}]
+        rows = [p for p in posed if p.groups == {g}]
         if not rows:
             continue
         for _ in range(sweeps):
@@ -220,8 +116,8 @@ class Row(BaseModel):
 def evaluate(figures: list[Figure], hw: HardwareSpec, params: VendorParams) -> list[Row]:
     out = []
     for f in figures:
-        ks = kernels_of(f, hw)
-        out.append(Row(figure=f, model_us=model_us(ks, hw, params), group="+".join(sorted({k.group for k in ks}))))
+        p = pose(f, hw)
+        out.append(Row(figure=f, model_us=model_us(p, hw, params), group="+".join(sorted(p.groups))))
     return out
 
 
@@ -240,10 +136,14 @@ def render_doc(rows: list[Row], params: VendorParams, hw: HardwareSpec) -> str:
         "`tests/bench/test_calibration.py` fails when this page or `sage/bench/reference/vendor_params.json` "
         "is not what the script produces. Reproduce: `.venv/bin/python benchmarks/calibration.py`.",
         "",
-        f"Every figure below is a published device time of torch_npu on an Ascend 910B (kernel mode: the time "
-        f"on the device, L2 flushed between runs; matmul TFLOPS converted to µs as 2n³ / TFLOPS). The model's "
-        f"value is the reference model's own device time for the same op (`sage bench reference` traces it "
-        f"and times each kernel with `vendor.py` on the `{hw.name}` preset, cold L2). Error = model / measured − 1.",
+        "Every figure below is a published time of torch_npu on an Ascend 910B (matmul TFLOPS converted to µs "
+        "as 2n³ / TFLOPS), posed to the model as its source timed it (`benchmarks/calibration_pose.py`): each "
+        "operand its own tensor, the source's L2 state (flushed before each call, or warm in a loop over the "
+        "same operands), and the model's time of the source's kind: **event** (device events around one call: "
+        "the kernels' device time, launch fixed cost included), **profiler** (kernel durations: the kernels' "
+        "work alone) or **host loop** (host wall time of back-to-back calls over their number: the eager "
+        "timeline, host dispatch included). The model's kernels are the ones `sage bench reference` traces, "
+        f"timed by `vendor.py` on the `{hw.name}` preset. Error = model / measured − 1.",
         "",
         "## Summary",
         "",
@@ -253,6 +153,13 @@ def render_doc(rows: list[Row], params: VendorParams, hw: HardwareSpec) -> str:
         f"| {_pct(fit_s['max'])} | {fit_s['over']} |",
         f"| held back (never used by the fit) | {held_s['n']} | {_pct(held_s['median'])} "
         f"| {_pct(held_s['max'])} | {held_s['over']} |",
+        "",
+        "## How each source timed its figures",
+        "",
+        "| source | timing | L2 | calls per timing | how (from the page or the code it ran) |",
+        "|---|---|---|---|---|",
+        *[f"| [{_short(u)}]({u}) | {s.timing} | {s.l2} | {s.calls} | {s.how} |"
+          for u, s in {r.figure.source.url: r.figure.source for r in rows}.items()],
         "",
         "## The launch split (preset `[launch]`, cited, not fitted)",
         "",
@@ -289,7 +196,7 @@ def render_doc(rows: list[Row], params: VendorParams, hw: HardwareSpec) -> str:
         f = r.figure
         lines.append(f"| {f.id} | {f.op} | {'x'.join(map(str, f.shape))} | {f.dtype} | {f.arg or '-'} "
                      f"| {f.measured_us:.4g} | {r.model_us:.4g} | {100 * r.error:+.0f} % | {f.split} | {r.group} "
-                     f"| [{_short(f.source)}]({f.source}) |")
+                     f"| [{_short(f.source.url)}]({f.source.url}) |")
     lines += ["", "## Notes on figures (explanations of misses over 50 %, disagreements between sources)", ""]
     for r in rows:
         if r.figure.note:

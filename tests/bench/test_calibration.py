@@ -34,7 +34,7 @@ def test_doc_and_parameters_are_what_the_script_produces(calibration, generated)
 def test_enough_public_figures_each_with_a_source(calibration):
     figures = calibration.read_figures()
     assert len(figures) >= 20
-    assert all(f.source.startswith("https://") and f.measured_us > 0 for f in figures)
+    assert all(f.source.url.startswith("https://") and f.measured_us > 0 for f in figures)
     assert len({f.id for f in figures}) == len(figures)
 
 
