@@ -49,6 +49,7 @@ Timing = Literal["event", "profiler", "host_loop"]
 
 class Source(BaseModel):
     url: str
+    split: Literal["fit", "held"]   # every figure of a source is on the same side
     timing: Timing
     l2: Literal["flushed", "warm"]
     calls: int                      # back-to-back calls per timed loop (host_loop)
@@ -62,9 +63,12 @@ class Figure(BaseModel):
     dtype: str
     arg: str
     measured_us: float
-    split: str                   # fit | held
     source: Source
     note: str
+
+    @property
+    def split(self) -> str:
+        return self.source.split
 
 
 class Kernel(BaseModel):
@@ -86,7 +90,7 @@ class Posed(BaseModel):
 
 def read_sources(path: Path = SOURCES) -> dict[str, Source]:
     with open(path, newline="", encoding="utf-8") as fh:
-        return {r["source"]: Source(url=r["source"], timing=r["timing"], l2=r["l2"],
+        return {r["source"]: Source(url=r["source"], split=r["split"], timing=r["timing"], l2=r["l2"],
                                     calls=int(r["calls"]), how=r["how"]) for r in csv.DictReader(fh)}
 
 
@@ -98,7 +102,7 @@ def read_figures(path: Path = FIGURES, sources: dict[str, Source] | None = None)
             shape = tuple(int(d) for d in r["shape"].split("x"))
             rows.append(Figure(id=r["id"], op=r["op"], shape=shape, dtype=r["dtype"], arg=r["arg"],
                                measured_us=_to_us(float(r["measured"]), r["unit"], r["op"], shape),
-                               split=r["split"], source=sources[r["source"]], note=r["note"]))
+                               source=sources[r["source"]], note=r["note"]))
     return rows
 
 

@@ -17,8 +17,8 @@ HW = load_preset("ascend910b2")
 
 def _figure(op: str, shape: tuple[int, ...], timing: str = "event", l2: str = "flushed", calls: int = 1,
             dtype: str = "float16", arg: str = "") -> Figure:
-    src = Source(url="https://example.org/x", timing=timing, l2=l2, calls=calls, how="test")
-    return Figure(id="t", op=op, shape=shape, dtype=dtype, arg=arg, measured_us=1.0, split="fit", source=src, note="")
+    src = Source(url="https://example.org/x", split="fit", timing=timing, l2=l2, calls=calls, how="test")
+    return Figure(id="t", op=op, shape=shape, dtype=dtype, arg=arg, measured_us=1.0, source=src, note="")
 
 
 def test_every_source_of_a_figure_says_how_it_was_timed():
