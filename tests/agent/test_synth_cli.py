@@ -34,11 +34,14 @@ def test_fresh_memory_gives_a_kernel_faster_than_the_reference(tmp_path, op, cas
 
 
 def test_fresh_memory_matmul_keeps_up_with_the_vendor(tmp_path):
-    # torch_npu's matmul is calibrated to public 910B2 figures (98-315 TFLOPS, docs/calibration.md):
-    # one tiled cube kernel can match it, not beat it by much; the eager launch is the same for both.
+    # torch_npu's matmul is calibrated to public figures (docs/calibration.md): 1024^3 fp16 takes
+    # 17 us (device events, L2 flushed) to 21.9 us (a host loop) on two pages that disagree; the
+    # model, fitted to both, says 15.2 us on the device, under both. One tiled cube kernel keeps
+    # within about 1.3x of it end to end (0.76 since the refit of issue 25; 1.0 before, when a
+    # shared operand made the vendor's second read an L2 hit); the eager launch is the same for both.
     payload = _synth(tmp_path, "matmul", 0, f"sqlite:///{tmp_path / 'memory.db'}")
     assert payload["backend"] == "offline"
-    assert payload["speedup"] > 0.95
+    assert payload["speedup"] > 0.7
 
 
 def test_softmax_then_layer_norm_learn_from_each_other(tmp_path):

@@ -13,8 +13,9 @@
   one output tile on one core at peak: the pipeline fill before the cores stream (it grows
   with K, which is why a 256³ matmul takes a few µs and a 1024³ one twice its FLOPs' worth);
 - `t0`, `mem_eff`, `vec_eff`, `cube_eff`, `fill`: per group `g` of cost classes, fitted by
-  `benchmarks/calibration.py` to public torch_npu device times on 910B
-  (`docs/calibration.md`) and stored in `vendor_params.json` beside this file. The affine
+  `benchmarks/calibration.py` to public torch_npu times on 910B, each compared with the
+  model's time of the kind its page measured (device events, profiler kernel time or a host
+  loop; whole pages held out, `docs/calibration.md`) and stored in `vendor_params.json`. The affine
   form makes the efficiency grow with size, as the measurements do: a small kernel is
   dominated by `t0`, a big one runs at `mem_eff` of HBM.
 
