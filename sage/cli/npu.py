@@ -15,7 +15,6 @@ from rich import box
 from rich.markup import escape
 from rich.text import Text
 
-from sage.bench.roofline import roofline_text as roofline
 from sage.cli.common import APP_SETTINGS, WholeHelpGroup, fail, require_cache
 from sage.cli.printed import printed_by_case, show_printed
 from sage.cli.progress import bar
@@ -161,6 +160,8 @@ def _write_trace(path: Path, evaluation: Any) -> str | None:
 def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: bool) -> None:
     # The task key is a file name and the error is the kernel's: Text, never markup, and one line
     # each, so a kernel cannot draw a verdict line of its own (sage/text.py).
+    from sage.bench.roofline import roofline_text as roofline  # (sage memory never loads sage.bench)
+
     verdict = ("correct", "green") if evaluation.correct else (evaluation.status, "red")
     out.print(Text.assemble(terminal(key), f" on {preset} (seed {payload['seed']}): ", verdict), highlight=False)
     if evaluation.error:

@@ -134,11 +134,13 @@ def test_a_checked_load_hands_its_cases_to_the_first_call_only(tmp_path):
     path = tmp_path / "counting_task.py"
     path.write_text(COUNTING_TASK)
     task = load_task(path, seed=3)
-    assert len(task.module.MADE) == 1                # the check made them
+    # The task code runs twice at load: once sized (large tensors on the meta device,
+    # sage.bench.input_size), once to make the cases the check looks at.
+    assert len(task.module.MADE) == 2                # sized, then the check made them
     first = task.cases()
-    assert len(task.module.MADE) == 1                # ... and the first call got those
+    assert len(task.module.MADE) == 2                # ... and the first call got those
     again = task.cases()
-    assert len(task.module.MADE) == 2                # later calls make fresh ones
+    assert len(task.module.MADE) == 3                # later calls make fresh ones (the size is known)
     assert _equal(first, again) and first[0][0] is not again[0][0]
     unchecked = load_task(path, check_inputs=False)
     unchecked.seed = 3
@@ -151,6 +153,6 @@ def test_handed_over_cases_follow_a_changed_seed(tmp_path):
     task = load_task(path)                           # checked with seed 0
     task.seed = 1
     with_seed_1 = task.cases()
-    assert len(task.module.MADE) == 2                # seed 0's cases were not used for seed 1
+    assert len(task.module.MADE) == 4                # seed 1's cases sized and made: seed 0's were not used
     task.seed = 0
     assert not _equal(with_seed_1, task.cases())

@@ -113,7 +113,7 @@ NASTY = {
     "huge_print": "OutputSpecError",
     "huge_exception_message": "KernelRuntimeError",
     "deep_expression_600": "SandboxError",
-    "deep_nesting": "KernelRuntimeError",
+    "deep_nesting": "KernelSyntaxError",
     "memory_bomb": "MemoryLimitError",
 }
 

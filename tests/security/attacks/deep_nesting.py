@@ -1,6 +1,6 @@
 # class: deep expression
 # tries: 1000 levels of nested brackets
-# expect: refused SandboxError|KernelRuntimeError
+# expect: refused SandboxError|KernelSyntaxError
 
 from sage.npu.ascendc import *
 
