@@ -2,7 +2,7 @@
 
 One copy alone on a path takes ``latency + max((K + B) / peak, B / plateau)`` cycles: the
 rising part is the fit through the small-copy measurements, the plateau the rate one core
-sustains on large copies (HARDWARE.md "Data movement"). For the multi-core schedule a GM
+sustains on large copies (docs/hardware.md, "Data movement"). For the multi-core schedule a GM
 copy is split in two (`Transfer`): an exposed fixed part that takes no HBM bandwidth
 (latency and setup not hidden behind the stream, extra bursts, L2 hits at the L2 rate) and
 the stream of bytes that go to or from HBM at the path's sustained rate, which the engine
