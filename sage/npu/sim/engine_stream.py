@@ -1,6 +1,6 @@
 """One core running its block's costed records inside the launch's event-driven schedule.
 
-The rules are those of a single AI Core (docs/architecture.md): the scalar unit issues in program
+The rules are those of a single AI Core (docs/dsl.md, "Costs"): the scalar unit issues in program
 order, ``issue`` cycles per instruction; an instruction starts at max(its pipe is free, it
 was issued, its dependencies ended). Scalar-pipe records run on the issue timeline itself,
 so they stall everything issued after them. A pipe's head (a vector instruction's start-up
