@@ -1,0 +1,184 @@
+"""Host expressions for a kernel's parameters: how forward() computes each size from its inputs.
+
+A traced launch's parameters (`lift.py`) are sizes, strides and constants of one case. The
+host must compute them for whatever case it is given, from what it has: the input tensors'
+shapes and the Python arguments. `Candidates` lists, for one case, every value such an
+expression can take (each dimension, each run of consecutive dimensions multiplied, each
+tensor's element count, each scalar argument, as given or rounded to a tensor dtype as
+`torch.as_tensor(alpha, dtype=x.dtype)` does); a parameter's candidates are those with its
+value, and the cases that share one kernel keep the candidates every one of them agrees
+on (`rules.py`). A parameter no expression explains is a literal: the rule holding it
+applies only to cases with that value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+# Preference among candidates with the same value, most general first: a dimension before
+# the element count before a product of dimensions; a literal last, except for 0 and 1
+# (sizes that are structure, like torch's specialisation of 0/1 sizes).
+_ORDER = {"dim": 0, "numel": 1, "prod": 2, "scalar": 3, "item": 4, "round": 5, "lit": 9}
+ROUNDINGS = ("float16", "bfloat16", "float32")
+# Expressions that read no single dimension: a rule made of them serves every rank.
+RANK_FREE = frozenset({"numel", "scalar", "item", "round", "lit"})
+
+
+@dataclass(frozen=True)
+class HostExpr:
+    """One host expression: `kind` over flat argument `arg` (its text `expr`)."""
+
+    kind: str                        # dim | prod | numel | scalar | item | round | lit
+    arg: int = -1                    # the flat argument it reads (-1: none)
+    lo: int = 0                      # dim: the dimension; prod: first dimension; item: index
+    hi: int = 0                      # prod: one past the last dimension
+    dtype: str = ""                  # round: the dtype the scalar is rounded to
+    value: Any = None                # lit: the value
+
+    def text(self, flat: list[str]) -> str:
+        e = flat[self.arg] if self.arg >= 0 else ""
+        if self.kind == "dim":
+            return f"{e}.shape[{self.lo}]"
+        if self.kind == "prod":
+            return "(" + " * ".join(f"{e}.shape[{k}]" for k in range(self.lo, self.hi)) + ")"
+        if self.kind == "numel":
+            return f"{e}.numel()"
+        if self.kind == "scalar":
+            return e
+        if self.kind == "item":
+            return f"{e}[{self.lo}]"
+        if self.kind == "round":
+            return f"{ROUND_HELPER[self.dtype]}({e})"
+        return literal(self.value)
+
+    def evaluate(self, args: list) -> Any:
+        a = args[self.arg] if self.arg >= 0 else None
+        if self.kind == "dim":
+            return int(a.shape[self.lo])
+        if self.kind == "prod":
+            return math.prod(int(d) for d in a.shape[self.lo:self.hi])
+        if self.kind == "numel":
+            return int(a.numel())
+        if self.kind == "scalar":
+            return a
+        if self.kind == "item":
+            return a[self.lo]
+        if self.kind == "round":
+            return round_to(float(a), self.dtype)
+        return self.value
+
+    @property
+    def reads(self) -> int | None:
+        """The scalar argument it uses (None: a tensor's shape or nothing)."""
+        return self.arg if self.kind in ("scalar", "item", "round") else None
+
+
+def literal(v: Any) -> str:
+    if isinstance(v, float) and not math.isfinite(v):
+        return "float('nan')" if math.isnan(v) else ("float('inf')" if v > 0 else "float('-inf')")
+    return repr(v)
+
+
+def round_to(x: float, dtype: str) -> float:
+    """x rounded to `dtype` (round to nearest even, overflow to inf), as numpy/torch do."""
+    if dtype == "bfloat16":
+        return float(torch.tensor(x, dtype=torch.float64).to(torch.bfloat16).to(torch.float64))
+    return float(np.asarray(x, dtype=np.float64).astype(dtype).astype(np.float64))
+
+
+class Candidates:
+    """Every host expression of one case's arguments, by value."""
+
+    def __init__(self, flat_args: list) -> None:
+        self.by_value: dict[Any, list[HostExpr]] = {}
+        self.ranks = {i: a.dim() for i, a in enumerate(flat_args) if isinstance(a, torch.Tensor)}
+        for i, a in enumerate(flat_args):
+            if isinstance(a, torch.Tensor):
+                shape = [int(d) for d in a.shape]
+                for k, d in enumerate(shape):
+                    self._add(d, HostExpr("dim", i, k))
+                self._add(math.prod(shape), HostExpr("numel", i))
+                for lo in range(len(shape)):
+                    for hi in range(lo + 2, len(shape) + 1):
+                        if (lo, hi) != (0, len(shape)):
+                            self._add(math.prod(shape[lo:hi]), HostExpr("prod", i, lo, hi))
+            elif isinstance(a, bool) or a is None:
+                continue
+            elif isinstance(a, (int, float)):
+                self._add(a, HostExpr("scalar", i))
+                if isinstance(a, float):
+                    for dt in ROUNDINGS:
+                        r = round_to(a, dt)
+                        if r != a:
+                            self._add(r, HostExpr("round", i, dtype=dt))
+            elif isinstance(a, (list, tuple)) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in a):
+                for j, v in enumerate(a):
+                    self._add(v, HostExpr("item", i, j))
+
+    def _add(self, value: Any, expr: HostExpr) -> None:
+        key = _key(value)
+        if key is not None:
+            self.by_value.setdefault(key, []).append(expr)
+
+    def of(self, value: Any, position: int | None = None, rank: int | None = None) -> list[HostExpr]:
+        """The expressions with this value, most general first, the literal among them. For
+        dimension `position` of a result of `rank` dimensions, an input's dimension at the
+        same position (of an input of that rank first) comes before any other."""
+        found = list(self.by_value.get(_key(value), []))
+        lit = HostExpr("lit", value=value.plain() if hasattr(value, "plain") else value)
+        structural = isinstance(value, int) and value in (0, 1)
+
+        def order(e: HostExpr) -> tuple:
+            same = e.kind == "dim" and e.lo == position
+            return (not same, not (same and self.ranks.get(e.arg) == rank), _ORDER[e.kind])
+
+        found.sort(key=order)
+        return [lit] + found if structural else found + [lit]
+
+
+def _key(value: Any) -> Any:
+    """Values compared as what they are: an int parameter matches int expressions (a float
+    one, float ones; 2 and 2.0 are different parameters), NaN matches nothing but itself."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return ("i", int(value))
+    if isinstance(value, float):
+        v = float(value)
+        return ("f", "nan") if math.isnan(v) else ("f", v)
+    return None
+
+
+# Host helpers the kernel file defines when a rule rounds a scalar argument to a dtype.
+ROUND_HELPER = {"float16": "round_f16", "bfloat16": "round_bf16", "float32": "round_f32"}
+# (significant bits, smallest normal binary exponent as math.frexp gives it, largest finite)
+_FORMATS = {"float16": (11, -13, 65504.0), "bfloat16": (8, -125, 3.3895313892515355e38),
+            "float32": (24, -125, 3.4028234663852886e38)}
+
+
+def round_helpers(dtypes: set[str]) -> str:
+    """The host functions rounding a Python float to each of `dtypes` (round to nearest even,
+    subnormals and overflow to inf included), in the kernel language."""
+    out = []
+    for dt in sorted(dtypes):
+        bits, emin, top = _FORMATS[dt]
+        out.append(f'''def {ROUND_HELPER[dt]}(x):
+    # {dt}: {bits} significant bits, round to nearest even, beyond {top!r} is inf
+    if x != x or x == 0 or abs(x) == float('inf'):
+        return x
+    m, e = math.frexp(x)
+    q = max(e, {emin}) - {bits}
+    r = math.ldexp(round(math.ldexp(x, -q)), q)
+    if abs(r) > {top!r}:
+        return float('inf') if r > 0 else float('-inf')
+    return r
+''')
+    return "\n".join(out)
+
+
+__all__ = ["Candidates", "HostExpr", "RANK_FREE", "ROUND_HELPER", "literal", "round_helpers", "round_to"]

@@ -1,0 +1,84 @@
+"""Shape-generic kernel files (sage/agent/compiler/generic/): cases of one class share one
+kernel and one host function that computes their sizes and tiling at launch, so the file
+stays small however many cases a task has, and a shape of the class that was never traced
+runs the same kernel with its own tiling. Outputs are checked against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def _compiled(task_file, args: str, body: str, cases: list[str]):
+    from sage.agent.compiler.compiler import compile_cases, trace_cases
+    from sage.kernels import target_for
+
+    task = task_file(args, body, cases)
+    return compile_cases(trace_cases(task), None, target_for("ascend910b2"), "test")
+
+
+def _run(source: str, args: list) -> list[np.ndarray]:
+    from sage.npu.sandbox import run_sandboxed
+
+    result = run_sandboxed(source, args)
+    assert result.error is None, f"{result.error.type}: {result.error.message}"
+    assert result.outputs is not None
+    return result.outputs
+
+
+SHAPES = [(7,), (3, 5), (2, 3, 40), (64, 129), (1,), (4, 1, 1, 9)]
+
+
+def test_an_elementwise_op_over_many_shapes_is_one_kernel_for_every_rank(task_file):
+    cases = [f"torch.randn{s}" for s in SHAPES]
+    compiled = _compiled(task_file, "x", "torch.sigmoid(x) * 3.0 + 1.0", cases)
+    assert compiled.rules == 1 and compiled.kernels == 1 and compiled.exact == 0
+    rng = np.random.default_rng(0)
+    # the shapes compiled, and two it never saw (another rank, another size)
+    for shape in SHAPES + [(5, 6, 7), (1000,)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        (out,) = _run(compiled.source, [x])
+        assert out.shape == shape          # [1] stays [1]; rank 0 is not rank 1
+        np.testing.assert_allclose(out, 3.0 / (1.0 + np.exp(-x.astype(np.float64))) + 1.0, rtol=1e-5, atol=1e-5)
+
+
+def test_a_scalar_argument_is_read_at_launch_not_baked_in(task_file):
+    # elu-like: the constant is the case's Python float, passed to the kernel each launch
+    cases = ["torch.randn(4, 8), 0.5", "torch.randn(3, 17), 2.25"]
+    compiled = _compiled(task_file, "x, a", "torch.where(x > 0, x, x * a)", cases)
+    assert compiled.kernels == 1
+    x = np.linspace(-4, 4, 6 * 11, dtype=np.float32).reshape(6, 11)
+    for a in (0.5, 2.25, -7.0):
+        (out,) = _run(compiled.source, [x, a])
+        np.testing.assert_allclose(out, np.where(x > 0, x, x * np.float32(a)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_a_reduction_over_rows_of_many_lengths_shares_its_kernel(task_file, dtype):
+    shapes = [(4, 8), (3, 100), (2, 5000), (9, 1)]
+    cases = [f"torch.randn{s}.to(torch.{dtype})" for s in shapes]
+    compiled = _compiled(task_file, "x", "x.sum(-1)", cases)
+    assert compiled.kernels < len(shapes) and compiled.exact == 0
+    for shape in shapes + [(5, 333)]:
+        x = (np.arange(np.prod(shape)) % 7 - 3).astype(dtype).reshape(shape)
+        (out,) = _run(compiled.source, [x])
+        np.testing.assert_array_equal(out, x.astype(np.float64).sum(-1).astype(dtype))
+
+
+def test_fifty_cases_stay_far_under_the_source_limit(task_file):
+    cases = [f"torch.randn({1 + 3 * k}, {2 + k % 7}, {5 + 11 * k})" for k in range(50)]
+    compiled = _compiled(task_file, "x, y", "torch.nn.functional.hardsigmoid(x) * y",
+                         [f"{c}, {c}" for c in cases])
+    assert len(compiled.source.encode()) < 64 * 1024
+    x = np.linspace(-5, 5, 3 * 4 * 60, dtype=np.float32).reshape(3, 4, 60)
+    y = np.full_like(x, 2.0)
+    (out,) = _run(compiled.source, [x, y])
+    np.testing.assert_allclose(out, np.clip(x / 6 + 0.5, 0, 1) * 2.0, rtol=1e-6, atol=1e-7)
+
+
+def test_a_dtype_never_compiled_is_no_case_class(task_file):
+    from sage.npu.sandbox import run_sandboxed
+
+    compiled = _compiled(task_file, "x", "x + 1.0", ["torch.randn(4, 4)"])
+    run = run_sandboxed(compiled.source, [np.zeros((4, 4), np.float16)])
+    assert run.error is not None and "no compiled case class" in run.error.message
