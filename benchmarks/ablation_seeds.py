@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.suite_summary import place_block  # noqa: E402
+from benchmarks.suite_summary import place_block, rerunnable  # noqa: E402
 from sage.bench.ablation import COMPARE_FILE, finals_by_mode_epoch, load_mode_rows  # noqa: E402
 from sage.bench.ablation_stats import RESAMPLES, pooled_intervals  # noqa: E402
 from sage.bench.evaluate import TaskEvaluation  # noqa: E402
@@ -241,8 +241,7 @@ def provenance(rec: dict, root: Path) -> str:
     kept in, made relative so the line reads as a command to rerun there), commit and wall
     time. A resumed run's wall time leaves out the part of the stopped mode that ran before
     the stop: compare.json only learns a mode's time when the mode finishes."""
-    prefix = str(root.resolve()).rstrip("/") + "/"
-    command = (rec.get("command") or "?").replace(prefix, "")
+    command = rerunnable(rec.get("command") or "?", root)
     minutes = sum((rec.get("wall_s") or {}).values()) / 60
     resumed = (" (resumed after a stop: the stopped mode's earlier time is not in it)"
                if "--resume" in command.split() else "")

@@ -33,37 +33,9 @@ from benchmarks.provenance import checkout_commit  # noqa: E402
 # Markers of the compiler section in docs/results.md (benchmarks/offline_suite.py keeps it).
 COMPILER_BEGIN, COMPILER_END = "<!-- compiler-coverage -->", "<!-- /compiler-coverage -->"
 
-# Failure classes: the first pattern found in the reason names the class.
-REASON_CLASSES = [
-    ("data-dependent output shape", ("output shape depends on the input values",)),
-    ("host reads tensor data", ("reads tensor data on the host", "tensor values it reads on the host")),
-    ("dtype without a 910B kernel type", ("no 910B kernel type holds",)),
-    ("host computes a tensor outside torch", ("computes a tensor on the host outside torch",)),
-    ("reference draws random tensors per call", ("draws new random tensors on every call",)),
-    ("captured tensor constant", ("tensor constant captured",)),
-    ("does not fit UB", ("does not fit in UB", "do not fit in UB")),
-    ("kernel file over the sandbox's size limit", ("exceed the sandbox's", "exceeds the sandbox's")),
-    ("lowering not written", ("lowering is not written", "no lowering", "not written yet", "is written")),
-    ("layout the lowering cannot take", ("do not merge", "do not broadcast", "reinterprets", "view of a larger",
-                                         "strided view")),
-    ("dtype the lowering cannot take", ("int64 scan", "int64 or int32 only")),
-    ("wrong result", ("outside tolerance", "mismatch", "incorrect")),
-    ("kernel error", ("Error",)),
-]
-
-
-def classify(row: dict) -> str:
-    text = f"{row.get('status')} {row.get('reason') or ''} {row.get('error') or ''}"
-    if row.get("status") == "incorrect":
-        return "wrong result"
-    if row.get("status") == "compiler_error":
-        return "compiler error (a bug)"
-    if row.get("status") == "timeout":
-        return "timeout"
-    for name, patterns in REASON_CLASSES:
-        if any(p in text for p in patterns):
-            return name
-    return "other"
+# Failure classes: the first pattern found in the reason names the class (the same classes
+# report.md and `sage bench` group reasons by).
+from sage.bench.reasons import REASON_CLASSES, classify  # noqa: E402,F401 - classify is this script's API too
 
 
 def run_task(args: tuple[str, int | None, str]) -> dict:
@@ -182,8 +154,12 @@ def write_section(doc: Path, text: str, meta: dict) -> None:
 
 
 def report(rows: list[dict], meta: dict) -> str:
-    lines = [f"Command: `{meta['command']}`; cases: {'all' if meta['cases'] is None else meta['cases']}; "
-             f"suite: {meta['suite']}" + (f" ({meta['source']})" if meta.get("source") else "")
+    command, suite = meta["command"], meta["suite"]
+    if suite != "npukernelbench" and not Path(suite).resolve().is_relative_to(ROOT):
+        # a folder of this machine (a copy of public task files): named by where it comes from
+        command, suite = command.replace(suite, "SUITE"), "SUITE"
+    lines = [f"Command: `{command}`; cases: {'all' if meta['cases'] is None else meta['cases']}; "
+             f"suite: {suite}" + (f" ({meta['source']})" if meta.get("source") else "")
              + f"; {_commits(rows)}; {meta.get('skipped', 0)} task files skipped by the "
              f"loader; last rows written {meta.get('finished', '-')} (the per-mode tables above "
              "come from their own run, dated in their header).", "",

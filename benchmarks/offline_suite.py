@@ -29,9 +29,12 @@ sys.path.insert(0, str(ROOT))
 
 from sage.bench.ablation import (COMPARE_FILE, MEMORY_MODES, ablation_level_metrics, ablation_metrics,  # noqa: E402
                                  load_mode_rows, run_compare, run_memory_url)
-from benchmarks.ablation_seeds import SEEDS_BEGIN, SEEDS_END  # noqa: E402
-from benchmarks.compiler_coverage import COMPILER_BEGIN, COMPILER_END, checkout_commit, classify  # noqa: E402
-from benchmarks.suite_summary import pct as _pct, readme_summary, write_block, x as _x  # noqa: E402
+from benchmarks.ablation_seeds import SEEDS_BEGIN  # noqa: E402
+from benchmarks.credit_assignment import CREDIT_BEGIN  # noqa: E402
+from benchmarks.public_folders import BEGIN as PUBLIC_BEGIN  # noqa: E402
+from benchmarks.search_headroom import BEGIN as HEADROOM_BEGIN  # noqa: E402
+from benchmarks.compiler_coverage import COMPILER_BEGIN, checkout_commit, classify  # noqa: E402
+from benchmarks.suite_summary import pct as _pct, readme_summary, rerunnable, write_block, x as _x  # noqa: E402
 from sage.bench.ablation_stats import IntervalSection  # noqa: E402
 from sage.bench.metrics import SuiteMetrics  # noqa: E402
 from sage.bench.runner import BenchConfig, ResultRow, final_rows  # noqa: E402
@@ -66,7 +69,8 @@ def main() -> None:
                         help="a run of the expert library kernels as candidates (benchmarks/suite_eval.py --out); "
                              "its metrics go into --results when the folder exists")
     args = parser.parse_args()
-    command = "python " + " ".join(shlex.quote(a) for a in [f"benchmarks/{Path(__file__).name}", *sys.argv[1:]])
+    command = rerunnable("python " + " ".join(shlex.quote(a) for a in [f"benchmarks/{Path(__file__).name}",
+                                                                         *sys.argv[1:]]), ROOT)
     if not args.results_only:
         config = BenchConfig(target="npukernelbench", cases=args.cases, workers=args.workers, out=args.out,
                              resume=args.resume, epochs=args.epochs, seed=args.seed)
@@ -98,19 +102,16 @@ def main() -> None:
         print(f"wrote the summary into {args.readme}")
 
 
-# Sections other scripts write into the same doc, kept when this one rewrites the rest:
-# the compiler coverage (benchmarks/compiler_coverage.py --results) and the spread over
-# seed runs (benchmarks/ablation_seeds.py --doc).
-KEPT = ((COMPILER_BEGIN, COMPILER_END), (SEEDS_BEGIN, SEEDS_END))
+# Sections other scripts write into the same doc (the compiler coverage, the spread over seed
+# runs, the search headroom, the credit study, the public folders) and the prose around them
+# follow this script's own part: everything from the first of their markers on is kept as it
+# is when this script rewrites the rest.
+KEPT = (COMPILER_BEGIN, SEEDS_BEGIN, HEADROOM_BEGIN, CREDIT_BEGIN, PUBLIC_BEGIN)
 
 
 def kept_blocks(text: str) -> str:
-    out = ""
-    for begin, end in KEPT:
-        lo, hi = text.find(begin), text.find(end)
-        if 0 <= lo < hi:
-            out += "\n" + text[lo:hi + len(end)] + "\n"
-    return out
+    starts = [i for i in (text.find(marker) for marker in KEPT) if i >= 0]
+    return "\n" + text[min(starts):] if starts else ""
 
 
 def results_markdown(out: Path, expert_run: Path | None = None, curve: Path | None = None) -> str:
@@ -286,6 +287,7 @@ def expert_section(run: Path | None) -> list[str]:
         return []
     finals = [r for r in final_rows(read_rows(run / RESULTS_FILE)) if r.evaluation is not None]
     note = (run / "command.txt").read_text(encoding="utf-8").strip() if (run / "command.txt").is_file() else "?"
+    note = rerunnable(note, ROOT)
     kernels = [r for r in finals if r.status != "no_kernel"]
     return ["## The expert library kernels as candidates", "",
             f"`{note}`: the library's kernel files (one per task whose reference is a single library operator; "

@@ -7,30 +7,25 @@ between markers so that no figure in it is typed by hand:
 from __future__ import annotations
 
 import json
-import statistics
+import re
 import textwrap
 from pathlib import Path
 
 from sage.bench.ablation import COMPARE_FILE, ablation_level_metrics, ablation_metrics, load_mode_rows
-from sage.bench.runner import ResultRow, final_rows
+from sage.bench.runner import final_rows
 
 BEGIN, END = "<!-- offline-suite:begin -->", "<!-- offline-suite:end -->"
-FASTER_TARGET, ROOFLINE_TARGET = 0.70, 0.6        # the compiler issue's targets
-SLOWEST = 6
 
 
-def readme_summary(out: Path, classify) -> str:  # noqa: ANN001 - benchmarks.compiler_coverage.classify
-    """Markdown for the README from the run in `out` (its first mode, last epoch)."""
+def readme_summary(out: Path, classify) -> str:  # noqa: ANN001 - sage.bench.reasons.classify
+    """The README's short results table from the run in `out` (its first mode, last epoch): no
+    command, commit or date (docs/results.md, written from the same run, has them)."""
     record = json.loads((out / COMPARE_FILE).read_text())
     rows = load_mode_rows(out)
     levels = ablation_level_metrics(rows)
     mode = next(iter(levels))
     last = max(levels[mode])
     finals = final_rows([r for r in rows if r.extra.get("ablation_mode") == mode], last)
-    solved = [r for r in finals if r.status == "correct" and r.evaluation is not None]
-    faster = [r for r in solved if (r.evaluation.speedup or 0) > 1]
-    roof = [r.evaluation.roofline_fraction for r in solved if r.evaluation.roofline_fraction is not None]
-    slow = sorted((r for r in solved if r.evaluation.speedup is not None), key=lambda r: r.evaluation.speedup)
     failures: dict[str, int] = {}
     for r in finals:
         if r.status != "correct":
@@ -39,27 +34,43 @@ def readme_summary(out: Path, classify) -> str:  # noqa: ANN001 - benchmarks.com
             error = f"{ev.error.type}: {ev.error.message}" if ev is not None and ev.error is not None else None
             name = classify({"status": r.status, "reason": reason, "error": error})
             failures[name] = failures.get(name, 0) + 1
-    commit = record.get("commit", "not recorded")
     lines = [
-        _wrap(f"The offline agent (the compiler, no LLM, no memory) on the whole suite, one evaluated answer per task "
-        f"after its schedule search (`{record.get('command', '?')}`, finished {str(record.get('finished_at', '?')).removesuffix('+00:00')} UTC "
-        f"at commit {commit}; {_cases(record)}; `docs/results.md` has the full tables, the failures by reason, "
-        "where the reference time goes and the expert library kernels):"), "",
-        "| level | tasks | correct | fast_1 e2e | geomean e2e (solved) | geomean device (solved) |",
-        "|---|---|---|---|---|---|",
+        _wrap(f"The offline agent (the compiler: no LLM, no memory) on the suite, its answer per task after its "
+              f"schedule search, judged on {_cases(record)}. Speedups are end to end against the modelled "
+              "torch_npu eager time; faster: correct and faster than it."), "",
+        "| level | tasks | correct | faster | geomean speedup of the correct |",
+        "|---|---|---|---|---|",
     ]
     for lv, m in [*levels[mode][last].items(), ("all", ablation_metrics(rows)[mode][last])]:
         lines.append(f"| {lv.removeprefix('level')} | {m.tasks} | {pct(m.correctness_rate)} | {pct(m.fast_1)} "
-                     f"| {x(m.geomean_speedup)} | {x(m.device_geomean_speedup)} |")
-    lines += ["", _wrap(
-        f"{len(solved)} of {len(finals)} tasks are correct; {len(faster)} of those {len(solved)} "
-        f"({100 * len(faster) / max(len(solved), 1):.0f} %) are faster than the reference end to end (the "
-        f"compiler's target: {FASTER_TARGET:.0%}), and the median roofline fraction of the solved tasks is "
-        f"{statistics.median(roof) if roof else float('nan'):.2f} (target {ROOFLINE_TARGET}). The slowest solved: "
-        + ", ".join(f"{_short(r)} {r.evaluation.speedup:.2f}x" for r in slow[:SLOWEST]) + ". Failures by reason: "
-        + ", ".join(f"{name} ({n})" for name, n in sorted(failures.items(), key=lambda kv: (-kv[1], kv[0])))
-        + ".")]
+                     f"| {x(m.geomean_speedup)} |")
+    lines += ["", _wrap("Not correct, by reason: " + ", ".join(
+        f"{name} ({n})" for name, n in sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))) + ".")]
     return "\n".join(lines)
+
+
+# Options that only say where a run sends its own summary: a path outside the checkout there
+# means nothing to a reader (and the doc may not cite it), so the command is shown without it.
+_OUTPUT_OPTIONS = ("--results", "--readme", "--doc")
+
+
+def rerunnable(command: str, root: Path) -> str:
+    """`command` as a reader reruns it in a checkout: paths under `root`, and run folders under
+    any checkout's runs/, made relative; the options that only send a summary outside the
+    checkout left out."""
+    prefix = str(root.resolve()).rstrip("/") + "/"
+    words = [re.sub(r"^/\S*?/(runs/\S*)$", r"\1", w) for w in command.replace(prefix, "").split(" ")]
+    kept: list[str] = []
+    skip = False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        if word in _OUTPUT_OPTIONS and i + 1 < len(words) and words[i + 1].startswith("/"):
+            skip = True
+            continue
+        kept.append(word)
+    return " ".join(kept)
 
 
 def write_block(path: Path, text: str, begin: str = BEGIN, end: str = END) -> bool:
@@ -89,10 +100,6 @@ def _cases(record: dict) -> str:
     if cases is None:
         return "every case of each task"
     return "the first case of each task" if cases == 1 else f"the first {cases} cases of each task"
-
-
-def _short(row: ResultRow) -> str:
-    return row.task.split("/", 1)[-1].split("_", 1)[-1]
 
 
 def pct(v: float | None) -> str:

@@ -1,5 +1,5 @@
 """Micro-benchmark: copy-in, compute, copy-out with separate VECIN and VECOUT queues (the
-DESIGN §2 structure), BUFFER_NUM buffers each. The compute is `muls` Muls over a 16 KB tile,
+the Ascend C structure), BUFFER_NUM buffers each. The compute is `muls` Muls over a 16 KB tile,
 so its length can be matched to the copies.
 
 forward(x, muls): x is fp32, a multiple of TILE elements; runs on one block.

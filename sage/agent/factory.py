@@ -28,6 +28,16 @@ def wants_offline(model: str | None) -> bool:
     return not model or model.strip().lower() == OFFLINE_MODEL
 
 
+def backend_problem(model: str | None, base_url: str | None) -> str | None:
+    """Why the backend of `model` cannot work at all (a hosted endpoint with no key), found
+    without asking it; None when it may. Commands check this before any work."""
+    if wants_offline(model):
+        return None
+    from sage.agent.backends.openai_backend import key_problem
+
+    return key_problem(base_url)
+
+
 def make_backend(settings: BackendSettings, task: Any) -> LLMBackend:
     if not wants_offline(settings.model):
         from sage.agent.backends.openai_backend import OpenAIBackend, OpenAIConfig

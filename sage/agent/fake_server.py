@@ -46,6 +46,7 @@ class ScriptedError:
     status: int
     message: str = "scripted failure"
     headers: dict[str, str] = field(default_factory=dict)
+    code: str | None = None          # the error body's code, e.g. "insufficient_quota"
 
 
 class FakeOpenAIServer:
@@ -67,10 +68,11 @@ class FakeOpenAIServer:
         with self._lock:
             self._script.append(ScriptedAnswer(answer, prompt_tokens, completion_tokens))
 
-    def fail(self, status: int, message: str = "scripted failure", *, retry_after: str | None = None) -> None:
+    def fail(self, status: int, message: str = "scripted failure", *, retry_after: str | None = None,
+             code: str | None = None) -> None:
         headers = {"Retry-After": retry_after} if retry_after is not None else {}
         with self._lock:
-            self._script.append(ScriptedError(status, message, headers))
+            self._script.append(ScriptedError(status, message, headers, code))
 
     @property
     def pending(self) -> int:
@@ -131,7 +133,7 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if item is None:
                 self._send(400, _error_body("fake server: no scripted response left", "invalid_request_error"))
             elif isinstance(item, ScriptedError):
-                self._send(item.status, _error_body(item.message, "scripted_error"), item.headers)
+                self._send(item.status, _error_body(item.message, "scripted_error", item.code), item.headers)
             else:
                 text = item.text(body) if callable(item.text) else item.text
                 prompt = counted_tokens(body) if item.prompt_tokens is None else item.prompt_tokens
@@ -151,8 +153,8 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _error_body(message: str, kind: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "code": None, "param": None}}
+def _error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "code": code, "param": None}}
 
 
 def _completion_body(model: str, text: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:

@@ -37,24 +37,26 @@ SUPPORTED_DTYPE_NAMES = frozenset(dt.name for dt in npu_dtypes.ALL)
 MAX_CASE_ELEMENTS = 1 << 28
 
 
-def case_support(case: Sequence[Any]) -> str | None:
+def case_support(case: Sequence[Any], not_made: str | None = None) -> str | None:
     """None when a kernel can take every argument of the case; else why not, naming the
-    argument and its shape: "argument 1 (float64[4, 5]): the 910B vector unit has no fp64 instructions"."""
+    argument and its shape: "argument 1 (float64[4, 5]): the 910B vector unit has no fp64 instructions".
+    `not_made`: why its meta tensors were not made, when the caller knows (the input budget)."""
     for position, arg in enumerate(case):
         reason = _unsupported(arg)
         if reason:
             return f"argument {position} ({describe_arg(arg)}): {reason}"
-    return size_support(case)
+    return size_support(case, not_made)
 
 
-def size_support(case: Sequence[Any]) -> str | None:
-    """None when the case's tensors fit a simulated run, else why not."""
-    total = sum(t.numel() for t in _tensors(case))
+def size_support(case: Sequence[Any], not_made: str | None = None) -> str | None:
+    """None when the case's tensors fit a simulated run, else why not (`not_made`: why its meta
+    tensors were not made, when the caller knows it)."""
+    total = sum(t.numel() for t in tensors_of(case))
     if total > MAX_CASE_ELEMENTS:
         return (f"{total:,} elements in its tensors ({describe_case(case)}): more than the "
                 f"{MAX_CASE_ELEMENTS:,} a simulated run can take")
-    if any(t.is_meta for t in _tensors(case)):
-        return f"its inputs were not made ({describe_case(case)}: meta tensors carry no data)"
+    if any(t.is_meta for t in tensors_of(case)):
+        return not_made or f"its inputs were not made ({describe_case(case)}: meta tensors carry no data)"
     return None
 
 
@@ -87,11 +89,12 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
+def tensors_of(value: Any) -> list[torch.Tensor]:
+    """The tensors of a case or argument, lists of tensors flattened."""
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
+        return [t for v in value for t in tensors_of(v)]
     return []
 
 

@@ -1,4 +1,4 @@
-"""Comparing a kernel's outputs with the reference's (DESIGN §4, docs/evaluation.md).
+"""Comparing a kernel's outputs with the reference's (docs/evaluation.md).
 
 The truth is the same reference on the same inputs with every floating input and
 parameter promoted to float64 (explicit casts written inside the reference stay as

@@ -28,8 +28,8 @@ roofline fraction: a wrong kernel has no speed worth reporting. When an incorrec
 still holds the 0xFF fill of `empty()`, the reason says it was never written, and when
 forward() launched no kernel at all, it says that.
 
-`measure_reference` is the same pass without a kernel: reference outputs on CPU and the
-reference time of each case (what `sage bench --reference-only` records).
+`sage.bench.reference_run.measure_reference` is the same pass without a kernel (what
+`sage bench --reference-only` records).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import copy
 import importlib.util
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -47,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sage.bench.case_support import describe_arg, describe_case
 from sage.bench.correctness import Comparison, OutputStats, compare_outputs, dtype_name, unwritten_elements
+from sage.bench.input_size import InputsTooLarge
 from sage.bench.tasks import (ReferenceUnavailable, Task, TaskLoadError, kernel_args,
                               parameter_kwargs, runtime_accelerator_reason, to_numpy)
 from sage.npu.bound import EssentialWork
@@ -100,7 +101,8 @@ class TaskEvaluation(BaseModel):
     correct: bool = False
     speedup: float | None = None              # end to end, geometric mean over the cases (the headline)
     device_speedup: float | None = None       # device only, geometric mean over the cases
-    roofline_fraction: float | None = None    # mean over the cases
+    roofline_fraction: float | None = None    # mean over the timed correct cases (docs/evaluation.md)
+    roofline_bound: str | None = None         # memory | cube, or "memory/cube" when the cases differ
     reason: str | None = None
     error: ErrorInfo | None = None            # the first kernel error
     cases: list[CaseResult] = []
@@ -110,9 +112,11 @@ class TaskEvaluation(BaseModel):
 
 def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
                     cases: int | Sequence[int] | None = None, limits: Limits | None = None,
-                    filename: str = "kernel.py", trace: bool = False) -> TaskEvaluation:
+                    filename: str = "kernel.py", trace: bool = False,
+                    on_case: Callable[[int, int], None] | None = None) -> TaskEvaluation:
     """`cases`: None for all, an int K for the first K, or explicit case indices.
-    `trace`: keep each case's Chrome trace events in `CaseResult.trace` (never serialised)."""
+    `trace`: keep each case's Chrome trace events in `CaseResult.trace` (never serialised).
+    `on_case(done, total)`: called as each case is judged (progress)."""
     limits = limits or Limits()
     start = time.perf_counter()
     head = dict(task=task.key, level=task.level, tags=task.tags)
@@ -122,11 +126,15 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
         return TaskEvaluation(**head, status="reference_unavailable", reason=exc.reason)
     except TaskLoadError as exc:
         return TaskEvaluation(**head, status="reference_error", reason=exc.problem)
+    except InputsTooLarge as exc:
+        return TaskEvaluation(**head, status="unsupported", reason=exc.reason)
     kwargs = parameter_kwargs(model)
 
     results: list[CaseResult] = []
     isolation_gaps: set[str] = set()
     for index, case in selected:
+        if on_case is not None:
+            on_case(len(results), len(selected))
         result = CaseResult(index=index, inputs=describe_inputs(case))
         results.append(result)
         result.unsupported = task.case_support(case)
@@ -221,65 +229,6 @@ def essential_of(model: torch.nn.Module, case: list, expected: list[np.ndarray],
     except Exception:  # noqa: BLE001 - the reference model reports its own failure; the outputs bound stands
         return EssentialWork(bytes=float(sum(e.nbytes for e in expected)))
     return EssentialWork(bytes=work.bytes, cube_flops=work.cube_flops)
-
-
-class ReferenceCase(BaseModel):
-    index: int
-    inputs: list[str]
-    total_us: float | None                # end to end (the scored reference time)
-    device_us: float | None = None
-    breakdown: Any = None                 # the reference model's per-op figures, as it reports them
-    unsupported: str | None = None        # why no 910B kernel can take the case (not measured)
-    reference_error: str | None = None    # the CPU reference raised on this case (not measured)
-
-
-class ReferenceRun(BaseModel):
-    status: Literal["reference_ok", "reference_unavailable", "reference_error"]
-    reason: str | None = None
-    cases: list[ReferenceCase] = []
-    total_us: float | None = None         # sum over the cases
-
-
-def measure_reference(task: Task, preset: str, cases: int | None) -> ReferenceRun:
-    """Runs the reference on CPU for each case and asks the reference model for its time."""
-    try:
-        model, selected = select_cases(task, cases)
-        out = []
-        for index, case in selected:
-            unsupported = task.case_support(case)
-            if unsupported:
-                out.append(ReferenceCase(index=index, inputs=describe_inputs(case), total_us=None,
-                                         unsupported=unsupported))
-                continue
-            try:
-                ref = reference_time_for(task, case, preset)
-            except ReferenceFailure:
-                # The time model runs the forward itself (traced), so the eager forward runs only
-                # now, to tell a forward that raises (this case's error, or an accelerator it needs)
-                # from a time model that does (re-raised: the task's error), as running it first did.
-                try:
-                    reference_outputs(model, case)
-                except ReferenceFailure as exc:
-                    out.append(ReferenceCase(index=index, inputs=describe_inputs(case), total_us=None,
-                                             reference_error=f"case {index} ({describe_case(case)}): {exc}"))
-                    continue
-                raise
-            out.append(ReferenceCase(
-                index=index, inputs=describe_inputs(case),
-                total_us=None if ref is None else float(ref.end_to_end_us),
-                device_us=None if ref is None else float(ref.device_us),
-                breakdown=ref.model_dump(mode="json") if isinstance(ref, BaseModel) else None))
-    except ReferenceUnavailable as exc:
-        return ReferenceRun(status="reference_unavailable", reason=exc.reason)
-    except ReferenceFailure as exc:
-        return ReferenceRun(status="reference_error", reason=str(exc))
-    except TaskLoadError as exc:
-        return ReferenceRun(status="reference_error", reason=exc.problem)
-    if out and all(c.reference_error for c in out):
-        return ReferenceRun(status="reference_error", reason=out[0].reference_error, cases=out)
-    totals = [c.total_us for c in out if c.unsupported is None and c.reference_error is None]
-    return ReferenceRun(status="reference_ok", cases=out,
-                        total_us=sum(totals) if totals and None not in totals else None)
 
 
 class ReferenceFailure(Exception):
@@ -386,6 +335,8 @@ def geomean(values: Sequence[float]) -> float | None:
 def select_cases(task: Task, cases: int | Sequence[int] | None) -> tuple[torch.nn.Module, list[tuple[int, list]]]:
     try:
         model = task.make_model()
+    except InputsTooLarge:
+        raise
     except Exception as exc:
         reason = runtime_accelerator_reason(exc)
         if reason:
@@ -397,6 +348,19 @@ def select_cases(task: Task, cases: int | Sequence[int] | None) -> tuple[torch.n
     except IndexError as exc:
         raise TaskLoadError(task.path, str(exc)) from None
     return model, [(i, groups[i]) for i in indices]
+
+
+def nothing_to_judge(task: Task, cases: int | Sequence[int] | None) -> str | None:
+    """Why no selected case of the task can be judged (each unsupported: element type, size,
+    input budget), found on its sized inputs before any kernel is asked for; None when one can."""
+    from sage.bench.input_size import sized_support
+
+    try:
+        sized = task.sized_cases()
+        reasons = [sized_support(sized[i], task.input_budget) for i in case_indices(len(sized), cases)]
+    except (TaskLoadError, IndexError):
+        return None                  # the evaluation says what is wrong with the cases themselves
+    return reasons[0] if reasons and all(reasons) else None
 
 
 def case_indices(count: int, cases: int | Sequence[int] | None) -> list[int]:
@@ -452,11 +416,13 @@ def _summarise(head: dict, results: list[CaseResult], wall_s: float) -> TaskEval
         status = "correct" if correct else "incorrect"
     timed = [r for r in judged if not r.empty]
     fractions = [r.roofline_fraction for r in timed if r.roofline_fraction is not None]
+    bounds = sorted({r.roofline_bound for r in timed if r.roofline_fraction is not None and r.roofline_bound})
     return TaskEvaluation(
         **head, status=status, executed=executed, correct=correct,
         speedup=geomean([r.speedup for r in timed]) if executed and timed else None,
         device_speedup=geomean([r.device_speedup for r in timed]) if executed and timed else None,
         roofline_fraction=sum(fractions) / len(fractions) if correct and fractions else None,
+        roofline_bound="/".join(bounds) if correct and bounds else None,
         reason=reason, error=error, cases=results, wall_s=round(wall_s, 3),
     )
 

@@ -1,4 +1,4 @@
-"""Suite metrics of NPUKERNELBENCH.md, computed from the final row of each task.
+"""Suite metrics (docs/evaluation.md), computed from the final row of each task.
 
 n = tasks counted: all tasks minus those whose reference is unavailable or broken (they say
 nothing about a kernel); a task with no kernel counts and fails. Speedups come twice

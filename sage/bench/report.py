@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Protocol
 
 from sage.bench.metrics import SuiteMetrics, compute_metrics, metrics_by_level
+from sage.bench.reasons import by_reason, not_correct, row_reason
+from sage.bench.roofline import roofline_text
 from sage.bench.runner import CONFIG_FILE, RESULTS_FILE, ResultRow, final_rows, read_rows
 from sage.text import md_cell
 
@@ -51,17 +53,21 @@ def write_report(out: Path, sections: Sequence[ReportSection] = ()) -> Path:
 def write_summary(out: Path, rows: list[ResultRow]) -> dict:
     """summary.json: the suite and per-level metrics of the last epoch."""
     finals = [r for r in final_rows(rows) if r.evaluation is not None]
+    missed = not_correct(final_rows(rows))
     summary = {
         "tasks": len(final_rows(rows)),
         "suite": compute_metrics(r.evaluation for r in finals).model_dump(),
         "levels": {k: m.model_dump() for k, m in metrics_by_level(r.evaluation for r in finals).items()},
+        # every final row that is not correct, with its one-line reason, and the counts per kind
+        "not_correct": [m.model_dump() for m in missed],
+        "by_reason": [{"reason": g.kind, "count": g.count} for g in by_reason(missed)],
     }
     Path(out, SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
 def default_sections() -> list[ReportSection]:
-    return [MetricsSection(), PlotsSection(), TaskTableSection(), ReferenceSection(), SkippedSection()]
+    return [MetricsSection(), ReasonsSection(), PlotsSection(), TaskTableSection(), ReferenceSection(), SkippedSection()]
 
 
 class MetricsSection:
@@ -80,15 +86,16 @@ class TaskTableSection:
         if not finals:
             return None
         lines = ["## Tasks", "", "Speedups per task are geometric means over its cases; end to end is the scored one.", "",
-                 "| task | status | cases ok | speedup end-to-end | speedup device | roofline | bottleneck | note |",
+                 "| task | status | cases ok | speedup end-to-end | speedup device | roofline fraction | bottleneck "
+                 "| note |",
                  "|---|---|---|---|---|---|---|---|"]
         for r in finals:
             e = r.evaluation
             ok = f"{sum(c.correct for c in e.cases)}/{len(e.cases)}" if e.cases else "-"
             bottleneck = next((c.bottleneck for c in e.cases if c.bottleneck), None)
-            note = f"{e.error.type}: {e.error.message}" if e.error else (e.reason or "")
+            note = row_reason(r) or ""
             lines.append(f"| {md_cell(r.task)} | {e.status} | {ok} | {_num(e.speedup, 'x')} | {_num(e.device_speedup, 'x')} "
-                         f"| {_pct(e.roofline_fraction)} | {bottleneck or '-'} | {md_cell(note)} |")
+                         f"| {roofline_text(e.roofline_fraction, e.roofline_bound)} | {bottleneck or '-'} | {md_cell(note)} |")
         return "\n".join(lines)
 
 
@@ -115,15 +122,30 @@ class ReferenceSection:
 
 
 class SkippedSection:
+    """Tasks that leave the metrics (and reference measurements that failed), each with why."""
+
     def render(self, rows: list[ResultRow], out: Path) -> str | None:
-        skipped = [r for r in final_rows(rows) if r.status in ("reference_unavailable", "reference_error", "unsupported")]
+        skipped = [r for r in final_rows(rows) if r.status in ("reference_unavailable", "reference_error", "unsupported")
+                   or (r.mode == "reference" and r.status != "reference_ok")]
         if not skipped:
             return None
         lines = ["## Skipped (not counted)", "", "| task | why |", "|---|---|"]
         for r in sorted(skipped, key=lambda r: r.task):
-            reason = (r.evaluation.reason if r.evaluation else None) or (r.reference.reason if r.reference else None) \
-                or r.extra.get("reason", "")
-            lines.append(f"| {md_cell(r.task)} | {r.status}: {md_cell(reason)} |")
+            lines.append(f"| {md_cell(r.task)} | {r.status}: {md_cell(row_reason(r) or '')} |")
+        return "\n".join(lines)
+
+
+class ReasonsSection:
+    """Every task that is not correct, grouped by the kind of its reason (the terminal summary's
+    groups); each task's own reason is in the tables above."""
+
+    def render(self, rows: list[ResultRow], out: Path) -> str | None:
+        groups = by_reason(not_correct(final_rows(rows)))
+        if not groups:
+            return None
+        lines = ["## Not correct, by reason", "", "| reason | tasks | which |", "|---|---|---|"]
+        for g in groups:
+            lines.append(f"| {md_cell(g.kind)} | {g.count} | {md_cell(', '.join(g.tasks), 2000)} |")
         return "\n".join(lines)
 
 
@@ -149,7 +171,7 @@ class PlotsSection:
 def metrics_table(metrics: dict[str, SuiteMetrics]) -> list[str]:
     """End to end (the headline) first, then the same on device time alone."""
     lines = ["| | tasks | executed | correct | fast_1 e2e | fast_1.1 e2e | geomean e2e (solved) | geomean e2e (all, "
-             "fail = 1x) | fast_1 device | fast_1.1 device | geomean device (solved) | geomean device (all) | roofline "
+             "fail = 1x) | fast_1 device | fast_1.1 device | geomean device (solved) | geomean device (all) | roofline fraction "
              "| skipped |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, m in metrics.items():
@@ -157,7 +179,7 @@ def metrics_table(metrics: dict[str, SuiteMetrics]) -> list[str]:
                      f"| {_pct(m.fast_1)} | {_pct(m.fast_1_1)} | {_num(m.geomean_speedup, 'x')} "
                      f"| {_num(m.geomean_speedup_all, 'x')} | {_pct(m.device_fast_1)} | {_pct(m.device_fast_1_1)} "
                      f"| {_num(m.device_geomean_speedup, 'x')} | {_num(m.device_geomean_speedup_all, 'x')} "
-                     f"| {_pct(m.mean_roofline_fraction)} | {m.skipped} |")
+                     f"| {roofline_text(m.mean_roofline_fraction)} | {m.skipped} |")
     return lines
 
 

@@ -35,13 +35,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticSerializationError
 
 from sage import __version__
-from sage.bench.evaluate import ReferenceRun, Status, TaskEvaluation, evaluate_kernel, measure_reference
+from sage.bench.evaluate import Status, TaskEvaluation, evaluate_kernel, nothing_to_judge
+from sage.bench.reference_run import ReferenceRun, measure_reference, merged_reference
 from sage.bench.executors import TaskCrash, make_executor
+from sage.bench.input_size import InputsTooLarge, default_budget_bytes
+from sage.bench.row_size import fit_row
 from sage.bench.selection import (collect_tasks, default_task_timeout, job_key, select_task_files, task_key,
                                   task_order)
 from sage.bench.tasks import ReferenceUnavailable, Task, TaskLoadError, is_helper_module, level_of, load_task
 from sage.npu.sandbox import Limits
-from sage.text import json_safe
+from sage.text import ERROR_CHARS, clean, json_safe
 
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "run.json"
@@ -89,7 +92,7 @@ class KernelDirSolver(BaseModel):
     def solve(self, task: Task, *, epoch: int, seed: int, job_key: str | None = None) -> SolveResult:
         path = self.kernel_file(task)
         if path is None:
-            return SolveResult()
+            return SolveResult(extra={"reason": f"no kernel file {task.key}.py (nor {task.name}.py) in {self.kernels}"})
         evaluation = evaluate_kernel(task, path.read_text(encoding="utf-8", errors="replace"),
                                      preset=self.preset, cases=self.cases, limits=self.limits,
                                      filename=path.name)
@@ -130,6 +133,9 @@ class Job(BaseModel):
     preset: str = "ascend910b2"
     cases: int | list[int] | None = None
     solver: Any = None                    # a picklable Solver, or None for reference-only
+    input_budget: int | None = None       # bytes a task's inputs may take (sage.bench.input_size)
+    detail: bool = False                  # reference-only: keep the per-call rows (moved to OUT/detail/)
+    shard: tuple[int, int] | None = None  # reference-only: (k, n): every n-th case from the k-th
 
 
 class BenchConfig(BaseModel):
@@ -149,6 +155,9 @@ class BenchConfig(BaseModel):
     epochs: int = 1
     seed: int = 0
     task_timeout_s: float | None = Field(None, gt=0, description="per-task deadline; None: default_task_timeout")
+    input_budget: int | None = Field(None, description="bytes a task's inputs may take; None: half the memory "
+                                                       "available when the run starts")
+    detail: bool = False                  # reference-only: per-call rows of the reference, in OUT/detail/
     run_id: str | None = None             # set by run_bench, kept by --resume
     sage_version: str = __version__       # the sage that wrote the run (run.json)
 
@@ -167,15 +176,21 @@ def run_job(job: Job) -> list[ResultRow]:
     path = Path(job.path)
     try:
         # Inputs checked before any solver sees the task: a broken case file is the task's
-        # reference_error, never a "no kernel" or a kernel failure.
-        task = load_task(path, check_inputs=True, seed=job.seed)
+        # reference_error, never a "no kernel" or a kernel failure. The reference alone needs
+        # no inputs made up front (it times sized ones where it can: sage.bench.reference_run).
+        task = load_task(path, check_inputs=job.solver is not None, seed=job.seed, input_budget=job.input_budget)
     except ReferenceUnavailable as exc:
         return [failure_row(job, "reference_unavailable", "reference_unavailable", exc.reason)]
     except TaskLoadError as exc:
         return [failure_row(job, "reference_error", "reference_error", exc.problem)]
+    except InputsTooLarge as exc:
+        return [failure_row(job, "unsupported", "unsupported", exc.reason)]
     head = dict(task=task.key, level=task.level, tags=task.tags, path=str(task.path), epoch=job.epoch)
+    if job.solver is not None and (why := nothing_to_judge(task, job.cases)) is not None:
+        # No case a kernel can be judged on: the task leaves the metrics, no kernel is asked for.
+        return [failure_row(job, "unsupported", "unsupported", f"no case can be judged: {why}")]
     if job.solver is None:
-        ref = measure_reference(task, job.preset, job.cases)
+        ref = measure_reference(task, job.preset, job.cases, detail=job.detail, shard=job.shard)
         return [ResultRow(**head, mode="reference", solver="reference", status=ref.status, reference=ref,
                           wall_s=round(time.perf_counter() - start, 3))]
     result: SolveResult = job.solver.solve(task, epoch=job.epoch, seed=job.seed, job_key=job.key)
@@ -186,13 +201,26 @@ def run_job(job: Job) -> list[ResultRow]:
         return [ResultRow(**head, solver=job.solver.name, status=NOT_JUDGED, final=False, extra=result.extra,
                           wall_s=wall)]
     if not result.attempts:
+        reason = result.extra.get("reason") or result.extra.get("error") or "the solver answered no kernel"
         return [ResultRow(**head, solver=job.solver.name, status="no_kernel", extra=result.extra, wall_s=wall,
                           evaluation=TaskEvaluation(task=task.key, level=task.level, tags=task.tags,
-                                                    status="no_kernel"))]
+                                                    status="no_kernel", reason=clean(reason, ERROR_CHARS)))]
     best = result.best if result.best is not None else choose_best(result.attempts)
     return [ResultRow(**head, attempt=i, final=i == best, solver=job.solver.name, status=a.evaluation.status,
                       evaluation=a.evaluation, source=a.source, extra={**result.extra, **a.extra}, wall_s=wall)
             for i, a in enumerate(result.attempts)]
+
+
+def merged_reference_row(parts: list[ResultRow]) -> ResultRow:
+    """The one row of a reference-only task measured in shards (each a row of its cases)."""
+    refs = [p.reference or ReferenceRun(status="reference_error", reason=p.status) for p in parts]
+    merged = merged_reference(refs)
+    failed = next((p for p in parts if p.status not in ("reference_ok", merged.status)), None)
+    first = parts[0]
+    return first.model_copy(update={
+        "status": failed.status if failed is not None else merged.status, "reference": merged,
+        "wall_s": round(max(p.wall_s for p in parts), 3),
+        "extra": {**first.extra, "shards": len(parts)}})
 
 
 def failure_row(job: Job, status: str, evaluation_status: Status, reason: str) -> ResultRow:
@@ -202,7 +230,8 @@ def failure_row(job: Job, status: str, evaluation_status: Status, reason: str) -
     key, level = task_key(path), level_of(path)
     head = dict(task=key, level=level, path=str(path), epoch=job.epoch, status=status)
     if job.solver is None:
-        ref_status = evaluation_status if evaluation_status == "reference_unavailable" else "reference_error"
+        ref_status = evaluation_status if evaluation_status in ("reference_unavailable", "unsupported") \
+            else "reference_error"
         return ResultRow(**head, mode="reference", solver="reference",
                          reference=ReferenceRun(status=ref_status, reason=reason))
     return ResultRow(**head, solver=job.solver.name,
@@ -241,11 +270,17 @@ def run_bench(config: BenchConfig, solver: Solver | None,
     # Helper modules beside the tasks (a case-file reader, shared code) are not jobs.
     paths = task_order([str(f) for f in select_task_files(config.target, config.levels, config.ops)
                         if not is_helper_module(f)], config.seed)
+    budget = config.input_budget if config.input_budget is not None else default_budget_bytes()
+    # The reference alone splits each task's cases over the workers: one task (nms, whose
+    # forward dispatches tens of thousands of calls a case) would otherwise hold one worker
+    # long after the others are done. The parts come back together as the task's one row.
+    shards = config.workers if solver is None and config.workers > 1 else 1
     jobs_by_epoch = [[Job(path=p, epoch=e, seed=config.seed + e, key=job_key(config.run_id, e, task_key(Path(p))),
-                          preset=config.preset, cases=config.cases, solver=solver)
-                      for p in paths if (task_key(Path(p)), e) not in finished]
+                          preset=config.preset, cases=config.cases, solver=solver, input_budget=budget,
+                          detail=config.detail, shard=(k, shards) if shards > 1 else None)
+                      for p in paths if (task_key(Path(p)), e) not in finished for k in range(shards)]
                      for e in range(config.epochs)]
-    total = sum(len(j) for j in jobs_by_epoch)
+    total = sum(len(j) for j in jobs_by_epoch) // shards
     if on_start:
         on_start(total)
     case_count = len(config.cases) if isinstance(config.cases, list) else config.cases
@@ -257,10 +292,18 @@ def run_bench(config: BenchConfig, solver: Solver | None,
             # Epochs run one after the other: a learning solver must see epoch e finished
             # before it starts e + 1.
             for jobs in jobs_by_epoch:
+                parts: dict[str, list[ResultRow]] = {}
                 for job, outcome in executor.map(run_job, jobs, timeout_s=timeout):
                     job_rows = [crash_row(job, outcome)] if isinstance(outcome, TaskCrash) else outcome
+                    if job.shard is not None:
+                        part = parts.setdefault(job.path, [])
+                        part.append(job_rows[0])
+                        if len(part) < job.shard[1]:
+                            continue
+                        job_rows = [merged_reference_row(parts.pop(job.path))]
                     for row in job_rows:
                         row.seed, row.preset, row.sage_version = job.seed, job.preset, __version__
+                        fit_row(row, out)
                     _append(fh, job_rows)
                     rows += job_rows
                     if on_row:

@@ -1,6 +1,6 @@
 """Task files: loading KernelBench / MultiKernelBench-format operators and resolving names.
 
-A task file defines `Model`, `get_init_inputs()` and its cases, any of (NPUKERNELBENCH.md):
+A task file defines `Model`, `get_init_inputs()` and its cases, any of (docs/tasks.md):
 - `get_input_groups()`: a list of cases, each a list of forward arguments (MultiKernelBench,
   NPUKernelBench; the public files read the JSON-lines `NAME.json` beside them themselves);
 - `get_inputs()`: one case (KernelBench);
@@ -46,6 +46,8 @@ from pydantic import BaseModel
 from sage.bench.accelerator import accelerator_reason, runtime_accelerator_reason
 from sage.bench.case_file import CaseFileError, case_specs, read_case_file
 from sage.bench.case_support import case_support, describe_case
+from sage.bench.input_size import (InputsTooLarge, budgeted_cases, check_model_size, default_budget_bytes, over_budget,
+                                   sized_cases)
 from sage.text import ERROR_CHARS, TAG_CHARS, clean
 
 SUITE_DIR = Path(__file__).parent / "npukernelbench"
@@ -109,9 +111,14 @@ class Task:
     # with it before making them, so (seed, case index) names the same inputs on every call
     # and machine: a failing case is replayed with `--case K --seed S`.
     seed: int = 0
+    # Bytes the inputs of the cases may take (sage.bench.input_size); None: made unchecked.
+    input_budget: int | None = None
+    routed: bool = False            # the budget made the cases in part (the rest left on the meta device)
     # (seed, cases) that a checked load made: the next cases() with that seed returns them
     # instead of making the same inputs again, and drops them (the suite's inputs are large).
     _checked: tuple[int, list[list]] | None = field(default=None, init=False, repr=False, compare=False)
+    _sized: tuple[int, list[list]] | None = field(default=None, init=False, repr=False, compare=False)
+    _model_fits: bool = field(default=False, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -125,6 +132,10 @@ class Task:
 
     def make_model(self) -> torch.nn.Module:
         init = list(self.module.get_init_inputs()) if hasattr(self.module, "get_init_inputs") else []
+        if self.input_budget is not None and not self._model_fits:
+            # A model's weights are made by its constructor, before any input: sized first too.
+            check_model_size(lambda: self.module.Model(*init), self.input_budget)
+            self._model_fits = True
         model = self.module.Model(*init)
         model.eval()
         return model
@@ -137,12 +148,26 @@ class Task:
         checked, self._checked = self._checked, None
         if checked is not None and checked[0] == self.seed:
             return checked[1]
+        return budgeted_cases(self)
+
+    def make_cases(self, route: Callable[[Callable[[], Any]], Any] | None = None) -> list[list]:
+        """The cases made by the task's own code under its seed, each call anew; `route` runs
+        that code (sage.bench.input_size.routed: large tensors on the meta device)."""
         m = self.module
         if hasattr(m, "get_input_groups"):
-            return self._seeded_cases("get_input_groups()", m.get_input_groups)
-        if hasattr(m, "get_inputs"):
-            return self._seeded_cases("get_inputs()", lambda: [m.get_inputs()])
-        return self._seeded_cases(self.case_file.name, lambda: read_case_file(self.case_file))
+            source, make = "get_input_groups()", m.get_input_groups
+        elif hasattr(m, "get_inputs"):
+            source, make = "get_inputs()", lambda: [m.get_inputs()]
+        else:
+            source, make = self.case_file.name, lambda: read_case_file(self.case_file)
+        return self._seeded_cases(source, make if route is None else lambda: route(make))
+
+    def sized_cases(self) -> list[list]:
+        """The cases with every large tensor on the meta device: shapes, dtypes and sizes at no
+        cost (TaskLoadError when the task code cannot make them so). Kept per seed."""
+        if self._sized is None or self._sized[0] != self.seed:
+            self._sized = (self.seed, sized_cases(self))
+        return self._sized[1]
 
     def first_case(self) -> list:
         """What KernelBench's `get_inputs()` gives: that function when the file has it, else
@@ -157,8 +182,10 @@ class Task:
 
     def case_support(self, case: Sequence[Any]) -> str | None:
         """None when a 910B kernel can take the case; else why not (an fp64 or complex
-        argument, named with its shape). The case still loads and its reference still runs."""
-        return case_support(case)
+        argument, named with its shape; inputs over the input budget, with their size). The
+        case still loads and its reference still runs."""
+        budget = self.input_budget
+        return case_support(case, over_budget(case, budget, self.routed) if budget is not None else None)
 
     def _checked_cases(self, source: str, make: Callable[[], Any]) -> list[list]:
         try:
@@ -207,10 +234,13 @@ def seeded(seed: int) -> Iterator[None]:
             np.random.set_state(np_state)
 
 
-def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0) -> Task:
+def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0,
+              input_budget: int | None | str = "default") -> Task:
     """Imports one task file (or the .py beside a given case file). `check_inputs` also builds
     the model and every case (with `seed`, the task's), so that a file whose inputs cannot be
-    made is reported at load time; the cases it made are the first `cases()` call's."""
+    made is reported at load time; the cases it made are the first `cases()` call's.
+    `input_budget`: bytes the inputs may take ("default": half the memory available now;
+    None: unchecked), see sage.bench.input_size."""
     path = Path(path).resolve()
     if path.suffix == ".json" and path.with_suffix(".py").is_file():
         path = path.with_suffix(".py")
@@ -248,10 +278,13 @@ def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0) -> 
         fused_op=getattr(module, "FUSED_OP", None),
         module=module,
         seed=seed,
+        input_budget=default_budget_bytes() if input_budget == "default" else input_budget,
     )
     if check_inputs:
         try:
             task.make_model()
+        except InputsTooLarge:
+            raise
         except Exception as exc:
             _raise_if_accelerator(path, exc)
             raise TaskLoadError(path, f"building Model raised {_one_line(exc)}") from exc

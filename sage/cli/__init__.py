@@ -6,6 +6,7 @@ import typer
 
 from sage import __version__
 from sage.cli import bench, memory, npu, ops, synth
+from sage.cli.common import APP_SETTINGS, WholeHelpGroup
 
 app = typer.Typer(
     name="sage",
@@ -13,6 +14,8 @@ app = typer.Typer(
     "cycle-approximate AI Core simulator and learns from its experience memory.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=WholeHelpGroup,
+    **APP_SETTINGS,
 )
 app.add_typer(npu.app, name="npu")
 app.add_typer(bench.app, name="bench")

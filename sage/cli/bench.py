@@ -23,11 +23,14 @@ from typing import Any
 
 import typer
 from rich import box
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from typer.core import TyperGroup
 
 from sage import __version__
-from sage.cli.common import did_you_mean, fail, require_cache, require_memory, require_writable, run_budget
+from sage.bench.roofline import roofline_text as roofline
+from sage.cli.common import APP_SETTINGS, WholeHelpGroup, did_you_mean, fail, require_cache, require_memory, require_writable, run_budget
+from sage.cli.bench_summary import pct as _pct
+from sage.cli.bench_summary import print_summary
+from sage.cli.bench_summary import x as _x
+from sage.cli.progress import bar
 from sage.cli.render import Col, Screen, fitted_table
 from sage.text import clean
 
@@ -37,7 +40,7 @@ MEMORY_MODES = ("none", "uniform", "atu", "sage")   # sage.bench.ablation's, kep
 ALL_MODES = "all"
 
 
-class _BenchGroup(TyperGroup):
+class _BenchGroup(WholeHelpGroup):
     def resolve_command(self, ctx, args):  # noqa: ANN001 - click's signature
         # Anything that is not a subcommand (a target) goes to `run`, keeping the word.
         if args and args[0] not in self.list_commands(ctx) and not args[0].startswith("-"):
@@ -88,13 +91,13 @@ def _reference_click_command():  # noqa: ANN202
     # Imported only when the subcommand is asked for, so `sage bench ...` stays quick.
     from sage.cli.reference import reference_command
 
-    sub = typer.Typer()
+    sub = typer.Typer(**APP_SETTINGS)
     sub.command(REFERENCE_COMMAND, help="Per-op breakdown of the reference time of a task.")(reference_command)
     return typer.main.get_command(sub)
 
 
 app = typer.Typer(
-    cls=_BenchGroup, no_args_is_help=True,
+    cls=_BenchGroup, no_args_is_help=True, **APP_SETTINGS,
     help="Benchmark kernels on a task suite. `sage bench npukernelbench` or `sage bench PATH` runs one "
          "(see `sage bench run --help` for its options); `report` and `reference` are subcommands.",
 )
@@ -120,7 +123,13 @@ def run(
     ray_address: str = typer.Option(None, "--ray-address", help="Ray cluster address (default: start locally)"),
     preset: str = typer.Option(None, "--preset", help="hardware preset (default from settings)"),
     reference_only: bool = typer.Option(False, "--reference-only",
-                                        help="measure only the reference model (no kernels)"),
+                                        help="measure only the reference model (no kernels): each case timed on "
+                                             "sized inputs (shapes, no data) where its forward allows"),
+    detail: bool = typer.Option(False, "--detail", help="with --reference-only: keep the reference's per-call rows "
+                                                        "(in OUT/detail/; results.jsonl sums them per aten op)"),
+    max_input_gb: float = typer.Option(None, "--max-input-gb", min=0, metavar="GB",
+                                       help="a case whose inputs take more is not made and is reported "
+                                            "unsupported with its size (default: half the memory available)"),
     epochs: int = typer.Option(1, "--epochs", min=1, help="passes over the suite (the agent learns across them)"),
     task_timeout: float = typer.Option(None, "--task-timeout", min=1, metavar="SECONDS",
                                        help="stop a task's job after this long and record it as `timeout` "
@@ -158,6 +167,8 @@ def run(
         fail(f"--kernels {kernels}: no such folder")
     if kernels is not None and reference_only:
         fail("--kernels and --reference-only exclude each other")
+    if detail and not reference_only:
+        fail("--detail keeps the reference's per-call rows: it goes with --reference-only")
     if resume and out_dir is None:
         fail("--resume needs --out DIR (the run to resume)")
     if resume and compare is None and not (out_dir / "results.jsonl").exists():
@@ -176,14 +187,21 @@ def run(
     if modes is not None and (memory is not None or memory_url is not None):
         fail("--compare runs every mode with its own memory in OUT/<mode>/memory.db: "
              "--memory and --memory-url do not apply")
-    settings = load_settings(preset=preset, seed=seed)
+    settings = load_settings(preset=preset, seed=seed, model=model, base_url=base_url)
     _check_preset(settings.preset)
+    if kernels is None and not reference_only:
+        from sage.agent.factory import backend_problem
+
+        problem = backend_problem(settings.model, settings.base_url)
+        if problem is not None:
+            fail(problem)
     require_cache()
     config = BenchConfig(
         target=target, levels=level or None, ops=[o.strip() for o in ops.split(",") if o.strip()] if ops else None,
         cases=sorted(set(case)) if case else cases, workers=workers, executor=executor, ray_address=ray_address, preset=settings.preset,
         out=out_dir or default_out_dir(settings.runs_dir), resume=resume, epochs=epochs, seed=settings.seed,
-        task_timeout_s=task_timeout)
+        task_timeout_s=task_timeout, detail=detail,
+        input_budget=None if max_input_gb is None else int(max_input_gb * (1 << 30)))
     try:
         selected = select_task_files(config.target, config.levels, config.ops)
     except TaskLoadError as exc:
@@ -214,20 +232,18 @@ def run(
     else:
         solver = _agent_solver(config, memory, memory_url, agent)
 
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[last]}", markup=False), console=err.console(),
-                        transient=as_json)
-    with progress:
-        bar = progress.add_task("bench", total=None, last="")
+    progress = bar(as_json, detail=True)
+    # The bar ends before a failure is printed, so the message has its own line.
+    with _run_failures(config.out), progress:
+        task_bar = progress.add_task("bench", total=None, last="")
 
         def on_start(total: int) -> None:
-            progress.update(bar, total=total)
+            progress.update(task_bar, total=total)
 
         def on_row(row: Any) -> None:
-            progress.update(bar, advance=1, last=clean(f"{row.task}: {row.status}", one_line=True))
+            progress.update(task_bar, advance=1, last=clean(f"{row.task}: {row.status}", one_line=True))
 
-        with _run_failures(config.out):
-            result = run_bench(config, solver, on_row=on_row, on_start=on_start)
+        result = run_bench(config, solver, on_row=on_row, on_start=on_start)
     report = write_report(result.out)
     summary = json.loads((result.out / "summary.json").read_text())
     if as_json:
@@ -235,7 +251,7 @@ def run(
                           "resumed": result.resumed, "wall_s": result.wall_s, "preset": config.preset,
                           "seed": config.seed, "sage_version": __version__, **summary}))
         return
-    _print_summary(summary, result, report, solver is None)
+    print_summary(summary, result, report, solver is None)
 
 
 @app.command("report", help="Rebuild report.md and the plots of a run folder from its results.jsonl "
@@ -249,12 +265,14 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="a run folder (with resu
         fail(f"{run_dir}: no such folder")
     require_writable(run_dir, "the report")
     try:
-        if (run_dir / RESULTS_FILE).exists() or not mode_dirs(run_dir):
-            path = write_report(run_dir)
-        else:
-            for mode_dir in mode_dirs(run_dir).values():
-                write_report(mode_dir)
-            path = write_ablation_report(run_dir)
+        with bar() as progress:           # the plots take a few seconds (matplotlib)
+            progress.add_task("writing the report", total=None)
+            if (run_dir / RESULTS_FILE).exists() or not mode_dirs(run_dir):
+                path = write_report(run_dir)
+            else:
+                for mode_dir in mode_dirs(run_dir).values():
+                    write_report(mode_dir)
+                path = write_ablation_report(run_dir)
     except (NoResults, ResultsCorrupt) as exc:
         fail(str(exc))
     out.text(f"report written to {path}")
@@ -284,9 +302,7 @@ def _compare_modes(value: str) -> list[str]:
 def _run_compare(config: Any, modes: list[str], flags: dict[str, Any], as_json: bool) -> None:
     from sage.bench.ablation import ablation_metrics, load_mode_rows, run_compare
 
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[last]}", markup=False), console=err.console(),
-                        transient=as_json)
+    progress = bar(as_json, detail=True)
     bars: dict[str, Any] = {}
 
     def on_start(mode: str, total: int) -> None:
@@ -295,7 +311,7 @@ def _run_compare(config: Any, modes: list[str], flags: dict[str, Any], as_json: 
     def on_row(mode: str, row: Any) -> None:
         progress.update(bars[mode], advance=1, last=clean(f"{row.task}: {row.status}", one_line=True))
 
-    with progress, _run_failures(config.out):
+    with _run_failures(config.out), progress:
         result = run_compare(config, modes, lambda mode, cfg: _agent_solver(cfg, mode, None, flags),
                              on_start=on_start, on_row=on_row)
     metrics = ablation_metrics(load_mode_rows(result.out))
@@ -307,9 +323,10 @@ def _run_compare(config: Any, modes: list[str], flags: dict[str, Any], as_json: 
                                     for m, r in result.runs.items()}}))
         return
     cols = [Col("mode", wrap=False), *(Col(c, "right", wrap=False) for c in ("epoch", "tasks", "exec", "correct")),
-            *(Col(c, "right") for c in ("fast_1 e2e", "speedup e2e (solved)", "speedup device", "roofline"))]
+            *(Col(c, "right") for c in ("fast_1 e2e", "speedup e2e (solved)", "speedup device",
+                                        "roofline fraction"))]
     rows = [[mode, str(e + 1), str(m.tasks), _pct(m.execution_rate), _pct(m.correctness_rate), _pct(m.fast_1),
-             _x(m.geomean_speedup), _x(m.device_geomean_speedup), _pct(m.mean_roofline_fraction)]
+             _x(m.geomean_speedup), _x(m.device_geomean_speedup), roofline(m.mean_roofline_fraction)]
             for mode, epochs in metrics.items() for e, m in epochs.items()]
     out.print(fitted_table(cols, rows, out.width, title=f"memory ablation: {config.target}", box=box.SIMPLE_HEAD))
     out.text(f"{len(modes)} modes in {result.wall_s:.1f} s; results in {result.out}/<mode>/; report {result.report}")
@@ -338,54 +355,6 @@ def _check_preset(preset: str) -> None:
         fail(f"unknown preset '{preset}' (available: {', '.join(list_presets())})")
 
 
-def _print_summary(summary: dict, result: Any, report: Path, reference_only: bool) -> None:
-    from sage.bench.runner import NOT_JUDGED
-
-    if reference_only:
-        rows = [r for r in result.rows if r.final and r.mode == "reference"]
-        ok = sum(r.status == "reference_ok" for r in rows)
-        out.print(f"reference measured for {ok} of {len(rows)} tasks in {result.wall_s:.1f} s")
-    else:
-        # Two tables, so every header stays whole at 80 columns: how many tasks, then how fast.
-        levels = [("all", summary["suite"]), *summary["levels"].items()]
-        cols = [Col(""), *(Col(c, "right", wrap=False) for c in ("tasks", "exec", "correct", "fast_1", "fast_1.1",
-                                                                  "skip"))]
-        rows = [[name, str(m["tasks"]), _pct(m["execution_rate"]), _pct(m["correctness_rate"]), _pct(m["fast_1"]),
-                 _pct(m.get("fast_1_1")), str(m["skipped"])] for name, m in levels]
-        out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD,
-                               title=f"{result_target(result)}: rates over counted tasks"))
-        cols = [Col(""), *(Col(c, "right") for c in ("e2e geomean solved", "e2e geomean all",
-                                                      "device geomean solved", "roofline"))]
-        rows = [[name, _x(m["geomean_speedup"]), _x(m.get("geomean_speedup_all")),
-                 _x(m.get("device_geomean_speedup")), _pct(m["mean_roofline_fraction"])] for name, m in levels]
-        out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD,
-                               title="speedups over the torch_npu reference (failures count 1x in 'all')"))
-    unjudged = [r for r in result.rows if r.status == NOT_JUDGED and not any(
-        o.final and (o.task, o.epoch) == (r.task, r.epoch) for o in result.rows)]
-    if unjudged:
-        out.text(f"{len(unjudged)} task(s) not judged ({unjudged[-1].extra.get('error', '?')}); "
-                 f"`--resume --out {result.out}` runs them")
-    resumed = f", {result.resumed} resumed" if result.resumed else ""
-    out.text(f"{result.ran} tasks run{resumed} on {result_preset(result)} (sage {__version__}, seed "
-             f"{result_seed(result)}); results in {result.out}/results.jsonl; report {report}")
-
-
-def _run_config(result: Any) -> dict:
-    return json.loads((result.out / "run.json").read_text())
-
-
-def result_target(result: Any) -> str:
-    return _run_config(result)["target"]
-
-
-def result_preset(result: Any) -> str:
-    return _run_config(result)["preset"]
-
-
-def result_seed(result: Any) -> int:
-    return _run_config(result)["seed"]
-
-
 def _check_ops(target: str, levels: list[int] | None, ops: list[str]) -> None:
     """Every --ops name must select a task of the target; a typo gets the nearest names."""
     import re
@@ -401,12 +370,3 @@ def _check_ops(target: str, levels: list[int] | None, ops: list[str]) -> None:
     if unknown:
         where = target + (f" (levels {', '.join(map(str, levels))})" if levels else "")
         fail(f"--ops: no task named '{unknown[0]}' in {where}{did_you_mean(unknown[0], names)}")
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.1f}%"
-
-
-def _x(v: float | None) -> str:
-    return "-" if v is None else f"{v:.2f}x"
-

@@ -15,21 +15,48 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
+import click
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 from rich.text import Text
 
 from sage.text import terminal
 
 BAD_INPUT = 2
+# Every Typer app of the CLI: no shell-completion options in --help (typer's own, not sage's),
+# and click's plain help, which wraps at spaces and never crops a word (typer's rich panels
+# cut an option's help at the panel's edge: "level1/10_layer_n…").
+APP_SETTINGS: dict = {"add_completion": False, "rich_markup_mode": None}
+
+
+class WholeHelpGroup(TyperGroup):
+    """A command group whose --help lists each command with its whole first paragraph, wrapped
+    at spaces (click cuts it at 45 characters or so: "generate, evaluate,...")."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                text = (command.short_help or command.help or "").split("\n\n")[0]
+                rows.append((name, " ".join(text.split())))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 HOME_HINT = "set HOME (or SAGE_CACHE_DIR / --memory-url) to a writable place"
 
 
 def fail(message: str, code: int = BAD_INPUT) -> NoReturn:
-    """`error: message` on stderr, one line whatever the width. The message often quotes a
-    file, a task or a kernel: it is cleaned and never read as markup (sage/text.py)."""
-    Console(stderr=True).print(Text.assemble(("error:", "red"), " ", terminal(message, one_line=True)), highlight=False,
-                               soft_wrap=True)
+    """`error: message` on stderr, on a line of its own. On a terminal it is wrapped at spaces
+    (a URL or a path is never split, later lines indented); redirected, it is one line, for
+    grep. The message often quotes a file, a task or a kernel: it is cleaned and never read
+    as markup (sage/text.py)."""
+    from sage.cli.render import hanging
+
+    console = Console(stderr=True)
+    text = Text.assemble(("error:", "red"), " ", terminal(message, one_line=True))
+    console.print(hanging(text, console.width) if console.is_terminal else text, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 

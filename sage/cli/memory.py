@@ -13,14 +13,15 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from sage.cli.common import did_you_mean, fail, require_memory
-from sage.cli.render import Col, fitted_table
+from sage.cli.common import APP_SETTINGS, WholeHelpGroup, did_you_mean, fail, require_memory
+from sage.cli.render import IDENT, Col, fitted_table
 from sage.text import terminal
 
 if TYPE_CHECKING:
     from sage.memory import Memory
 
-app = typer.Typer(help="The experience memory: what the agent has learned.", no_args_is_help=True)
+app = typer.Typer(help="The experience memory: what the agent has learned.", no_args_is_help=True, cls=WholeHelpGroup,
+                  **APP_SETTINGS)
 
 
 def _console(stderr: bool = False) -> Console:
@@ -146,13 +147,13 @@ def show(
     if not detail.history:
         console.print("Never adopted.")
     else:
-        cols = [Col("episode", "right", wrap=False), Col("operator"), Col("mode", wrap=False),
+        cols = [Col("episode", "right", wrap=False), Col("operator", folds=IDENT), Col("mode", wrap=False),
                 Col("attempt", "right", wrap=False), Col("reward", "right", wrap=False), Col("reason")]
         rows = [[str(h.episode_id), h.task, h.mode, str(h.attempt), "-" if h.reward is None else f"{h.reward:+.3f}",
                  h.reason] for h in detail.history]
         console.print(fitted_table(cols, rows, console.width, title="Adoption history"))
     if detail.trials:
-        cols = [Col("episode", "right", wrap=False), Col("operator"), Col("mode", wrap=False),
+        cols = [Col("episode", "right", wrap=False), Col("operator", folds=IDENT), Col("mode", wrap=False),
                 Col("effect", "right", wrap=False), Col("measured")]
         rows = [[str(t.episode_id), t.task, t.mode, f"{t.effect:.3f}x", t.note] for t in detail.trials]
         console.print(fitted_table(cols, rows, console.width,

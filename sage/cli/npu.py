@@ -15,12 +15,15 @@ from rich import box
 from rich.markup import escape
 from rich.text import Text
 
-from sage.cli.common import fail, require_cache
+from sage.bench.roofline import roofline_text as roofline
+from sage.cli.common import APP_SETTINGS, WholeHelpGroup, fail, require_cache
 from sage.cli.printed import printed_by_case, show_printed
+from sage.cli.progress import bar
 from sage.cli.render import Col, Screen, compact_shape, fitted_table, hanging, markup
 from sage.text import json_safe, terminal
 
-app = typer.Typer(help="The simulated NPU: run kernels, list hardware presets.", no_args_is_help=True)
+app = typer.Typer(help="The simulated NPU: run kernels, list hardware presets.", no_args_is_help=True,
+                  cls=WholeHelpGroup, **APP_SETTINGS)
 err = Screen(stderr=True)
 out = Screen()
 
@@ -40,6 +43,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
     from sage.bench.evaluate import evaluate_kernel
+    from sage.bench.input_size import InputsTooLarge
     from sage.bench.tasks import ReferenceUnavailable, TaskLoadError, UnknownOpError, load_task, resolve_op
     from sage.config import load_settings
     from sage.npu.hardware import load_preset
@@ -57,6 +61,8 @@ def run(
         fail(f"bad task file {exc}")
     except ReferenceUnavailable as exc:
         fail(str(exc))
+    except InputsTooLarge as exc:
+        fail(f"{path}: no case can be made: {exc.reason}")
     settings = load_settings(preset=preset, seed=seed)
     preset_name = settings.preset
     try:
@@ -65,9 +71,13 @@ def run(
         fail(str(exc))
     require_cache()
     task.seed = settings.seed
-    evaluation = evaluate_kernel(task, kernel.read_text(encoding="utf-8", errors="replace"), preset=preset_name,
-                                 cases=[case] if case is not None else None, filename=kernel.name,
-                                 trace=trace is not None)
+    progress = bar(as_json)
+    with progress:
+        judging = progress.add_task("judging cases", total=None)
+        evaluation = evaluate_kernel(task, kernel.read_text(encoding="utf-8", errors="replace"), preset=preset_name,
+                                     cases=[case] if case is not None else None, filename=kernel.name,
+                                     trace=trace is not None,
+                                     on_case=lambda done, total: progress.update(judging, completed=done, total=total))
     if evaluation.status in ("reference_unavailable", "reference_error", "unsupported"):
         fail(f"{task.path}: {evaluation.status.replace('_', ' ')}: {evaluation.reason}")
     trace_note = _write_trace(trace, evaluation) if trace is not None else None
@@ -90,7 +100,8 @@ def run_payload(evaluation: Any, *, seed: int, preset: str) -> dict:
     """The JSON object of `sage npu run --json`. Per case (`cases`): `time_us` (end to end, the
     scored time), `device_us`, `roofline_fraction`, the reference's end-to-end and device times
     and both speedups. At the top level: the same as geometric means over the evaluated cases
-    (`speedup` is the end-to-end one), and the profile of the first case (the one traced:
+    (`speedup` is the end-to-end one; `roofline_fraction` is the task's: the mean over its
+    correct timed cases, as every command shows it), and the profile of the first case (the one traced:
     `cycles`, `pipes`, `bottleneck`, `bytes`, `launches`, the roofline bound used), `printed` what the kernel printed per case."""
     from sage import __version__
     from sage.bench.evaluate import geomean
@@ -114,7 +125,8 @@ def run_payload(evaluation: Any, *, seed: int, preset: str) -> dict:
         "case": first.index if first else None,
         "time_us": gm("time_us"),
         "device_us": gm("device_us"),
-        "roofline_fraction": gm("roofline_fraction"),
+        "roofline_fraction": evaluation.roofline_fraction,
+        "roofline_bound_of_task": evaluation.roofline_bound,
         "reference_time_us": gm("reference_time_us"),
         "reference_device_us": gm("reference_device_us"),
         "speedup": evaluation.speedup,
@@ -153,9 +165,12 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: b
     out.print(Text.assemble(terminal(key), f" on {preset} (seed {payload['seed']}): ", verdict), highlight=False)
     if evaluation.error:
         e = evaluation.error
+        first, *quoted = e.message.split("\n") if e.type == "KernelSyntaxError" else [e.message]
         line = Text.assemble(terminal(e.type, "red", one_line=True), f" (line {e.line})" if e.line else "", ": ",
-                             terminal(e.message, one_line=True))
+                             terminal(first, one_line=True))
         out.print(hanging(line, out.width), highlight=False, soft_wrap=True)
+        for quote in excerpt(quoted, out.width - 4):   # the kernel's line and the caret under the column
+            out.print(Text.assemble("    ", terminal(quote)), highlight=False, soft_wrap=True)
     elif evaluation.reason:
         out.print(hanging(terminal(evaluation.reason, "red", one_line=True), out.width), highlight=False,
                   soft_wrap=True)
@@ -185,11 +200,15 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: b
     first = evaluation.cases[0] if evaluation.cases else None
     if payload["pipes"] and first is not None and first.profile is not None and first.correct:
         p = first.profile
+        timed = [c for c in evaluation.cases if c.roofline_fraction is not None]
+        out.print(f"roofline fraction {roofline(evaluation.roofline_fraction, evaluation.roofline_bound)}: the mean "
+                  f"over {len(timed)} timed case(s) of the reference's essential-work bound over the kernel's "
+                  f"device work, launch excluded", highlight=False)
         out.print(f"profile of case {payload['case']}: {p.time_us:.2f} µs end to end, {p.device_us:.2f} µs device "
                   f"({p.launches} launch(es): {p.host_dispatch_us:.2f} µs host dispatch, {p.device_fixed_us:.2f} µs "
-                  f"device fixed), {payload['cycles']} device cycles, bottleneck {payload['bottleneck']}, "
-                  f"{100 * (first.roofline_fraction or 0):.1f}% of the {p.roofline_bound}-bound roofline "
-                  f"({p.roofline_bound_us:.2f} µs, launch excluded)", highlight=False)
+                  f"device fixed), {payload['cycles']} device cycles, bottleneck {payload['bottleneck']}, roofline "
+                  f"fraction {roofline(first.roofline_fraction)} ({p.roofline_bound} bound: {p.roofline_bound_us:.2f} "
+                  f"µs)", highlight=False)
         rows = [[name, str(stat["busy_cycles"]), f"{100 * stat['utilisation']:.1f}%"]
                 for name, stat in payload["pipes"].items()]
         out.print(fitted_table([Col("pipe", wrap=False), Col("busy cycles", "right", wrap=False),
@@ -223,6 +242,17 @@ def presets(as_json: bool = typer.Option(False, "--json", help="print a JSON lis
     if len(table.columns) < len(cols):   # too narrow for the column: the descriptions follow the table
         for r in rows:
             out.print(f"[bold]{r['name']}[/bold]: {escape(r['description'])}", highlight=False)
+
+
+def excerpt(lines: list[str], width: int) -> list[str]:
+    """A quoted source line and the caret line under it, cut to `width` around the caret so the
+    caret keeps its column (never wrapped, which would part it from what it points at)."""
+    if len(lines) != 2 or "^" not in lines[1]:
+        return [line[:width] for line in lines]
+    code, caret = lines
+    at = caret.index("^")
+    start = max(0, min(at - width // 2, len(code) - width))
+    return [code[start:start + width].rstrip(), caret[start:start + width].rstrip()]
 
 
 def _verdict(case: Any) -> str:

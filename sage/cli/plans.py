@@ -1,9 +1,11 @@
 """Which tasks the offline synthesizer has a plan for, as `sage ops list` shows it.
 
-Deciding traces and compiles a task on every case (0.1 to 15 s a task; 65 s for the whole
-suite with 2 workers, measured with `time sage ops list` on an empty SAGE_CACHE_DIR), so the answers are kept in the cache folder (~/.sage/cache, or
-SAGE_CACHE_DIR), keyed by the task file and its case file's content and by the code of the
-synthesizer and the op layer: a changed task or a changed synthesizer is asked again. The
+Deciding traces and compiles a task on every case (0.1 to 15 s a task, about a minute for
+the whole suite with 2 workers), so it is done only when asked (`sage ops list --plans`),
+and the answers are kept in the cache folder (~/.sage/cache, or SAGE_CACHE_DIR), keyed by
+the task file and its case file's content and by the code of the synthesizer and the op
+layer: a changed task or a changed synthesizer is asked again. A plain `sage ops list`
+shows what the cache knows (`cached_plans`) and never waits for the compiler. The
 uncached ones are decided in worker processes, so a task whose reference hangs or crashes
 costs only its own answer.
 """
@@ -50,6 +52,27 @@ def task_fingerprint(path: Path, code: str) -> str:
     if case_file.is_file():
         digest.update(case_file.read_bytes())
     return digest.hexdigest()
+
+
+def cached_plans(paths: list[Path], cache: Path) -> dict[Path, str | None | Undecided]:
+    """Per task file: what the cache knows (None: a plan; a str: why not), else `UNDECIDED`."""
+    code = code_fingerprint()
+    known = _read(cache)
+    answers: dict[Path, str | None | Undecided] = {}
+    for p in paths:
+        entry = known.get(task_fingerprint(p, code))
+        answers[p] = entry["reason"] if isinstance(entry, dict) and "reason" in entry else UNDECIDED
+    return answers
+
+
+class Undecided:
+    """Not decided yet (nothing in the cache for this task and this code)."""
+
+    def __repr__(self) -> str:
+        return "UNDECIDED"
+
+
+UNDECIDED = Undecided()
 
 
 def offline_plans(paths: list[Path], cache: Path, *, workers: int = 2,

@@ -20,7 +20,8 @@ from rich import box
 
 from sage.cli.common import fail as _fail
 from sage.cli.common import require_cache
-from sage.cli.render import Col, Screen, fitted_table
+from sage.cli.progress import bar
+from sage.cli.render import IDENT, Col, Screen, fitted_table
 
 out = Screen()
 _CASE_FIELDS = ("end_to_end_us", "device_us", "expert_device_us", "expert_end_to_end_us", "roofline_us",
@@ -38,6 +39,7 @@ def reference_command(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
     """The vendor (torch_npu) time per case beside the expert library kernels and the roofline."""
+    from sage.bench.input_size import InputsTooLarge
     from sage.bench.reference import ReferenceModelError, reference_time
     from sage.bench.tasks import ReferenceUnavailable, TaskLoadError, UnknownOpError, load_task, resolve_op
     from sage.config import load_settings
@@ -53,6 +55,8 @@ def reference_command(
         _fail(f"bad task file {exc}")
     except ReferenceUnavailable as exc:
         _fail(str(exc))
+    except InputsTooLarge as exc:
+        _fail(f"no case of {op or task_file} can be made: {exc.reason}")
     preset_name = load_settings(preset=preset).preset
     try:
         hw = load_preset(preset_name)
@@ -64,11 +68,14 @@ def reference_command(
         _fail(f"{task.key} has {len(cases)} case(s); --case must be below {len(cases)}")
     indices = [case] if case is not None else list(range(len(cases)))
     refs = []
-    for i in indices:
-        try:
-            refs.append((i, reference_time(task, cases[i], hw, expert=expert)))
-        except ReferenceModelError as exc:
-            _fail(f"the reference model failed: {exc}")
+    try:
+        with bar(as_json) as progress:    # ended before an error is printed: on a line of its own
+            timing = progress.add_task("timing cases", total=len(indices))
+            for i in indices:
+                refs.append((i, reference_time(task, cases[i], hw, expert=expert)))
+                progress.advance(timing)
+    except ReferenceModelError as exc:
+        _fail(f"the reference model failed: {exc}")
     if as_json:
         print(json.dumps(payload(task.key, hw.name, refs)))
         return
@@ -91,14 +98,15 @@ def _print(key: str, case: int, ref) -> None:
     title = (f"{key} case {case} on {ref.preset}: vendor {ref.end_to_end_us:.2f} µs end to end, "
              f"{ref.device_us:.2f} µs device ({ref.device_work_us:.2f} work + {ref.device_fixed_us:.2f} fixed; "
              f"host exposed {ref.host_exposed_us:.2f}); expert device {_us(ref.expert_device_us)} µs "
-             f"({ref.expert_ops} op(s) with a library kernel); roofline {ref.roofline_us:.2f} µs "
-             f"({ref.roofline_bound}-bound); {ref.launches} launch(es), {ref.syncs} sync(s)")
+             f"({ref.expert_ops} op(s) with a library kernel); essential-work bound {ref.roofline_us:.2f} µs "
+             f"({ref.roofline_bound} bound: what a roofline fraction divides); {ref.launches} launch(es), "
+             f"{ref.syncs} sync(s)")
     if ref.fused:
         title += f" — fused {ref.fused_op}"
-    # Two tables so no name is cut at 80 columns: what each op is, then what it costs. Names
-    # fold after . and _ (aten overloads), shapes after their x.
-    cols = [Col("#", "right", wrap=False), Col("op", folds="._"), Col("shapes", folds="x"), Col("dtypes"),
-            Col("class", folds="_( ")]
+    # Two tables so no name is cut at 80 columns: what each op is, then what it costs. Op names
+    # stay whole (IDENT), shapes fold after their x.
+    cols = [Col("#", "right", wrap=False), Col("op", folds=IDENT), Col("shapes", folds="x"), Col("dtypes"),
+            Col("class", folds=IDENT)]
     rows = []
     for i, row in enumerate(ref.ops):
         shapes = " ".join("x".join(map(str, s)) or "()" for s in row.shapes)
@@ -107,7 +115,7 @@ def _print(key: str, case: int, ref) -> None:
         rows.append([str(i), row.op, shapes, dts, klass])
     out.print(fitted_table(cols, rows, out.width, title=title, title_justify="left", box=box.SIMPLE_HEAD,
                            show_edge=False, pad_edge=False))
-    cols = [Col("#", "right", wrap=False), *(Col(c, "right") for c in ("vendor µs", "expert µs", "roofline µs")),
+    cols = [Col("#", "right", wrap=False), *(Col(c, "right") for c in ("vendor µs", "expert µs", "op roofline µs")),
             Col("bound", wrap=False), Col("L2 hit MB", "right"), Col("sync", wrap=False)]
     rows = [[str(i), _us(row.device_us), _us(row.expert_device_us), _us(row.roofline_us), row.bound,
              f"{row.l2_hit_bytes / 1e6:.2f}", "yes" if row.sync else ""] for i, row in enumerate(ref.ops)]

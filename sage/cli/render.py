@@ -5,9 +5,12 @@ Left alone, rich fits a table that is too wide by folding cells at any character
 column widths are chosen first: figures keep their natural width, text columns shrink
 down to their longest unbreakable piece, a column marked optional is dropped when the
 table does not fit with it. Each cell is then wrapped to its column: at spaces, and a word
-longer than the column (a task name, a path) folds after `/` or `_` (a column may allow
-more fold points, e.g. `,` in shapes). Only a piece longer than the whole terminal is ever
-cut, and then at the terminal's edge.
+longer than the column (a path) folds after `/` or `_` (a column may allow more fold
+points, e.g. `,` in shapes). A column of identifiers (`IDENT`: task and operator names,
+copied into commands) never folds a word: the other columns give way first, and when the
+table cannot fit even so, its rows are laid out without borders, a name too long for its
+column on a line of its own (sage/cli/narrow.py). Only a piece longer than the whole
+terminal is ever cut, and then at the terminal's edge.
 
 Every cell and title is hostile text until shown: it is cleaned here (sage/text.py: no
 escape sequence, bidi or zero-width character reaches the terminal) and becomes a rich Text,
@@ -28,6 +31,7 @@ from rich.text import Text
 from sage.text import clean
 
 NAME_FOLDS = "/_"
+IDENT = ""               # Col(folds=IDENT): identifiers, never split
 Cell = str | Text
 
 
@@ -145,8 +149,11 @@ def column_widths(cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: in
     return widths
 
 
-def fitted_table(cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: int, **table_kwargs: Any) -> Table:
-    """A rich Table of `rows` whose cells are pre-wrapped to widths that fit `width`."""
+def fitted_table(cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: int,
+                 **table_kwargs: Any) -> Any:
+    """A rich Table of `rows` whose cells are pre-wrapped to widths that fit `width` (or, when
+    the identifiers of an IDENT column cannot stay whole in any table that fits, a layout of
+    sage.cli.narrow)."""
     cols, rows = list(cols), [[_safe(cell) for cell in r] for r in rows]
     box = table_kwargs.get("box", True) is not None
     show_edge, pad_edge = table_kwargs.get("show_edge", True), table_kwargs.get("pad_edge", True)
@@ -160,6 +167,12 @@ def fitted_table(cols: Sequence[Col], rows: Sequence[Sequence[Cell]], width: int
         cols.pop(drop)
         rows = [r[:drop] + r[drop + 1:] for r in rows]
         widths = column_widths(cols, rows, width, box=box, show_edge=show_edge, pad_edge=pad_edge)
+    if widths is None and any(c.folds == IDENT for c in cols):
+        from sage.cli.narrow import Stacked, spilled
+
+        if cols[0].folds == IDENT:
+            return spilled(cols, rows, width, table_kwargs.get("title"))
+        return Stacked(cols, rows, width, table_kwargs.get("title"))
     if widths is None:  # narrower than the narrowest layout: rich folds what it must
         room = width - _overhead(len(cols), box, show_edge, pad_edge)
         widths = [max(1, room // len(cols))] * len(cols)

@@ -11,18 +11,20 @@ from typing import Any
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from sage.bench.roofline import roofline_text as roofline
 from sage.cli.common import fail, require_cache, require_memory, require_writable, run_budget
 from sage.cli.printed import printed_by_case, show_printed
+from sage.cli.progress import live
 from sage.cli.render import Cell, Col, Screen, fitted_table, markup
 from sage.text import terminal
 
 err = Screen(stderr=True)
+results = Screen()                 # stdout: the attempts, the summary, the JSON
 MODES = ("none", "uniform", "atu", "sage")
-NOTE_CHARS = 160        # a note in the live table; the full message is in the summary and --json
+NOTE_CHARS = 160        # a note while the table is redrawn; the printed table and --json have it whole
 
 
 def register(app: typer.Typer) -> None:
@@ -62,11 +64,15 @@ def synth(
     from sage.agent.backends.base import BackendError
     from sage.agent.budget import BudgetExhausted
     from sage.agent.conversation import PromptTooLarge
-    from sage.agent.factory import make_backend
+    from sage.agent.factory import backend_problem, make_backend
     from sage.agent.loop import AgentConfig, ReferenceProblem, synthesize
     from sage.agent.prompt import CardNotFound
     from sage.config import load_settings
 
+    endpoint = load_settings(model=model, base_url=base_url)
+    problem = backend_problem(endpoint.model, endpoint.base_url)
+    if problem is not None:      # before any work: nothing can be asked without a key
+        fail(problem)
     task = _load_task(op, task_file)
     if cases is not None and case:
         fail("give --cases K or --case I, not both")
@@ -88,8 +94,9 @@ def synth(
                          max_completion_tokens=settings.max_tokens)
     view = TurnView(task.key, backend.name)
     try:
-        with Live(view.table(), console=err.console(), refresh_per_second=4, transient=as_json) as live:
-            view.live = live
+        # The attempts redrawn as they come (stderr, on a terminal); the result is printed below.
+        with live(view.table(err.width, whole=False), as_json) as display:
+            view.live = display
             result = synthesize(task, backend, memory, config, on_turn=view.update, budget=budget)
     except BudgetExhausted as exc:
         fail(f"the run budget cannot pay for the first call ({exc}); nothing was written", 1)
@@ -132,13 +139,16 @@ def synth(
 
         typer.echo(json.dumps(payload, indent=2))
     else:
+        # The attempts and the summary together on stdout: `| tee` keeps both.
+        results.print(view.table(results.width))
         _summary(result, written, kernel_note)
-        show_printed(Console(), kept_cases, verbose)
+        show_printed(results.console(), kept_cases, verbose)
     raise typer.Exit(0 if result.status == "correct" else 1)
 
 
 class TurnView:
-    """The live table: one row per attempt."""
+    """The attempts table: one row per attempt. While the agent works it is redrawn with each
+    note cut to a line (`note`); the table printed as the result has the notes whole."""
 
     def __init__(self, task: str, backend: str) -> None:
         self.task, self.backend = task, backend
@@ -146,9 +156,11 @@ class TurnView:
         self.live: Live | None = None
 
     def update(self, turn: Any, phase: str) -> None:
+        from sage.agent.feedback import strip_rule
+
         if phase == "evaluating":
             self.rows[turn.index] = [str(turn.index), markup("[yellow]evaluating…[/yellow]"), "", "", "",
-                                     note(turn.plan)]
+                                     turn.plan or ""]
         else:
             # The error class is the kernel run's: a Text, never markup.
             status = {"correct": ("correct", "green"), "incorrect": ("wrong", "red"),
@@ -157,26 +169,29 @@ class TurnView:
             self.rows[turn.index] = [
                 str(turn.index), terminal(*status, one_line=True), f"{turn.cycles:,}" if turn.cycles else "",
                 f"{turn.speedup:.2f}x" if turn.speedup else "", turn.bottleneck or "",
-                note(turn.message if turn.status != "correct" and turn.message else turn.plan)]
+                # the correctness rule each wrong result quotes is in docs/evaluation.md, not in every row
+                " ".join((strip_rule(turn.message) if turn.status != "correct" and turn.message
+                          else turn.plan or "").split())]
         if self.live is not None:
-            self.live.update(self.table())
+            self.live.update(self.table(err.width, whole=False))
 
-    def table(self) -> Table:
+    def table(self, width: int, whole: bool = True) -> Table:
         cols = [Col("attempt", "right", wrap=False), Col("status", wrap=False), Col("cycles", "right", wrap=False),
                 Col("speedup", "right", wrap=False), Col("bottleneck", wrap=False), Col("note")]
-        rows = [self.rows[i] for i in sorted(self.rows)] or [["1", markup("[yellow]generating…[/yellow]"), "", "",
-                                                              "", ""]]
-        return fitted_table(cols, rows, err.width, title=f"sage synth {self.task} ({self.backend})",
+        rows = [r if whole else [*r[:-1], note(str(r[-1]))] for r in (self.rows[i] for i in sorted(self.rows))]
+        rows = rows or [["1", markup("[yellow]generating…[/yellow]"), "", "", "", ""]]
+        return fitted_table(cols, rows, width, title=f"sage synth {self.task} ({self.backend})",
                             box=box.SIMPLE_HEAD)
 
 
 def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:
-    out = Console()
+    kept = _kept_turn(result)
+    bound = kept.evaluation.roofline_bound if kept is not None and kept.evaluation is not None else None
     rows: list[list[Cell]] = [["backend", result.backend],
                               ["status", result.status + (f" ({result.reason})" if result.reason
                                                           and result.status != "correct" else "")],
                               ["speedup", f"{result.speedup:.2f}x" if result.speedup else "n/a"],
-                              ["roofline fraction", f"{result.roofline_fraction:.2f}"
+                              ["roofline fraction", roofline(result.roofline_fraction, bound)
                                if result.roofline_fraction is not None else "n/a"],
                               ["bottleneck", result.bottleneck or "n/a"], ["attempts", str(len(result.turns))]]
     if result.prompt_tokens or result.completion_tokens:
@@ -208,7 +223,8 @@ def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:
     rows.append(["kernel", f"{kernel_path}{kernel_note}" if kernel_path else "none written"])
     rows.append(["memory", f"{result.memory_mode} (episode {result.episode_id}, reward {result.reward:+.2f})"
                  if result.episode_id is not None else result.memory_mode])
-    out.print(fitted_table([Col("", wrap=False), Col("")], rows, out.width, box=box.SIMPLE, show_header=False))
+    results.print(fitted_table([Col("", wrap=False), Col("")], rows, results.width, box=box.SIMPLE,
+                               show_header=False))
 
 
 def note(text: str | None, n: int = NOTE_CHARS) -> str:
@@ -241,6 +257,7 @@ def _kept_turn(result: Any) -> Any:
 
 
 def _load_task(op: str | None, task_file: Path | None) -> Any:
+    from sage.bench.input_size import InputsTooLarge
     from sage.bench.tasks import ReferenceUnavailable, TaskLoadError, UnknownOpError, load_task, resolve_op
 
     if (task_file is None) == (op is None):
@@ -253,6 +270,8 @@ def _load_task(op: str | None, task_file: Path | None) -> Any:
         fail(f"bad task file {exc}")
     except ReferenceUnavailable as exc:
         fail(str(exc))
+    except InputsTooLarge as exc:
+        fail(f"no case of {op or task_file} can be made: {exc.reason}")
 
 
 def _check_cases(task: Any, indices: list[int]) -> list[int]:

@@ -104,9 +104,14 @@ def softplus(c: ChainCtx) -> Expr | None:
 
 def clamp(lo_arg: int | None, hi_arg: int | None, lo_default: float | None = None,
           hi_default: float | None = None) -> ChainRule:
-    """Bounds from the positional arguments `lo_arg`/`hi_arg` (None: that bound is absent)."""
+    """Bounds from the positional arguments `lo_arg`/`hi_arg` (None: that bound is absent).
+    A bound may be a tensor (clamp.Tensor: MultiKernelBench's broadcast/clamp_broadcast clamps
+    each column by its own min and max): then the chain is minimum(maximum(x, lo), hi), as
+    torch computes it (hi wins where lo > hi)."""
 
     def rule(c: ChainCtx) -> Expr:
+        if len(c.x) > 1:
+            return _tensor_bounds(c, lo_arg, hi_arg)
         vals = [float(v) if isinstance(v, (int, float)) else None for v in c.scalars] + [None, None]
         for key, at in (("min", lo_arg), ("max", hi_arg)):
             if at is not None and isinstance(c.kwargs.get(key), (int, float)):
@@ -116,6 +121,26 @@ def clamp(lo_arg: int | None, hi_arg: int | None, lo_default: float | None = Non
         return op("clamp", c.x[0], **{k: v for k, v in (("min", lo), ("max", hi)) if v is not None})
 
     return rule
+
+
+def _tensor_bounds(c: ChainCtx, lo_arg: int | None, hi_arg: int | None) -> Expr:
+    """clamp with tensor bounds: the bound of each argument after x, a tensor term (a folded
+    one-element tensor is a constant), a number, or absent (None)."""
+    tensors, scalars = iter(c.x[1:]), iter(c.scalars)
+    bounds: list[Expr | None] = []
+    for kind in c.call.arg_kinds[1:]:
+        if kind == "tensor":
+            bounds.append(next(tensors))
+        else:
+            v = next(scalars, None)
+            bounds.append(const(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
+    bounds += [None, None]
+    e = c.x[0]
+    if lo_arg is not None and bounds[lo_arg] is not None:
+        e = op("maximum", e, bounds[lo_arg])
+    if hi_arg is not None and bounds[hi_arg] is not None:
+        e = op("minimum", e, bounds[hi_arg])
+    return e
 
 
 # Integral exponents up to this magnitude are products (squarings), a few ulp off at most.

@@ -102,22 +102,41 @@ class Graph:
 CAPTURED_BYTES = 4096
 
 
+# The recorder runs once per dispatched aten call, and a forward with a Python loop over its
+# data (nms) dispatches tens of thousands: what it does per call is kept lean (names looked
+# up once per dtype, a direct walk of the outputs instead of pytree's).
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+_DTYPE_SIZES = {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4, "uint32": 4,
+                "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1,
+                "bool": 1, "complex128": 16, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
 def dtype_name(dt: torch.dtype) -> str:
-    return str(dt).removeprefix("torch.")
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        name = _DTYPE_NAMES[dt] = str(dt).removeprefix("torch.")
+    return name
 
 
 def dtype_size(name: str) -> int:
-    return {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4, "uint32": 4,
-            "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2, "int8": 1, "uint8": 1,
-            "bool": 1, "complex128": 16, "float8_e4m3fn": 1, "float8_e5m2": 1}.get(name, 4)
+    return _DTYPE_SIZES.get(name, 4)
 
 
 def _meta(t: torch.Tensor, origins: dict[int, str] | None = None) -> TensorMeta:
     value = None
-    if t.numel() == 1 and t.device.type == "cpu" and not t.is_complex():
-        value = float(t.detach().reshape(()).item())
+    if t.numel() == 1 and t.is_cpu and not t.is_complex():
+        value = float(t.item())
     return TensorMeta(shape=tuple(t.shape), dtype=dtype_name(t.dtype), contiguous=t.is_contiguous(), value=value,
                       origin=(origins or {}).get(id(t)))
+
+
+def _out_tensors(out: Any) -> list[torch.Tensor]:
+    """The tensors of an aten op's result (a tensor, or a tuple or list of them and None)."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for item in out for t in _out_tensors(item)]
+    return []
 
 
 def _plain(v: Any) -> Any:
@@ -167,8 +186,9 @@ class _Recorder(TorchDispatchMode):
         self.graph.strides[vid] = tuple(t.stride())
         self.graph.offsets[vid] = t.storage_offset()
         storage = t.untyped_storage()
-        ptr = storage.data_ptr()
-        # Empty storages may share a null pointer: each is its own.
+        # Empty storages may share a null pointer: each is its own. Meta tensors (a reference
+        # timed on sized inputs) all have a null pointer: their storage object tells them apart.
+        ptr = storage._cdata if t.is_meta else storage.data_ptr()
         key = ptr if storage.nbytes() else -vid - 1
         self.graph.storage[vid] = self.storages.setdefault(key, len(self.storages))
         self.graph.storage_numel[vid] = storage.nbytes() // max(t.element_size(), 1)
@@ -216,8 +236,7 @@ class _Recorder(TorchDispatchMode):
                 and args[0]._is_view():
             self.graph.writes_through_view = True
         out = func(*args, **kwargs)
-        flat, _ = tree_flatten(out)
-        tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+        tensors = _out_tensors(out)
         free = bool(func.is_view) or is_free(name)
         call = AtenCall(name=name, overload=func._overloadname, inputs=inputs, outputs=[_meta(t) for t in tensors],
                         scalars=scalars, kwargs={k: _plain(v) for k, v in kwargs.items() if not isinstance(v, torch.Tensor)},

@@ -12,7 +12,7 @@ MODES: tuple[Mode, ...] = ("none", "uniform", "atu", "sage")
 
 
 class MemoryConfig(BaseModel):
-    """Every constant of retrieval, credit and consolidation, with the defaults of DESIGN.md §5."""
+    """Every constant of retrieval, credit and consolidation, with their defaults (docs/memory.md)."""
 
     k: int = Field(6, ge=0, description="experiences retrieved per query")
     alpha: float = Field(0.3, gt=0, le=1, description="ATU step: U ← U + α(r − U)")

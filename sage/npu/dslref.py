@@ -268,6 +268,7 @@ def _errors() -> str:
         "ImpossibleResultError": "a time below the physical floor (forged, or a simulator bug): not scored",
         "KernelResourceError": "more records, blocks, launches or GM allocations than the caps under Costs",
         "UnsupportedError": "an instruction/dtype/parameter combination Atlas A2 lacks (see Legality)",
+        "KernelSyntaxError": "the file is not valid Python (the line quoted, a caret under the column)",
     }
     return "\n".join(f"- `{c.__name__}`: {when[c.__name__]}." for c in errors.ERROR_CLASSES)
 

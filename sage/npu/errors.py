@@ -69,6 +69,10 @@ class KernelRuntimeError(NpuError):
     """Any other exception inside kernel code, with its line."""
 
 
+class KernelSyntaxError(NpuError):
+    """The kernel file is not valid Python: the message quotes the line, a caret under the column."""
+
+
 class CoreTypeError(NpuError):
     """Cube work on an AIV core or vector work on an AIC core (the 910B's cores are split), or a path
     that core type does not have."""
@@ -92,5 +96,5 @@ class KernelResourceError(NpuError):
 ERROR_CLASSES = (
     AlignmentError, CapacityError, BoundsError, QueueError, RaceError, LaunchError,
     OutputSpecError, SandboxError, KernelTimeout, MemoryLimitError, KernelRuntimeError, CoreTypeError, ImpossibleResultError,
-    UnsupportedError, KernelResourceError,
+    UnsupportedError, KernelResourceError, KernelSyntaxError,
 )

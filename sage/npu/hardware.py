@@ -2,7 +2,7 @@
 
 The preset TOML files ship inside the package (``sage/npu/presets/``); the repository's
 ``configs/`` holds identical documented copies (a test keeps them equal). Every number in
-a preset cites the row of shared HARDWARE.md it comes from, or says "estimate" and why.
+a preset cites the row of docs/hardware.md it comes from, or says "estimate" and why.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from RestrictedPython import compile_restricted_exec
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
-from sage.npu.errors import KernelRuntimeError, SandboxError
+from sage.npu.errors import KernelRuntimeError, KernelSyntaxError, SandboxError
 from sage.npu.sim import tries
 from sage.npu.sim.lanes import lane_isinstance, lane_max, lane_min, lane_range, per_lane_call
 
@@ -155,13 +155,13 @@ del _n, _v
 
 def compile_kernel(source: str, filename: str = "kernel.py") -> types.CodeType:
     """Restricted byte code of a kernel file: SandboxError (with the line) for anything the
-    language refuses, KernelRuntimeError for a syntax error (the same lesson as ever)."""
+    language refuses, KernelSyntaxError (the line quoted, a caret under the column) for a syntax error."""
     if not isinstance(source, str) or len(source.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
         raise SandboxError(f"the kernel file is larger than {MAX_SOURCE_BYTES // 1024} KB")
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
-        raise KernelRuntimeError(f"SyntaxError: {exc.msg}", line=exc.lineno) from None
+        raise _syntax_error(exc, source) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise SandboxError(f"the kernel file cannot be parsed: {type(exc).__name__}", line=None) from None
     try:
@@ -169,7 +169,7 @@ def compile_kernel(source: str, filename: str = "kernel.py") -> types.CodeType:
     except (RecursionError, MemoryError) as exc:
         raise SandboxError(f"the kernel file is nested too deeply to compile ({type(exc).__name__})") from None
     except SyntaxError as exc:
-        raise KernelRuntimeError(f"SyntaxError: {exc.msg}", line=exc.lineno) from None
+        raise _syntax_error(exc, source) from None
     if result.errors or result.code is None:
         first = result.errors[0] if result.errors else "the kernel file was refused"
         match = _ERROR_LINE.match(first)
@@ -180,6 +180,27 @@ def compile_kernel(source: str, filename: str = "kernel.py") -> types.CodeType:
 
 
 _ERROR_LINE = re.compile(r"Line (\d+|None): (.*)", re.S)
+_QUOTED_CHARS = 160     # of the offending line, around the column: a minified kernel has very long lines
+
+
+def _syntax_error(exc: SyntaxError, source: str) -> KernelSyntaxError:
+    """"expected ':' at line 3, column 22:" then the line and a caret under the column, tabs
+    expanded so that the caret stands under what it points at."""
+    line_no, column = exc.lineno, exc.offset
+    lines = source.splitlines()
+    if line_no is None or not 1 <= line_no <= len(lines):
+        return KernelSyntaxError(exc.msg, line=line_no)
+    text = lines[line_no - 1]
+    if column is None:
+        return KernelSyntaxError(f"{exc.msg} at line {line_no}:\n{text[:_QUOTED_CHARS]}", line=line_no)
+    start = max(0, min(column - 1, len(text)) - _QUOTED_CHARS // 2)
+    shown = text[start:start + _QUOTED_CHARS]
+    at = len(text[start:column - 1].expandtabs())
+    width = 1
+    if exc.end_lineno == line_no and exc.end_offset and exc.end_offset > column:
+        width = min(exc.end_offset - column, len(shown) - at) or 1
+    return KernelSyntaxError(f"{exc.msg} at line {line_no}, column {column}:\n{shown.expandtabs()}\n"
+                             f"{' ' * at}{'^' * width}", line=line_no)
 # The parser imports unicodedata on first sight of a non-ASCII identifier (to NFKC-normalise
 # it). In the sandboxed child that import comes after the uid drop, when the standard
 # library may be unreadable: importing it here, in the zygote, keeps `α = 0.5` a name

@@ -3,7 +3,7 @@
 import pytest
 
 from sage.agent.backends import BackendError, BackendUnavailable, Message
-from sage.agent.backends.openai_backend import OpenAIBackend, OpenAIConfig
+from sage.agent.backends.openai_backend import MissingApiKey, OpenAIBackend, OpenAIConfig, key_problem
 from sage.agent.fake_server import FakeOpenAIServer
 
 
@@ -69,9 +69,38 @@ def test_gives_up_after_the_configured_retries(server):
 def test_client_errors_are_not_retried(server):
     server.fail(401, "bad key")
     backend, waits = _backend(server)
-    with pytest.raises(BackendUnavailable, match="OPENAI_API_KEY"):
+    with pytest.raises(BackendUnavailable) as raised:
+        backend.complete([Message(role="user", content="x")])
+    assert "HTTP 401: bad key" in str(raised.value)
+    assert "OPENAI_API_KEY" in str(raised.value) and "--model offline" in str(raised.value)
+    assert waits == [] and len(server.requests) == 1
+
+
+def test_an_exhausted_quota_is_not_retried(server):
+    server.fail(429, "You exceeded your current quota", code="insufficient_quota")
+    backend, waits = _backend(server)
+    with pytest.raises(BackendUnavailable, match="quota is exhausted"):
         backend.complete([Message(role="user", content="x")])
     assert waits == [] and len(server.requests) == 1
+
+
+def test_the_hosted_endpoint_without_a_key_fails_before_any_request(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    waits: list[float] = []
+    with pytest.raises(MissingApiKey) as raised:
+        OpenAIBackend(OpenAIConfig(model="gpt-4.1"), sleep=waits.append)
+    assert "OPENAI_API_KEY" in str(raised.value) and "--model offline" in str(raised.value)
+    assert key_problem("https://api.openai.com/v1") is not None and waits == []
+    assert key_problem("https://api.openai.com/v1", "sk-real") is None
+
+
+def test_a_local_server_needs_no_key(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.reply("hello")
+    backend = OpenAIBackend(OpenAIConfig(model="local", base_url=server.base_url, timeout_s=5))
+    assert key_problem(server.base_url) is None
+    assert backend.complete([Message(role="user", content="x")]).text == "hello"
 
 
 def test_unreachable_endpoint_is_a_clear_error():

@@ -38,3 +38,18 @@ def test_endpoint_rejecting_the_model(tmp_path):
         r = _run("--op", "relu", "--model", "nope", "--base-url", server.base_url,
                  "--memory-url", f"sqlite:///{tmp_path / 'm.db'}")
     assert r.exit_code == 1 and "does not serve model 'nope'" in r.output
+
+
+def test_a_missing_key_is_said_at_once(tmp_path, monkeypatch):
+    """The hosted endpoint with no OPENAI_API_KEY: one line naming the key and --model offline,
+    before any request (no retries, no connection attempt), for synth and bench alike."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    memory = f"sqlite:///{tmp_path / 'm.db'}"
+    for args in (["synth", "--op", "relu", "--model", "gpt-4.1", "--memory-url", memory],
+                 ["bench", "npukernelbench", "--level", "0", "--model", "gpt-4.1", "--out", str(tmp_path / "run")]):
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 2, r.output
+        assert "OPENAI_API_KEY is not set" in r.stderr and "--model offline" in r.stderr
+        assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "run" / "results.jsonl").exists()

@@ -1,4 +1,4 @@
-"""The tolerance rules of DESIGN §4, at and around their boundaries (pure numpy)."""
+"""The tolerance rules of docs/evaluation.md, at and around their boundaries (pure numpy)."""
 
 import math
 

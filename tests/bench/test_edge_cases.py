@@ -14,7 +14,8 @@ import torch
 
 from sage.bench.case_support import MAX_CASE_ELEMENTS
 from sage.bench.correctness import unwritten_elements
-from sage.bench.evaluate import SKIP_STATUSES, describe_inputs, evaluate_kernel, measure_reference
+from sage.bench.evaluate import SKIP_STATUSES, describe_inputs, evaluate_kernel
+from sage.bench.reference_run import measure_reference
 from sage.bench.tasks import load_task
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

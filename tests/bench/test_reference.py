@@ -144,6 +144,19 @@ def test_essential_bound_counts_gathered_rows_not_the_whole_table():
     assert ref.roofline_us == pytest.approx((read + written) / HBM)
 
 
+def test_essential_bound_counts_the_views_dense_ops_read():
+    """relu of 10 of 4,096 columns reads 10 columns, not the tensor (an honest kernel that reads
+    only them must not look faster than the essential work: the tripwire would refuse it);
+    x.chunk(2) read as two halves reads both, each once."""
+    x = torch.randn(256, 4096)
+    sliced = reference_time(task_of(lambda t: torch.relu(t[:, :10])), [x], HW)
+    assert sliced.roofline_us == pytest.approx((256 * 10 * 4 * 2) / HBM)
+    halves = reference_time(task_of(lambda t: torch.mul(*t.chunk(2, dim=1))), [x], HW)
+    assert halves.roofline_us == pytest.approx((256 * 4096 * 4 + 256 * 2048 * 4) / HBM)
+    twice = reference_time(task_of(lambda t: torch.relu(t[:, :10]) + torch.exp(t[:, :10])), [x], HW)
+    assert twice.roofline_us <= 2 * (256 * 10 * 4 * 2) / HBM
+
+
 def test_outputs_are_charged_at_hbm_bandwidth_as_the_machine_writes_them():
     """swi_glu fp32 [2048, 4096] -> [2048, 2048]: 32 MiB in, 16 MiB out. By hand: 48 MiB at
     1,600 GB/s is 31.46 us (the replay drains every write to HBM, sage/npu/replay.py)."""

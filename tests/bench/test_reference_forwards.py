@@ -3,8 +3,9 @@ forward runs only to classify a failure, with the outcomes running it first gave
 
 import pytest
 
-from sage.bench import evaluate
-from sage.bench.evaluate import ReferenceFailure, measure_reference
+from sage.bench import reference_run
+from sage.bench.evaluate import ReferenceFailure
+from sage.bench.reference_run import measure_reference
 from sage.bench.tasks import load_task
 
 COUNTING_TASK = '''
@@ -48,6 +49,6 @@ def test_a_time_model_failure_on_a_working_forward_is_the_tasks_error(task, monk
     def broken(*args, **kwargs):
         raise ReferenceFailure("reference time model raised KeyError: 'x'")
 
-    monkeypatch.setattr(evaluate, "reference_time_for", broken)
+    monkeypatch.setattr(reference_run, "reference_time_for", broken)
     ref = measure_reference(task, "ascend910b2", [0])
     assert ref.status == "reference_error" and ref.reason == "reference time model raised KeyError: 'x'"

@@ -1,6 +1,8 @@
 """The reference model's work caches return what computing the work anew returns."""
 
+import pytest
 import torch
+from pydantic import ValidationError
 
 from sage.bench.reference import work as work_mod
 from sage.bench.reference.work import shared_work, work_of
@@ -17,7 +19,7 @@ def _calls():
     return record_aten(GeluChain(), [torch.randn(64, 32)], include_free=False)
 
 
-def test_shared_work_computes_each_call_once_and_hands_out_copies(monkeypatch):
+def test_shared_work_computes_each_call_once_and_hands_out_the_same_frozen_work(monkeypatch):
     hw = load_preset()
     calls = _calls()
     fresh = [work_of(c, hw) for c in calls]
@@ -27,10 +29,11 @@ def test_shared_work_computes_each_call_once_and_hands_out_copies(monkeypatch):
                                                 for k, f in real.items()})
     with shared_work():
         first = [work_of(c, hw) for c in calls]
-        first[0].bytes = -1.0                      # a caller's change stays its own
+        with pytest.raises(ValidationError):
+            first[0].bytes = -1.0                  # shared, so no caller may change it
         again = [work_of(c, hw) for c in calls]
     assert len(computed) == len(calls)
-    assert again == fresh and first[1:] == fresh[1:]
+    assert again == fresh and first == fresh and again[0] is first[0]
     after = [work_of(c, hw) for c in calls]        # outside the block nothing is kept
     assert len(computed) == 2 * len(calls) and after == fresh
 

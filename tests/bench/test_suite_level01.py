@@ -1,6 +1,6 @@
 """npukernelbench Level 0, Level 1 and plain-op task files.
 
-Checks the task-file format, the case rules of NPUKERNELBENCH.md (fresh data, several dtypes,
+Checks the task-file format, the case rules of docs/tasks.md (fresh data, several dtypes,
 unaligned last dimensions, size limit), that every reference runs on CPU with finite results,
 and the references against independent formulas (float64 math, aten kernels, torch.optim,
 numpy, brute-force NMS).
@@ -36,7 +36,7 @@ REQUIRED_OPS = [
     "sigmoid", "mean", "sum",
 ]
 MAX_ELEMENTS = 16 * 1024 * 1024
-# The evaluator's tolerances (DESIGN.md §4): a reference must sit within them of exact math.
+# The evaluator's tolerances (docs/evaluation.md): a reference must sit within them of exact math.
 TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-3, torch.bfloat16: 8e-3, torch.float64: 1e-9}
 
 ROOT = suite_root()

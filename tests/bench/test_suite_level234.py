@@ -1,6 +1,6 @@
 """npukernelbench Level 2 (fused LLM operators), Level 3 (matmul / conv) and Level 4 (blocks).
 
-Checks the task-file format and case rules of NPUKERNELBENCH.md, that every reference runs on
+Checks the task-file format and case rules of docs/tasks.md, that every reference runs on
 CPU within the size limit, and the references against independent computations: autograd for
 the backward operators, float64 formulas, naive loops, torch.nn modules and SDPA.
 """

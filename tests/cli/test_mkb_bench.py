@@ -54,6 +54,22 @@ def test_the_mkb_folder_runs_through_sage_bench_with_a_row_for_every_task_file(t
     assert clamp.speedup is not None
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["ran"] == len(EXPECTED)
+    # every task that is not correct has its one-line reason in --json, counted per kind
+    reasons = {m["task"]: m["reason"] for m in summary["not_correct"]}
+    assert set(reasons) == {t for t, s in EXPECTED.items() if s != "correct"} and all(reasons.values())
+    assert {g["reason"]: g["count"] for g in summary["by_reason"]} == {
+        "no kernel file": 4, "reference needs an accelerator": 2, "reference error": 2}
+    assert result.stderr == ""                          # no progress with --json, not even redirected
+
+
+def test_the_terminal_summary_counts_the_reasons(tmp_path):
+    result = runner.invoke(app, ["bench", str(MKB), "--kernels", str(MKB_KERNELS), "--workers", "1", "--cases", "1",
+                                 "--out", str(tmp_path)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "not correct, by reason (8 tasks" in result.stdout
+    shown = [" ".join(line.split()) for line in result.stdout.splitlines()]
+    assert "no kernel file 4" in shown and "reference needs an accelerator 2" in shown
+    assert result.stderr == ""                          # not a terminal: no progress bar left behind
 
 
 def test_npu_run_says_where_the_trace_went_and_reports_isolation_gaps_in_json(tmp_path):

@@ -47,12 +47,24 @@ def test_plans_are_decided_and_cached(tmp_path):
 
 def test_ops_list_shows_the_offline_plans(monkeypatch, tmp_path):
     monkeypatch.setenv("SAGE_CACHE_DIR", str(tmp_path / "cache"))
-    result = CliRunner().invoke(app, ["ops", "list", "--level", "4", "--json"])
+    # Without --plans nothing is compiled: the cold list answers at once, every plan undecided.
+    cold = CliRunner().invoke(app, ["ops", "list", "--level", "4", "--json"])
+    assert cold.exit_code == 0, cold.output
+    assert {e["offline_plan"] for e in json.loads(cold.stdout)} == {None}
+    assert not (tmp_path / "cache" / PLANS_FILE).exists()
+    table = CliRunner().invoke(app, ["ops", "list", "--level", "4"], env={"COLUMNS": "100"})
+    assert "offline plan" not in table.stdout and "not decided yet: `sage ops list --plans`" in table.stdout
+    result = CliRunner().invoke(app, ["ops", "list", "--level", "4", "--plans", "--json"])
     assert result.exit_code == 0, result.output
+    assert result.stderr == ""                  # --json: no progress
     entries = {e["name"]: e for e in json.loads(result.stdout)}
     assert entries["level4/02_ffn"]["offline_plan"] is True
     msda = entries["level4/11_msda"]
     # the compiler names the op it cannot lower (grid_sample has no lowering)
     assert msda["offline_plan"] is False and msda["offline_reason"].startswith("cannot compile: aten.grid_sampler")
+    # Decided once, shown from the cache by a plain `sage ops list` afterwards.
     table = CliRunner().invoke(app, ["ops", "list", "--level", "4"], env={"COLUMNS": "100"})
     assert "offline plan" in table.stdout and "with an offline plan" in table.stdout
+    assert "not decided" not in table.stdout
+    hidden = CliRunner().invoke(app, ["ops", "list", "--level", "4", "--no-plans"], env={"COLUMNS": "100"})
+    assert "offline plan" not in hidden.stdout

@@ -31,6 +31,10 @@ OP_CASES = [
     (F.hardsigmoid, [_x(7, 301)], "hardsigmoid", CostClass.ELEMENTWISE),
     (torch.logaddexp, [_x(7, 301), _x(301)], "logaddexp", CostClass.BROADCAST),
     (lambda t: torch.clamp_min(t, 0.25), [_x(5, 77)], "clamp_min", CostClass.ELEMENTWISE),
+    # tensor bounds, one per column (MultiKernelBench reference/broadcast/clamp_broadcast), some lo > hi
+    (torch.clamp, [_x(7, 301), _x(301, lo=-2, hi=0.5), _x(301, lo=-0.5, hi=2)], "clamp", CostClass.BROADCAST),
+    (lambda t, hi: torch.clamp(t, max=hi), [_x(7, 301), _x(301)], "clamp", CostClass.BROADCAST),
+    (torch.clamp_min, [_x(7, 301), _x(301)], "clamp_min", CostClass.BROADCAST),
     (lambda t: F.leaky_relu(t, 0.2), [_x(5, 77)], "leaky_relu", CostClass.ELEMENTWISE),
     (torch.where, [_x(9, 65) > 0, _x(9, 65), _x(65)], "where", CostClass.BROADCAST),
     (lambda t: torch.rsub(t, 2.0), [_x(33)], "rsub", CostClass.ELEMENTWISE),

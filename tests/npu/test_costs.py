@@ -1,4 +1,4 @@
-"""Costs at HARDWARE.md's measured points: the GM->UB curve and its plateau, 512 B alignment,
+"""Costs at docs/hardware.md's measured points: the GM->UB curve and its plateau, 512 B alignment,
 bursts, and the cube's efficiency on small Mmads."""
 
 from pathlib import Path
@@ -40,7 +40,7 @@ def mte2_cycles(run, **kw):
     return result.profile.pipes["MTE2"].busy_cycles
 
 
-# HARDWARE.md "Data movement": 7.3 GB/s at 1 KB transfers; ~78 GB/s at >= 32 KB (a plateau)
+# docs/hardware.md "Data movement": 7.3 GB/s at 1 KB transfers; ~78 GB/s at >= 32 KB (a plateau)
 @pytest.mark.parametrize("nbytes, measured_gbps", [(1024, 7.3), (32768, 78.0), (65536, 78.0), (131072, 78.0)])
 def test_gm_to_ub_bandwidth_matches_the_measured_points(run, nbytes, measured_gbps):
     cycles = mte2_cycles(run, n=nbytes // 4)
@@ -63,7 +63,7 @@ def test_each_extra_burst_costs_the_burst_overhead(run):
 
 
 def test_a_small_mmad_reaches_the_measured_ops_per_cycle():
-    """HARDWARE.md "Cube unit": msKPP measures 3370 ops/cycle at 32x16x16 (fp16 -> fp32) and about
+    """docs/hardware.md "Cube unit": msKPP measures 3370 ops/cycle at 32x16x16 (fp16 -> fp32) and about
     8073 at n >= 960 (peak 8192)."""
     source = (REPO / "examples" / "microbench" / "cube_instruction.py").read_text()
     for (m, k, n), measured in (((32, 16, 16), 3370), ((16, 16, 960), 8073)):

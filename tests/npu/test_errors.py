@@ -118,9 +118,23 @@ def test_kernel_runtime_error_carries_the_line(run, check_error):
     check_error(result, src, "KernelRuntimeError", "@div", "ZeroDivisionError")
 
 
-def test_syntax_error_is_a_runtime_error_with_line(run, check_error):
+def test_a_syntax_error_quotes_its_line_with_a_caret_under_the_column(run):
     src, result = run(COPY + "\ndef broken(:\n", [x16()])
-    assert result.error.type == "KernelRuntimeError" and result.error.line == len(src.splitlines())
+    assert result.error.type == "KernelSyntaxError" and result.error.line == len(src.splitlines())
+    head, code, caret = result.error.message.split("\n")
+    assert head == f"invalid syntax at line {result.error.line}, column 12:"
+    assert code == "def broken(:" and caret == " " * 11 + "^"
+
+
+def test_the_caret_stands_under_the_column_after_tabs():
+    from sage.npu.errors import KernelSyntaxError
+    from sage.npu.restricted import compile_kernel
+
+    with pytest.raises(KernelSyntaxError) as raised:
+        compile_kernel("def forward(x):\n\tfor i in range(4)\n\t\treturn x\n")
+    head, code, caret = raised.value.message.split("\n")
+    assert head == "expected ':' at line 2, column 19:" and raised.value.line == 2
+    assert code == "        for i in range(4)" and caret.index("^") == len("        for i in range(4)")
 
 
 def test_host_cannot_read_tensor_data(run, check_error):
@@ -139,7 +153,8 @@ def test_error_classes_have_stable_names_and_info():
     names = [c.__name__ for c in ERROR_CLASSES]
     assert names == ["AlignmentError", "CapacityError", "BoundsError", "QueueError", "RaceError", "LaunchError",
                      "OutputSpecError", "SandboxError", "KernelTimeout", "MemoryLimitError", "KernelRuntimeError",
-                     "CoreTypeError", "ImpossibleResultError", "UnsupportedError", "KernelResourceError"]
+                     "CoreTypeError", "ImpossibleResultError", "UnsupportedError", "KernelResourceError",
+                     "KernelSyntaxError"]
     err = SandboxError("import os is not allowed", line=3)
     assert isinstance(err, NpuError)
     assert err.info().model_dump() == {"type": "SandboxError", "message": "import os is not allowed", "line": 3}

@@ -38,7 +38,7 @@ def load_task(name: str):
 
 
 def assert_close(actual: np.ndarray, expected: torch.Tensor) -> None:
-    """DESIGN §4: an element fails when it breaks both the absolute and the relative
+    """docs/evaluation.md: an element fails when it breaks both the absolute and the relative
     tolerance of its dtype, and the relative L2 error of the whole output must pass too."""
     tol = TOLERANCE[expected.dtype]
     assert actual.shape == tuple(expected.shape)

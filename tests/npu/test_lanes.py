@@ -192,8 +192,20 @@ def test_a_late_split_of_a_kernel_that_updates_gm_in_place_puts_gm_back_first(pa
         "    k[(rows + per_block - 1) // per_block](x, y, rows, d, per_block)")
     assert both(body, [x]).error is None
     # launch 1 rewrote bytes it had read when its lanes split: they are put back (sim/tries.py), so
-    # the split try reads what the launch started with, as each block alone would
-    assert partitions[2:] == [[8], [2, 6], [8]]
+    # the split try reads what the launch started with, as each block alone would; launch 2 of the
+    # same kernel starts from the partition launch 1 ended with
+    assert partitions[2:] == [[8], [2, 6], [2, 6]]
+
+
+def test_a_kernel_launched_again_starts_from_its_last_partition(partitions):
+    # 30 rows: the last block has 2 of 4 rows and parts from the group in every launch; the
+    # second and third launches start split and make one try each
+    body = rows_kernel().replace(
+        "    k[(rows + per_block - 1) // per_block](x, y, rows, d, per_block)",
+        "    for again in range(3):\n"
+        "        k[(rows + per_block - 1) // per_block](x, y, rows, d, per_block)")
+    assert both(body, [data(30)]).error is None
+    assert partitions[3:] == [[8], [1, 7], [1, 7], [1, 7]]
 
 
 def test_a_dsl_call_not_written_for_lanes_runs_the_launch_block_by_block(partitions):

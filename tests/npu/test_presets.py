@@ -30,7 +30,7 @@ def test_configs_copy_equals_packaged_preset(name):
 
 @pytest.mark.parametrize("name", ["ascend910b2", "ascend910b4", "ascend910c"])
 def test_every_number_cites_its_source(name):
-    """Each line holding a number says where it comes from: a HARDWARE.md row, an estimate or an analogy."""
+    """Each line holding a number says where it comes from: a docs/hardware.md row, an estimate or an analogy."""
     for line in (PRESET_DIR / f"{name}.toml").read_text().splitlines():
         code = line.split("#", 1)[0]
         if re.search(r"=\s*[\[{]?\s*-?\d", code):

@@ -94,14 +94,14 @@ def test_a_kernel_class_may_not_derive_from_a_dsl_class():
 
 
 def test_a_syntax_error_is_the_same_kernel_error_with_or_without_the_sandbox():
-    from sage.npu.errors import KernelRuntimeError
+    from sage.npu.errors import KernelSyntaxError
     from sage.npu.execute import run_kernel_source
 
     source = HEADER + "def f(:\n"
-    with pytest.raises(KernelRuntimeError) as raised:
+    with pytest.raises(KernelSyntaxError) as raised:
         compile_kernel(source)
     direct = run_kernel_source(source, [])
-    assert (raised.value.type, raised.value.line) == (direct.error.type, direct.error.line) == ("KernelRuntimeError", 2)
+    assert (raised.value.type, raised.value.line) == (direct.error.type, direct.error.line) == ("KernelSyntaxError", 2)
     assert raised.value.message == direct.error.message
 
 
@@ -281,4 +281,4 @@ def test_the_parent_keeps_working_after_hostile_kernels():
 
 def test_run_sandboxed_reports_a_syntax_error_without_raising():
     run = run_sandboxed(HEADER + "def f(:\n", [])
-    assert run.error is not None and run.error.type == "KernelRuntimeError" and run.error.line == 2
+    assert run.error is not None and run.error.type == "KernelSyntaxError" and run.error.line == 2

@@ -1,5 +1,5 @@
 """Timing follows from the cost table: every expectation below is computed from the loaded
-preset's numbers, or is a published figure of HARDWARE.md, never taken from the simulator's
+preset's numbers, or is a published figure of docs/hardware.md, never taken from the simulator's
 implementation."""
 
 import importlib.util

@@ -2,6 +2,11 @@
 
 The client's own retries are switched off (max_retries=0): we retry here so that every
 retry is counted and the backoff is visible to tests (the sleep function is injectable).
+Only transient failures are retried (429 other than an exhausted quota, 5xx, timeouts,
+dropped connections). A key is the user's to fix, so its absence is said before any call:
+the hosted OpenAI endpoint without OPENAI_API_KEY fails at once (`MissingApiKey`), and a
+401/403 from any endpoint is not retried. A server on the user's own machine may need no
+key at all, so a `--base-url` elsewhere gets a placeholder.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import email.utils
 import os
 import time
 from collections.abc import Callable
+from urllib.parse import urlparse
 
 import openai
 from pydantic import BaseModel, Field
@@ -19,6 +25,11 @@ from sage.agent.backends.base import BackendError, BackendUnavailable, Completio
 # Servers started on a laptop (vLLM, llama.cpp, Ollama) accept any key; the client
 # insists on having one.
 PLACEHOLDER_KEY = "sk-local-placeholder"
+# Hosted endpoints that refuse every request without a key: asking them would only cost the
+# user the retries before the same answer.
+KEYED_HOSTS = frozenset({"api.openai.com"})
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+KEY_HINT = "set OPENAI_API_KEY, or use --model offline (the built-in synthesizer, no key needed)"
 
 
 class OpenAIConfig(BaseModel):
@@ -54,9 +65,13 @@ class OpenAIBackend:
         self.name = f"openai:{config.model}"
         self.stats = UsageStats()
         self._sleep = sleep
-        base_url = config.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        base_url = resolved_base_url(config.base_url)
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        problem = key_problem(base_url, key)
+        if problem is not None:
+            raise MissingApiKey(problem)
         self._client = openai.OpenAI(
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_KEY,
+            api_key=key or PLACEHOLDER_KEY,
             base_url=base_url,
             timeout=config.timeout_s,
             max_retries=0,
@@ -77,6 +92,10 @@ class OpenAIBackend:
                 break
             except (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError) as exc:
                 # APITimeoutError is a subclass of APIConnectionError; both are transient.
+                # An exhausted quota also comes as a 429, but waiting does not refill it.
+                if _quota_exhausted(exc):
+                    raise BackendUnavailable(f"{self.base_url}: the account's quota is exhausted (HTTP 429: "
+                                             f"{_detail(exc)}); {KEY_HINT}") from exc
                 if attempt >= self.config.retries:
                     raise _final_error(exc, self.base_url, attempt) from exc
                 wait = self._backoff(attempt, exc)
@@ -109,6 +128,32 @@ class OpenAIBackend:
         return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion)
 
 
+class MissingApiKey(BackendUnavailable):
+    """The endpoint needs a key and none is set: said before any request."""
+
+
+def resolved_base_url(base_url: str | None) -> str:
+    """--base-url, else OPENAI_BASE_URL, else the hosted OpenAI endpoint (the client's default)."""
+    return base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+
+
+def key_problem(base_url: str | None, api_key: str | None = None) -> str | None:
+    """Why a request to `base_url` cannot succeed for want of a key (None: it may). `api_key`
+    defaults to OPENAI_API_KEY."""
+    url = resolved_base_url(base_url)
+    if (api_key or os.environ.get("OPENAI_API_KEY")) or urlparse(url).hostname not in KEYED_HOSTS:
+        return None
+    return f"OPENAI_API_KEY is not set, and {url} needs a key: {KEY_HINT}"
+
+
+def _quota_exhausted(exc: Exception) -> bool:
+    if not isinstance(exc, openai.RateLimitError):
+        return False
+    body = exc.body if isinstance(exc.body, dict) else {}
+    inner = body.get("error", body)
+    return isinstance(inner, dict) and inner.get("code") == "insufficient_quota"
+
+
 def _retry_after_seconds(value: str | None) -> float | None:
     """Retry-After is either delta-seconds or an HTTP date."""
     if not value:
@@ -130,7 +175,8 @@ def _final_error(exc: Exception, base_url: str, retries: int) -> BackendError:
 
 def _status_error(exc: openai.APIStatusError, model: str, base_url: str) -> BackendError:
     if exc.status_code in (401, 403):
-        return BackendUnavailable(f"{base_url} refused the credentials (HTTP {exc.status_code}); check OPENAI_API_KEY")
+        return BackendUnavailable(f"{base_url} refused the credentials (HTTP {exc.status_code}: {_detail(exc)}); "
+                                  f"{KEY_HINT}")
     if exc.status_code == 404:
         return BackendUnavailable(f"{base_url} does not serve model {model!r} or the chat API (HTTP 404): {_detail(exc)}")
     return BackendError(f"{base_url} rejected the request (HTTP {exc.status_code}): {_detail(exc)}")

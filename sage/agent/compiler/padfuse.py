@@ -4,7 +4,7 @@
 its interior: two launches, the copy ordered after the fill (it overwrites most of it).
 When only the last axis is padded and the borders are short, DataCopyPad pads each row
 itself: a copy of x's row with `leftPadding = lo` and `rightPadding = hi` elements of v
-(`DataCopyPadExtParams`, at most 32 B a row, HARDWARE.md "Data movement") puts the whole
+(`DataCopyPadExtParams`, at most 32 B a row, docs/hardware.md "Data movement") puts the whole
 output row in UB, and one program stores it. The fill and the copy become that program:
 its leaf is x over the window [lo, lo + n) of the output's columns, v outside.
 

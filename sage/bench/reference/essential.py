@@ -1,7 +1,8 @@
 """The essential work of a forward: what any implementation must move and compute.
 
 - bytes: every forward output written once, plus the forward inputs and parameters the
-  computation must read: all of a tensor a dense op reads; for a tensor that only gather-
+  computation must read: all of a tensor a dense op reads (or, where dense ops read views of
+  it, the views' bytes, each view once, at most the whole tensor); for a tensor that only gather-
   like ops read (gather, index_select, embedding, index), the rows or elements they fetch
   (their output bytes) and not the whole table. Index tensors count whole.
 - cube FLOPs: 2 x the MACs of the reference's matmuls and convolutions.
@@ -41,7 +42,7 @@ def essential_work(graph: Graph, hw: HardwareSpec) -> Essential:
         return v
 
     leaves = {**{v: None for v in graph.inputs}, **{v: None for v in graph.params}}
-    dense: set[int] = set()
+    dense: dict[int, set[int]] = {}     # leaf -> the values (it, or views of it) dense ops read
     gathered: dict[int, float] = {}
     flops = 0.0
     fp32 = False
@@ -61,7 +62,7 @@ def essential_work(graph: Graph, hw: HardwareSpec) -> Essential:
             if table_only and i == 0:        # the table (gather input, embedding weight) comes first
                 gathered[b] = gathered.get(b, 0.0) + float(sum(t.nbytes for t in call.outputs))
             else:
-                dense.add(b)
+                dense.setdefault(b, set()).add(v)
         w = work_of(call, hw)
         if w.op_class in (CostClass.MATMUL, CostClass.CONV):
             flops += w.cube_flops
@@ -70,7 +71,9 @@ def essential_work(graph: Graph, hw: HardwareSpec) -> Essential:
     for v in leaves:
         full = float(_nbytes(graph, v))
         if v in dense:
-            nbytes += full
+            # what the dense ops read of it: the whole tensor, or the views they read (a slice,
+            # a chunk), each view once, at most the whole: `x[:, :10].relu()` reads 10 columns
+            nbytes += min(full, sum(float(_nbytes(graph, u)) for u in dense[v]))
         elif v in gathered:
             nbytes += min(full, gathered[v])
     nbytes += float(sum(_nbytes(graph, v) for v in graph.outputs))

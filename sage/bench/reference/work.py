@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Callable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from sage.kernels import (
     VENDOR_CUBE_KNOBS, AtenCall, CostClass, ElementwiseSpec, Expr, Inp, Lowerer, Op, OpDef, TensorMeta, Val, WorkRule,
@@ -35,6 +35,10 @@ from sage.npu.hardware import HardwareSpec
 
 
 class Work(BaseModel):
+    # Frozen: work_of hands the same object to every caller within shared_work() (a forward of
+    # tens of thousands of calls asked for copies it never changed).
+    model_config = ConfigDict(frozen=True)
+
     op_class: CostClass | None = None     # None: the whole operator as one fused kernel
     bytes: float = 0.0
     vector_cycles: float = 0.0
@@ -135,13 +139,13 @@ def work_of(call: AtenCall, hw: HardwareSpec) -> Work:
     if shared is not None:
         seen = shared.get(id(call))
         if seen is not None and seen[0] is call and seen[1] is hw:
-            return seen[2].model_copy()
+            return seen[2]
     entry = op_def(call.name)
     rule = entry.work if entry is not None and entry.work is not None else WorkRule.ELEMENTWISE
     work = _FORMULAS[rule](call, entry, hw).model_copy(update={"op_class": cost_class_of(call)})
     if shared is not None:
         # The call is kept with its work, so its id cannot be reused within the block.
-        shared[id(call)] = (call, hw, work.model_copy())
+        shared[id(call)] = (call, hw, work)
     return work
 
 

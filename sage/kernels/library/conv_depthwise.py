@@ -9,7 +9,7 @@ multiply-accumulate into a float32 accumulator
 (`Axpy`; half inputs go half -> float in the Axpy itself, Atlas A2 allows that pair), so
 the sum is rounded once to the output dtype, as torch's CPU kernel does.
 
-- **Padding is done by the copy.** Vector operands must start 32 B aligned (HARDWARE.md),
+- **Padding is done by the copy.** Vector operands must start 32 B aligned (docs/hardware.md),
   so a tap cannot read the input at a 1-element shift in UB. Stride 1: the copy lands the
   rows so that UB column u holds padded input column u; the left zeros come from
   DataCopyPad's leftPadding (at most 32 B a row, CANN Ascend C API "DataCopyPad(ISASI)",

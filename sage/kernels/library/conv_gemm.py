@@ -112,7 +112,7 @@ class Geometry:
     defer_weights: bool  # the weights' flag goes after each AIV's first input unit
 
 
-HBM_BYTES_PER_CYCLE = 1.6e12 / 1.8e9     # HARDWARE.md chips: ~1.6 TB/s at 1800 MHz
+HBM_BYTES_PER_CYCLE = 1.6e12 / 1.8e9     # docs/hardware.md chips: ~1.6 TB/s at 1800 MHz
 
 
 def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
@@ -131,7 +131,7 @@ def geometry(spec: ConvSpec, cube_cores: int) -> Geometry:
 
 
 def _estimate(spec: ConvSpec, g: Geometry) -> float:
-    """Cycles: the Mmads of the busiest core (HARDWARE.md's cube formula) plus the bytes the
+    """Cycles: the Mmads of the busiest core (docs/hardware.md's cube formula) plus the bytes the
     prologue reads and writes at the chip's HBM rate."""
     es = DTYPE_SIZE[spec.dtype]
     k0 = 32 // es

@@ -57,6 +57,7 @@ class Session:
         self.spec = spec
         self.lockstep = lockstep  # run blocks with one control flow as lane groups (sage.npu.sim.lanes)
         self.undo: GmUndo | None = None  # while a try that may be thrown away runs: the GM bytes it overwrote
+        self.learned: dict[tuple, list | None] = {}  # (kernel, block_dim) -> the partition its last launch ran
         # The Python objects that exist when a launch starts, reached from its kernel, arguments and
         # the kernel file's namespace (tries.preexisting; None: some cannot be watched). execute.py
         # sets it for a kernel file's run; alone, a session watches the launch's own arguments.
@@ -111,6 +112,12 @@ class Session:
         before the launch. So the run that is judged and timed is one uninterrupted execution of
         the launch, whatever a thrown-away try computed or left behind."""
         partition = [tuple(range(block_dim))] if self.lockstep and block_dim > 1 else None
+        # A kernel launched again with as many blocks starts from the partition its last launch
+        # ended with (a loop of launches pays its splits once): any partition gives the same
+        # run, so this only saves the tries that would find it again
+        learned_key = (fn, block_dim)
+        if partition is not None and learned_key in self.learned:
+            partition = self.learned[learned_key]
         frozen = self.state_roots((fn, args, kwargs)) if partition is not None else None
         if frozen is None:  # state the guards cannot watch: no try may be thrown away, so none in lanes
             partition = None
@@ -120,7 +127,10 @@ class Session:
             undo = self.undo = GmUndo() if partition is not None else None
             tries.freeze(frozen if partition is not None else None)
             try:
-                return LaunchRun(self, fn, name, block_dim, args, kwargs, on_block_end, partition).run()
+                done = LaunchRun(self, fn, name, block_dim, args, kwargs, on_block_end, partition).run()
+                if self.lockstep and block_dim > 1:
+                    self.learned[learned_key] = partition
+                return done
             except KernelResourceError:
                 raise  # block by block the launch makes the same records: no retry (it would take 48x longer)
             except (Divergence, NotLaneable, Exception) as failed:

@@ -1,0 +1,168 @@
+"""The offline agent on every folder of MultiKernelBench's `reference/`, and what loads, what
+is correct, what is faster, and what is over the input budget, per folder.
+
+    git clone https://github.com/wzzll123/MultiKernelBench /tmp/mkb && git -C /tmp/mkb checkout 460a972
+    .venv/bin/python benchmarks/public_folders.py /tmp/mkb --out runs/public_folders --doc docs/results.md
+    .venv/bin/python benchmarks/public_folders.py /tmp/mkb --folders broadcast,loss --json
+    .venv/bin/python benchmarks/public_folders.py /tmp/mkb --out runs/public_folders --report-only --doc docs/results.md
+
+Each folder is one `sage bench FOLDER` run (sage.bench.runner.run_bench) with the offline
+agent's first answer (no model, no memory, no refinement turn, the first case of each task
+unless --cases says otherwise) into OUT/<folder>/, resumable: a run stopped part-way goes on
+where it stopped. The npukernelbench_level* folders are the NPUKernelBench format (cases in
+a JSON file beside each task), the others KernelBench's (one `get_inputs()`); both load
+unchanged. A folder's files that need an accelerator (`import torch_npu`) load as
+`reference_unavailable` and are counted, not run.
+
+The input budget is fixed (--max-input-gb, 4 GB by default) rather than half of this
+machine's free memory, so that the table does not depend on the machine: a case above it is
+`unsupported` with its size and never made.
+
+Columns: files (task files; helper modules excluded), loaded (the reference ran on the CPU),
+correct (every judged case of the kernel within the rule of docs/evaluation.md), faster
+(correct and faster than the modelled torch_npu reference end to end), over budget (a case
+over the input budget), torch_npu (the reference needs an accelerator).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.suite_summary import place_block  # noqa: E402
+from sage.bench.reasons import by_reason, not_correct  # noqa: E402
+from sage.bench.runner import RESULTS_FILE, BenchConfig, final_rows, read_rows, run_bench  # noqa: E402
+
+BEGIN, END = "<!-- public-folders:begin -->", "<!-- public-folders:end -->"
+PINNED = "460a972"
+REPOSITORY = "https://github.com/wzzll123/MultiKernelBench"
+NOT_LOADED = ("reference_unavailable", "reference_error")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkout", type=Path, help="a MultiKernelBench checkout (its reference/ folder is run)")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "public_folders")
+    parser.add_argument("--folders", default=None, help="comma-separated folder names (default: every folder)")
+    parser.add_argument("--cases", type=int, default=1, help="the first K cases of each task (default 1)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--max-input-gb", type=float, default=4.0)
+    parser.add_argument("--task-timeout", type=float, default=300.0, help="seconds per task (default 300)")
+    parser.add_argument("--commit", default=PINNED, help=f"the checkout's commit, for the doc (default {PINNED})")
+    parser.add_argument("--report-only", action="store_true", help="summarise the runs in --out, run nothing")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--doc", type=Path, default=None, help="write the table between its markers in this doc")
+    args = parser.parse_args()
+    reference = args.checkout / "reference"
+    if not reference.is_dir():
+        parser.error(f"{reference}: no such folder (give a MultiKernelBench checkout)")
+    folders = sorted(p for p in reference.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    if args.folders:
+        wanted = set(args.folders.split(","))
+        folders = [f for f in folders if f.name in wanted]
+    began = time.perf_counter()
+    if not args.report_only:
+        for folder in folders:
+            run_folder(folder, args)
+    summary = {f.name: folder_summary(args.out / f.name) for f in folders if (args.out / f.name / RESULTS_FILE).exists()}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(markdown(summary, args, time.perf_counter() - began))
+    if args.doc is not None:
+        place_block(args.doc, markdown(summary, args), BEGIN, END)
+        print(f"wrote the public-folders block of {args.doc}", file=sys.stderr)
+
+
+def run_folder(folder: Path, args: argparse.Namespace) -> None:
+    from sage.agent.bench_solver import AgentSolver
+
+    out = args.out / folder.name
+    config = BenchConfig(target=str(folder), out=out, cases=args.cases, workers=args.workers,
+                         resume=(out / RESULTS_FILE).exists(), task_timeout_s=args.task_timeout,
+                         input_budget=int(args.max_input_gb * (1 << 30)))
+    solver = AgentSolver(model=None, memory_mode="none", iterations=0, preset=config.preset, cases=config.cases,
+                         memory_url=f"sqlite:///{out / 'memory.db'}")
+    began = time.perf_counter()
+    run = run_bench(config, solver)
+    print(f"[{time.perf_counter() - began:6.0f} s] {folder.name}: {run.ran} task(s) run, {run.resumed} resumed",
+          file=sys.stderr, flush=True)
+
+
+def folder_summary(out: Path) -> dict:
+    rows = final_rows(read_rows(out / RESULTS_FILE))
+    loaded = [r for r in rows if r.status not in NOT_LOADED]
+    correct = [r for r in rows if r.status == "correct"]
+    faster = [r for r in correct if (r.evaluation.speedup or 0) > 1]
+    over = [r.task for r in rows if _over_budget(r)]
+    missed = not_correct(rows)
+    return {"files": len(rows), "loaded": len(loaded), "correct": len(correct), "faster": len(faster),
+            "over_budget": over, "torch_npu": sum(r.status == "reference_unavailable" for r in rows),
+            "by_reason": [{"reason": g.kind, "count": g.count} for g in by_reason(missed)],
+            "not_correct": [m.model_dump() for m in missed]}
+
+
+def _over_budget(row) -> bool:  # noqa: ANN001 - a ResultRow
+    ev = row.evaluation
+    texts = [ev.reason or ""] + [c.unsupported or "" for c in ev.cases] if ev is not None else []
+    return any("input budget" in t or "needs more than" in t for t in texts)
+
+
+def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = None) -> str:
+    command = "python " + " ".join(shlex.quote(a) for a in ["benchmarks/public_folders.py", "CHECKOUT",
+                                                            *_options(args)])
+    lines = [
+        "## The offline agent on every public folder",
+        "",
+        f"Written by `{command}`, CHECKOUT being [MultiKernelBench]({REPOSITORY}) at commit {args.commit}: each "
+        "folder of its `reference/` run with `sage bench FOLDER` by the offline agent's first answer (no model, no "
+        f"memory, no refinement turn), {_cases(args.cases)}, an input budget of {args.max_input_gb:g} GB and "
+        f"{args.task_timeout:g} s per task. The columns are defined in the script's docstring; a task that is not "
+        "correct has its reason in the run's report.md, and the kinds are counted below the table.",
+        "",
+        "| folder | files | loaded | correct | faster | over budget | torch_npu |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    totals = dict.fromkeys(("files", "loaded", "correct", "faster", "over", "npu"), 0)
+    for name, s in summary.items():
+        lines.append(f"| {name} | {s['files']} | {s['loaded']} | {s['correct']} | {s['faster']} | "
+                     f"{len(s['over_budget'])} | {s['torch_npu']} |")
+        for key, value in (("files", s["files"]), ("loaded", s["loaded"]), ("correct", s["correct"]),
+                           ("faster", s["faster"]), ("over", len(s["over_budget"])), ("npu", s["torch_npu"])):
+            totals[key] += value
+    lines.append(f"| all | {totals['files']} | {totals['loaded']} | {totals['correct']} | {totals['faster']} | "
+                 f"{totals['over']} | {totals['npu']} |")
+    kinds: dict[str, int] = {}
+    for s in summary.values():
+        for g in s["by_reason"]:
+            kinds[g["reason"]] = kinds.get(g["reason"], 0) + g["count"]
+    lines += ["", "Not correct, by reason, over all folders: "
+              + ", ".join(f"{k} ({n})" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))) + "."]
+    over = [t for s in summary.values() for t in s["over_budget"]]
+    if over:
+        lines += ["", f"Over the input budget: {', '.join(over)}."]
+    if wall_s is not None:
+        lines += ["", f"({wall_s / 60:.1f} min for this invocation.)"]
+    return "\n".join(lines)
+
+
+def _options(args: argparse.Namespace) -> list[str]:
+    options = ["--cases", str(args.cases), "--workers", str(args.workers), "--max-input-gb", f"{args.max_input_gb:g}",
+               "--task-timeout", f"{args.task_timeout:g}", "--commit", args.commit]
+    return [*options, *(["--folders", args.folders] if args.folders else []), "--doc", "docs/results.md"]
+
+
+def _cases(cases: int | None) -> str:
+    return "every case of each task" if cases is None else (
+        "the first case of each task" if cases == 1 else f"the first {cases} cases of each task")
+
+
+if __name__ == "__main__":
+    main()
