@@ -252,8 +252,11 @@ def compare(vop: str) -> ChainRule:
     def rule(c: ChainCtx) -> Expr | None:
         if len(c.x) == 2:
             return op(vop, c.x[0], c.x[1])
-        if len(c.x) == 1 and len(c.nums) == 1:
-            return op(vop, c.x[0], c.nums[0])
+        # the other operand may be a Python bool (`torch.ne(x, True)` compares with 1): for a
+        # comparison it is a number, not a flag as bools are elsewhere
+        other = c.nums or [float(v) for v in c.scalars if isinstance(v, bool)]
+        if len(c.x) == 1 and len(other) == 1:
+            return op(vop, c.x[0], other[0])
         return None
 
     return rule

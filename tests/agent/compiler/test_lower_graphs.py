@@ -319,3 +319,14 @@ def test_a_cast_read_through_a_merging_reshape_is_recomputed_not_stored(compile_
     x = (np.arange(512).reshape(4, 2, 8, 8) % 13 - 6).astype(np.float16)
     (out,) = run(x)
     np.testing.assert_allclose(out, x.astype(np.float32).reshape(4, 128).sum(1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("other", ["True", "False", "57", "-54.0"])
+def test_a_comparison_with_a_python_scalar_bool_included_matches_torch(compile_graph, other):
+    # torch.ne(x, True) compares with 1: the bool is the other operand, not a flag
+    # (MultiKernelBench level0/18_ne_scalar on uint8)
+    compiled, run = compile_graph("x", f"torch.ne(x, {other})", "torch.randint(0, 4, (3, 5)).to(torch.uint8)")
+    x = (np.arange(15) % 4).astype(np.uint8).reshape(3, 5)
+    (out,) = run(x)
+    want = torch.ne(torch.from_numpy(x), eval(other)).numpy()
+    np.testing.assert_array_equal(out, want)
