@@ -330,3 +330,25 @@ def test_a_comparison_with_a_python_scalar_bool_included_matches_torch(compile_g
     (out,) = run(x)
     want = torch.ne(torch.from_numpy(x), eval(other)).numpy()
     np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_floor_divide_by_a_one_element_tensor_is_exact_at_integer_quotients(compile_graph, dtype):
+    # the [1] divisor is a scalar in the kernel, which divides by multiplying with 1/b:
+    # -18 * fl(1/3) is -6.0000002, whose floor is -7; the remainder's sign corrects it,
+    # and a tiny negative dividend still floors to -1 (level0/2_floor_divide)
+    compiled, run = compile_graph("a, b", "torch.floor_divide(a, b)",
+                                  f"torch.randn(64).to(torch.{dtype}), torch.randn(1).to(torch.{dtype})")
+    a = torch.tensor([-18, 18, -9, 9, 6, -6, 7, -7, -1e-30, 1e-30, 0, -0.5] * 2 + list(range(-20, 20)),
+                     dtype=getattr(torch, dtype))
+    for divisor in (3.0, -3.0, 0.75, 0.0):
+        b = torch.tensor([divisor], dtype=getattr(torch, dtype))
+        (out,) = run(*[_numpy(t) for t in (a, b)])
+        want = torch.floor_divide(a, b).float().numpy()
+        np.testing.assert_array_equal(np.asarray(out, dtype=np.float32), want)
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    import ml_dtypes
+
+    return t.float().numpy().astype(ml_dtypes.bfloat16) if t.dtype == torch.bfloat16 else t.numpy()
