@@ -82,3 +82,43 @@ def test_a_dtype_never_compiled_is_no_case_class(task_file):
     compiled = _compiled(task_file, "x", "x + 1.0", ["torch.randn(4, 4)"])
     run = run_sandboxed(compiled.source, [np.zeros((4, 4), np.float16)])
     assert run.error is not None and "no compiled case class" in run.error.message
+
+
+def test_a_broadcast_result_takes_its_sizes_from_several_inputs(task_file):
+    # logaddexp of [2] and [4, 16, 1, 1] is [4, 16, 1, 2]: the result's dimensions come from
+    # both inputs (host helpers bshape/bsize), one class for the pattern, not one per case
+    cases = ["torch.randn(2), torch.randn(4, 16, 1, 1)", "torch.randn(5), torch.randn(3, 2, 1, 1)",
+             "torch.randn(7), torch.randn(2, 9, 1, 1)"]
+    compiled = _compiled(task_file, "x, y", "x + y * 2.0", cases)
+    assert compiled.rules == 1 and compiled.exact == 0
+    rng = np.random.default_rng(1)
+    for xs, ys in (((2,), (4, 16, 1, 1)), ((6,), (5, 3, 1, 1))):
+        x, y = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ys).astype(np.float32)
+        (out,) = _run(compiled.source, [x, y])
+        np.testing.assert_allclose(out, x + y * np.float32(2.0), rtol=1e-6)
+
+
+def test_an_elementwise_class_over_a_one_element_operand_is_not_taken_by_a_broadcast_that_grows(task_file):
+    # x [n] with y of one element gives x's shape; x [4] with y [2, 1, 1, 1, 1] does not,
+    # although y has one element per row: the classes check the broadcast's shape
+    cases = ["torch.randn(7), torch.randn(1)", "torch.randn(2, 9), torch.randn(1, 1)",
+             "torch.randn(4), torch.randn(2, 1, 1, 1, 1)"]
+    compiled = _compiled(task_file, "x, y", "torch.logaddexp(x, y)", cases)
+    assert compiled.exact == 0
+    rng = np.random.default_rng(2)
+    for xs, ys in (((7,), (1,)), ((2, 9), (1, 1)), ((4,), (2, 1, 1, 1, 1)), ((11,), (1,))):
+        x, y = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ys).astype(np.float32)
+        (out,) = _run(compiled.source, [x, y])
+        np.testing.assert_allclose(out, np.logaddexp(x, y), rtol=1e-5, atol=1e-6)
+
+
+def test_a_constant_made_of_scalar_arguments_is_computed_by_the_host(task_file):
+    # the forward multiplies its Python floats before the graph sees them: a * b is one
+    # constant, which the host recomputes per call (elu_backward's input_scale * alpha * scale)
+    cases = ["torch.randn(4, 8), 3.0, 4.0", "torch.randn(2, 5), 5.0, -5.0", "torch.randn(9), 0.5, 0.25"]
+    compiled = _compiled(task_file, "x, a, b", "x * (a * b) + b", cases)
+    assert compiled.rules == 1 and compiled.exact == 0
+    x = np.linspace(-2, 2, 30, dtype=np.float32).reshape(5, 6)
+    for a, b in ((3.0, 4.0), (1.5, -7.25)):
+        (out,) = _run(compiled.source, [x, a, b])
+        np.testing.assert_allclose(out, x * np.float32(a * b) + np.float32(b), rtol=1e-6)

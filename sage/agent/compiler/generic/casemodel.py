@@ -83,11 +83,24 @@ class CaseCode:
         return [tuple(r[2]) if r[0] == "view" else tuple(r[1]) for r in self.host.returns]
 
     def signature(self, ranked: bool) -> tuple:
-        """List lengths, and per argument its dtype (and rank, when `ranked`) or Python type."""
+        """List lengths, and per argument its dtype or Python type, and its shape's pattern:
+        ranked, each dimension as 0, 1 or many (`shape_pattern`: which dimensions broadcast
+        decides the code path, as torch specialises sizes 0 and 1); rank-free, the first
+        tensor argument of the same shape (an elementwise kernel over equal shapes is not
+        one over a broadcast)."""
         sig = []
+        tensors = [tuple(a.shape) for a in self.flat if isinstance(a, torch.Tensor)]
+        try:
+            whole = tuple(torch.broadcast_shapes(*tensors))
+        except RuntimeError:
+            whole = None
         for a in self.flat:
             if isinstance(a, torch.Tensor):
-                sig.append(("t", str(a.dtype).removeprefix("torch."), a.dim() if ranked else None))
+                # rank-free: also whether it has the broadcast's shape (a result shaped like it is)
+                pattern = shape_pattern(a.shape) if ranked else (next(
+                    i for i, b in enumerate(self.flat) if isinstance(b, torch.Tensor) and b.shape == a.shape),
+                    len(tensors) > 1 and tuple(a.shape) == whole)
+                sig.append(("t", str(a.dtype).removeprefix("torch."), pattern))
             else:
                 sig.append(("s", type(a).__name__))
         return (self.packing, tuple(sig))
@@ -103,6 +116,20 @@ class CaseCode:
                         for r in self.host.returns)
         ranks = tuple(len(s) for s in self.shapes()) if ranked else ()
         return (self.signature(ranked), launches, temps, returns, len(self.host.values), ranks)
+
+
+def shape_pattern(shape: Any) -> tuple[int, ...]:
+    """Each dimension as 0, 1 or 2 (two or more); the host's `dims_pattern` helper."""
+    return tuple(min(int(d), 2) for d in shape)
+
+
+# The host helper computing `shape_pattern` in the kernel file.
+PATTERN_HELPER = """def dims_pattern(t):
+    out = []
+    for d in t.shape:
+        out.append(min(d, 2))
+    return tuple(out)
+"""
 
 
 class Tilings:
@@ -131,4 +158,4 @@ class Tilings:
         return None
 
 
-__all__ = ["CaseCode", "HostCode", "Tilings", "TracedLaunch"]
+__all__ = ["PATTERN_HELPER", "CaseCode", "HostCode", "Tilings", "TracedLaunch", "shape_pattern"]

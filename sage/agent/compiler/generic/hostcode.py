@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sage.agent.compiler.generic.hostexpr import ROUND_HELPER, HostExpr, literal, round_helpers
+from sage.agent.compiler.generic.hostexpr import BROADCAST_HELPERS, ROUND_HELPER, HostExpr, literal, round_helpers
 from sage.agent.compiler.generic.guards import simplified
 from sage.agent.compiler.generic.prune import compact, hoist
 from sage.agent.compiler.generic.templates import strip_header, templated
-from sage.agent.compiler.generic.casemodel import Tilings
+from sage.agent.compiler.generic.casemodel import PATTERN_HELPER, Tilings, shape_pattern
 from sage.agent.compiler.generic.rules import Rule
 from sage.kernels import HEADER, dsl_dtype, suffixed
 from sage.kernels.symbolic import Formula, evaluate, params_of, render
@@ -63,6 +63,12 @@ def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[st
     rounding = {e.dtype for r in rules for e in r.chosen() if e.kind == "round"}
     if rounding:
         parts.append(round_helpers(rounding))
+    if any(e.kind in ("bdim", "bprod", "bnumel") for r in rules for e in r.chosen()) or \
+            any(not r.ranked and not r.exact and any(p[2][1] for p in r.code.signature(False)[1] if p[0] == "t")
+                for r in rules):
+        parts.append(BROADCAST_HELPERS)
+    if any(r.ranked and not r.exact for r in rules):
+        parts.append(PATTERN_HELPER)
     head = rules[0].code
     forward_params = [f"x{i}" for i in range(len(head.packing))] + params
     for j, rule in enumerate(rules):
@@ -229,10 +235,17 @@ def _checks(rule: Rule) -> list[str]:
     for i, a in enumerate(code.flat):
         if hasattr(a, "dtype") and hasattr(a, "dim"):
             tests.append(f"a{i}.dtype == {dsl_dtype(str(a.dtype).removeprefix('torch.'))}")
-            if rule.ranked:
-                tests.append(f"a{i}.dim() == {a.dim()}")
             if rule.exact:
                 tests.append(f"tuple(a{i}.shape) == {tuple(int(d) for d in a.shape)!r}")
+            elif rule.ranked:
+                tests.append(f"dims_pattern(a{i}) == {shape_pattern(a.shape)!r}")
+            else:
+                like, whole = code.signature(False)[1][i][2]
+                if like != i:
+                    tests.append(f"tuple(a{i}.shape) == tuple(a{like}.shape)")
+                elif whole:
+                    tensors = ", ".join(f"a{j}" for j, b in enumerate(code.flat) if hasattr(b, "shape"))
+                    tests.append(f"tuple(bshape(({tensors},))) == tuple(a{i}.shape)")
         elif a is None:
             tests.append(f"a{i} is None")
     for i, v in rule.scalar_checks().items():

@@ -13,6 +13,7 @@ applies only to cases with that value.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -23,22 +24,52 @@ import torch
 # Preference among candidates with the same value, most general first: a dimension before
 # the element count before a product of dimensions; a literal last, except for 0 and 1
 # (sizes that are structure, like torch's specialisation of 0/1 sizes).
-_ORDER = {"dim": 0, "numel": 1, "prod": 2, "scalar": 3, "item": 4, "round": 5, "lit": 9}
+_ORDER = {"dim": 0, "numel": 1, "prod": 2, "bdim": 3, "bnumel": 3, "bprod": 4, "scalar": 5, "item": 6, "round": 7,
+          "mul": 8, "lit": 9}
 ROUNDINGS = ("float16", "bfloat16", "float32")
 # Expressions that read no single dimension: a rule made of them serves every rank.
-RANK_FREE = frozenset({"numel", "scalar", "item", "round", "lit"})
+RANK_FREE = frozenset({"numel", "bnumel", "scalar", "item", "round", "mul", "lit"})
+# Products of how many scalar arguments are candidates (a forward's `input_scale * alpha *
+# scale` is one constant of the graph; Python multiplies left to right, so each order is one).
+MAX_FACTORS = 3
+# Host helpers for the broadcast of the tensor arguments (torch.broadcast_shapes), written
+# once in a kernel file whose rules use them: a broadcast result's sizes come from several
+# inputs, a different one per case (logaddexp of [2] and [4, 16, 1, 1] is [4, 16, 1, 2]).
+BROADCAST_HELPERS = '''def bshape(ts):
+    rank = 0
+    for t in ts:
+        rank = max(rank, t.dim())
+    out = []
+    for k in range(rank):
+        d = 1
+        for t in ts:
+            j = k - (rank - t.dim())
+            if j >= 0 and t.shape[j] != 1:
+                d = t.shape[j]
+        out.append(d)
+    return out
+
+
+def bsize(ts, lo, hi):
+    shape = bshape(ts)
+    n = 1
+    for d in shape[lo:hi if hi >= 0 else len(shape)]:
+        n = n * d
+    return n
+'''
 
 
 @dataclass(frozen=True)
 class HostExpr:
     """One host expression: `kind` over flat argument `arg` (its text `expr`)."""
 
-    kind: str                        # dim | prod | numel | scalar | item | round | lit
+    kind: str                        # dim | prod | numel | bdim | bprod | bnumel | scalar | item | round | mul | lit
     arg: int = -1                    # the flat argument it reads (-1: none)
     lo: int = 0                      # dim: the dimension; prod: first dimension; item: index
     hi: int = 0                      # prod: one past the last dimension
     dtype: str = ""                  # round: the dtype the scalar is rounded to
     value: Any = None                # lit: the value
+    args: tuple[int, ...] = ()       # bdim/bprod/bnumel: the tensors broadcast; mul: the scalars multiplied
 
     def text(self, flat: list[str]) -> str:
         e = flat[self.arg] if self.arg >= 0 else ""
@@ -54,6 +85,16 @@ class HostExpr:
             return f"{e}[{self.lo}]"
         if self.kind == "round":
             return f"{ROUND_HELPER[self.dtype]}({e})"
+        ts = "(" + "".join(f"{flat[i]}, " for i in self.args) + ")"
+        if self.kind == "bdim":
+            return f"bshape({ts})[{self.lo}]"
+        if self.kind in ("bprod", "bnumel"):
+            return f"bsize({ts}, {self.lo}, {self.hi if self.kind == 'bprod' else -1})"
+        if self.kind == "mul":
+            text = flat[self.args[0]]
+            for i in self.args[1:]:
+                text = f"({text} * {flat[i]})"
+            return text
         return literal(self.value)
 
     def evaluate(self, args: list) -> Any:
@@ -70,12 +111,24 @@ class HostExpr:
             return a[self.lo]
         if self.kind == "round":
             return round_to(float(a), self.dtype)
+        if self.kind in ("bdim", "bprod", "bnumel"):
+            shape = torch.broadcast_shapes(*(tuple(args[i].shape) for i in self.args))
+            if self.kind == "bdim":
+                return int(shape[self.lo])
+            return math.prod(int(d) for d in shape[self.lo:self.hi if self.kind == "bprod" else len(shape)])
+        if self.kind == "mul":
+            v = args[self.args[0]]
+            for i in self.args[1:]:
+                v = v * args[i]
+            return v
         return self.value
 
     @property
-    def reads(self) -> int | None:
-        """The scalar argument it uses (None: a tensor's shape or nothing)."""
-        return self.arg if self.kind in ("scalar", "item", "round") else None
+    def reads(self) -> frozenset[int]:
+        """The scalar arguments it uses (none: a tensor's shape or nothing)."""
+        if self.kind == "mul":
+            return frozenset(self.args)
+        return frozenset({self.arg}) if self.kind in ("scalar", "item", "round") else frozenset()
 
 
 def literal(v: Any) -> str:
@@ -119,6 +172,36 @@ class Candidates:
             elif isinstance(a, (list, tuple)) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in a):
                 for j, v in enumerate(a):
                     self._add(v, HostExpr("item", i, j))
+        self._broadcasts(flat_args)
+        self._products(flat_args)
+
+    def _broadcasts(self, flat_args: list) -> None:
+        tensors = tuple(i for i, a in enumerate(flat_args) if isinstance(a, torch.Tensor))
+        if len(tensors) < 2:
+            return
+        try:
+            shape = [int(d) for d in torch.broadcast_shapes(*(tuple(flat_args[i].shape) for i in tensors))]
+        except RuntimeError:
+            return
+        self._add(math.prod(shape), HostExpr("bnumel", args=tensors))
+        for k, d in enumerate(shape):
+            self._add(d, HostExpr("bdim", lo=k, args=tensors))
+        for lo in range(len(shape)):
+            for hi in range(lo + 2, len(shape) + 1):
+                if (lo, hi) != (0, len(shape)):
+                    self._add(math.prod(shape[lo:hi]), HostExpr("bprod", lo=lo, hi=hi, args=tensors))
+
+    def _products(self, flat_args: list) -> None:
+        scalars = [i for i, a in enumerate(flat_args) if isinstance(a, (int, float)) and not isinstance(a, bool)]
+        for n in range(2, MAX_FACTORS + 1):
+            for order in itertools.permutations(scalars, n):
+                if not any(isinstance(flat_args[i], float) for i in order):
+                    continue               # a product of ints is a size: a dimension explains it, or a literal
+                expr = HostExpr("mul", args=order)
+                try:
+                    self._add(expr.evaluate(flat_args), expr)
+                except OverflowError:
+                    continue
 
     def _add(self, value: Any, expr: HostExpr) -> None:
         key = _key(value)
@@ -134,7 +217,7 @@ class Candidates:
         structural = isinstance(value, int) and value in (0, 1)
 
         def order(e: HostExpr) -> tuple:
-            same = e.kind == "dim" and e.lo == position
+            same = e.kind in ("dim", "bdim") and e.lo == position
             return (not same, not (same and self.ranks.get(e.arg) == rank), _ORDER[e.kind])
 
         found.sort(key=order)
@@ -181,4 +264,4 @@ def round_helpers(dtypes: set[str]) -> str:
     return "\n".join(out)
 
 
-__all__ = ["Candidates", "HostExpr", "RANK_FREE", "ROUND_HELPER", "literal", "round_helpers", "round_to"]
+__all__ = ["BROADCAST_HELPERS", "Candidates", "HostExpr", "RANK_FREE", "ROUND_HELPER", "literal", "round_helpers", "round_to"]

@@ -50,7 +50,7 @@ class Rule:
     def scalar_checks(self) -> dict[int, Any]:
         """Flat scalar arguments the rule checks by value: those no chosen expression reads,
         on which its cases agree (with `exact`, every scalar)."""
-        read = {e.reads for e in self.chosen()}
+        read = set().union(*(e.reads for e in self.chosen()))
         out = {}
         for i, a in enumerate(self.code.flat):
             if isinstance(a, torch.Tensor) or (i in read and not self.exact):
