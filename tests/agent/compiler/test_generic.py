@@ -122,3 +122,27 @@ def test_a_constant_made_of_scalar_arguments_is_computed_by_the_host(task_file):
     for a, b in ((3.0, 4.0), (1.5, -7.25)):
         (out,) = _run(compiled.source, [x, a, b])
         np.testing.assert_allclose(out, x * np.float32(a * b) + np.float32(b), rtol=1e-6)
+
+
+ELU = ("torch.where(x > 0, torch.as_tensor(s, dtype=x.dtype) * x, torch.as_tensor(a, dtype=x.dtype) * "
+       "torch.as_tensor(s, dtype=x.dtype) * (torch.exp(torch.as_tensor(k, dtype=x.dtype) * x) - 1))")
+
+
+def test_constants_rounded_to_the_input_dtype_reach_the_kernel_unrounded(task_file):
+    # as_tensor(alpha, dtype=float16) rounds alpha in eager torch, not in the float64 truth:
+    # the host passes the Python float and the kernel computes in float32, rounding once.
+    # level0/13_elu case 4: alpha * scale * (exp(-95 x) - 1) at x = -0.10205 is 65519.89 in
+    # the truth (65504 in float16); with alpha and scale rounded first it is 65551, inf.
+    # -95.0 rounds to itself: that case is still of the class of those whose k does round.
+    cases = ["torch.randn(21, 19, 16, 7).half(), 8.153589118365417, 0.49504242433451395, -95.0",
+             "torch.randn(3, 40).half(), 6.039804185616177, -80.86322900813678, -27.619739081366276"]
+    compiled = _compiled(task_file, "x, a, s, k", ELU, cases)
+    assert compiled.rules == 1 and compiled.exact == 0
+    x = np.full((4, 8), -0.10205078125, np.float16)
+    x[0, :4] = [0.5, -0.001, 1.5, -0.05]
+    for a, s, k in ((8.153589118365417, 0.49504242433451395, -95.0), (6.0398, -80.8632, -27.6197)):
+        (out,) = _run(compiled.source, [x, a, s, k])
+        t = x.astype(np.float64)
+        truth = np.where(t > 0, s * t, a * s * (np.exp(k * t) - 1)).astype(np.float16)
+        np.testing.assert_allclose(out.astype(np.float64), truth.astype(np.float64), rtol=2e-3)
+        assert np.isfinite(out).all() == np.isfinite(truth).all()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sage.agent.compiler.generic.hostexpr import BROADCAST_HELPERS, ROUND_HELPER, HostExpr, literal, round_helpers
+from sage.agent.compiler.generic.hostexpr import BROADCAST_HELPERS, HostExpr, literal
 from sage.agent.compiler.generic.guards import simplified
 from sage.agent.compiler.generic.prune import compact, hoist
 from sage.agent.compiler.generic.templates import strip_header, templated
@@ -60,9 +60,6 @@ def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[st
             parts.append(f"tiling_k{i} = {tiling_made[i]}\n")
         else:
             parts.append(tiling_fns[i].replace("def tiling(", f"def tiling_k{i}(", 1))
-    rounding = {e.dtype for r in rules for e in r.chosen() if e.kind == "round"}
-    if rounding:
-        parts.append(round_helpers(rounding))
     if any(e.kind in ("bdim", "bprod", "bnumel") for r in rules for e in r.chosen()) or \
             any(not r.ranked and not r.exact and any(p[2][1] for p in r.code.signature(False)[1] if p[0] == "t")
                 for r in rules):

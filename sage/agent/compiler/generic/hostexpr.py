@@ -5,7 +5,8 @@ host must compute them for whatever case it is given, from what it has: the inpu
 shapes and the Python arguments. `Candidates` lists, for one case, every value such an
 expression can take (each dimension, each run of consecutive dimensions multiplied, each
 tensor's element count, each scalar argument, as given or rounded to a tensor dtype as
-`torch.as_tensor(alpha, dtype=x.dtype)` does); a parameter's candidates are those with its
+`torch.as_tensor(alpha, dtype=x.dtype)` does, the host then passing it unrounded); a
+parameter's candidates are those with its
 value, and the cases that share one kernel keep the candidates every one of them agrees
 on (`rules.py`). A parameter no expression explains is a literal: the rule holding it
 applies only to cases with that value.
@@ -84,7 +85,13 @@ class HostExpr:
         if self.kind == "item":
             return f"{e}[{self.lo}]"
         if self.kind == "round":
-            return f"{ROUND_HELPER[self.dtype]}({e})"
+            # the Python float at full precision, where the graph held it rounded to a tensor
+            # dtype (`torch.as_tensor(alpha, dtype=x.dtype)`): the float64 truth computes with
+            # the unrounded value, and a float32 kernel then rounds once (an fp16 alpha of
+            # 8.1536 off by 3e-4 made elu's exp(-95 x) terms break the rule where eager's
+            # own rounding cancelled); dispatch and tilings are decided on the rounded value,
+            # as traced
+            return e
         ts = "(" + "".join(f"{flat[i]}, " for i in self.args) + ")"
         if self.kind == "bdim":
             return f"bshape({ts})[{self.lo}]"
@@ -165,10 +172,10 @@ class Candidates:
             elif isinstance(a, (int, float)):
                 self._add(a, HostExpr("scalar", i))
                 if isinstance(a, float):
+                    # also when the rounding changes nothing (-95.0 in float16): the class of
+                    # cases whose alpha does round is then open to it
                     for dt in ROUNDINGS:
-                        r = round_to(a, dt)
-                        if r != a:
-                            self._add(r, HostExpr("round", i, dtype=dt))
+                        self._add(round_to(a, dt), HostExpr("round", i, dtype=dt))
             elif isinstance(a, (list, tuple)) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in a):
                 for j, v in enumerate(a):
                     self._add(v, HostExpr("item", i, j))
@@ -237,31 +244,4 @@ def _key(value: Any) -> Any:
     return None
 
 
-# Host helpers the kernel file defines when a rule rounds a scalar argument to a dtype.
-ROUND_HELPER = {"float16": "round_f16", "bfloat16": "round_bf16", "float32": "round_f32"}
-# (significant bits, smallest normal binary exponent as math.frexp gives it, largest finite)
-_FORMATS = {"float16": (11, -13, 65504.0), "bfloat16": (8, -125, 3.3895313892515355e38),
-            "float32": (24, -125, 3.4028234663852886e38)}
-
-
-def round_helpers(dtypes: set[str]) -> str:
-    """The host functions rounding a Python float to each of `dtypes` (round to nearest even,
-    subnormals and overflow to inf included), in the kernel language."""
-    out = []
-    for dt in sorted(dtypes):
-        bits, emin, top = _FORMATS[dt]
-        out.append(f'''def {ROUND_HELPER[dt]}(x):
-    # {dt}: {bits} significant bits, round to nearest even, beyond {top!r} is inf
-    if x != x or x == 0 or abs(x) == float('inf'):
-        return x
-    m, e = math.frexp(x)
-    q = max(e, {emin}) - {bits}
-    r = math.ldexp(round(math.ldexp(x, -q)), q)
-    if abs(r) > {top!r}:
-        return float('inf') if r > 0 else float('-inf')
-    return r
-''')
-    return "\n".join(out)
-
-
-__all__ = ["BROADCAST_HELPERS", "Candidates", "HostExpr", "RANK_FREE", "ROUND_HELPER", "literal", "round_helpers", "round_to"]
+__all__ = ["BROADCAST_HELPERS", "Candidates", "HostExpr", "RANK_FREE", "literal", "round_to"]
