@@ -11,6 +11,7 @@ default the outer axis that lets every operand be copied in whole rows, the larg
 
 from __future__ import annotations
 
+from sage.agent.compiler.expm1 import accurate_expm1
 from sage.agent.compiler.build import Unsupported
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Program
@@ -56,7 +57,7 @@ def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_
         buf = prog.buffers[bid]
         acc = Access(arg=buf.name, dtype=dtype, numel=buf.numel, strides=strides[len(leaves) + j],
                      offset=offsets[len(leaves) + j])
-        outputs.append(TileOutput(expr=_number(expr, leaf_ids), access=acc))
+        outputs.append(TileOutput(expr=accurate_expm1(_number(expr, leaf_ids)), access=acc))
     compute = _compute_dtype(accesses, outputs, fp32)
     spec = TileSpec(name=name, dims=dims, row=None, leaves=tuple(accesses), outputs=tuple(outputs), compute=compute,
                     reduce_rows=row is not None)

@@ -352,3 +352,13 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
     import ml_dtypes
 
     return t.float().numpy().astype(ml_dtypes.bfloat16) if t.dtype == torch.bfloat16 else t.numpy()
+
+
+def test_exp_minus_one_does_not_cancel_near_zero(compile_graph):
+    # float32 exp(y) - 1 at y = 3e-4 keeps exp's rounding error against a result of 3e-4
+    # (relative 2e-4); the kernel takes a series there (level0/13_elu case 14)
+    compiled, run = compile_graph("x", "(torch.exp(x * -12.1) - 1) * 3.0", "torch.randn(4, 64)")
+    x = np.concatenate([np.linspace(-3e-3, 3e-3, 128), np.linspace(-0.5, 0.5, 128)]).astype(F32).reshape(4, 64)
+    (out,) = run(x)
+    want = np.expm1(x.astype(np.float64) * np.float64(F32(-12.1))) * 3.0
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=0)      # exp(y) - 1 alone is 2e-4 off
