@@ -146,3 +146,14 @@ def test_constants_rounded_to_the_input_dtype_reach_the_kernel_unrounded(task_fi
         truth = np.where(t > 0, s * t, a * s * (np.exp(k * t) - 1)).astype(np.float16)
         np.testing.assert_allclose(out.astype(np.float64), truth.astype(np.float64), rtol=2e-3)
         assert np.isfinite(out).all() == np.isfinite(truth).all()
+
+
+def test_a_negative_integer_argument_reaches_its_own_class(task_file):
+    # a class checks the values its cases agree on as 0, 1 or other; "other" is `not in
+    # (0, 1)` on the host (a test `>= 2` refused the class's own case of n = -3)
+    compiled = _compiled(task_file, "x, n", "x + n", ["torch.randn(4, 8), -3", "torch.randn(2, 5), -5"])
+    assert compiled.rules == 1          # n reaches the kernel as float(n), a float constant of the graph
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for n in (-3, 7):
+        (out,) = _run(compiled.source, [x, n])
+        np.testing.assert_array_equal(out, x + n)

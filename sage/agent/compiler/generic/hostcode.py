@@ -106,7 +106,7 @@ def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str]) ->
         if e.kind != "lit" and e not in names:
             names[e] = f"v{len(names)}"
             body.append(f"{names[e]} = {e.text(flat)}")
-    conds = [f"{names[chosen[k]]} {('== 0', '== 1', '>= 2')[cat]}" for k, cat in rule.categories().items()]
+    conds = [f"{names[chosen[k]]} {('== 0', '== 1', 'not in (0, 1)')[cat]}" for k, cat in rule.categories().items()]
     if conds:
         body.append(f"if not ({' and '.join(dict.fromkeys(conds))}):")
         body.append("    return None")
@@ -151,6 +151,7 @@ def _tiling_function(kernel: str, tilings: Tilings) -> str:
     n = tilings.counts[kernel]
     lines = [f"def tiling({', '.join(f'p{i}' for i in range(n))}):"]
     ps = [("p", i) for i in range(n)]
+    written: list[list[str]] = []
     for variant in tilings.variants[kernel]:
         guards, fields = variant
         subbed = [(_sub(g, ps), outcome) for g, outcome in guards]
@@ -159,13 +160,17 @@ def _tiling_function(kernel: str, tilings: Tilings) -> str:
         conds = simplified(subbed, tilings.values[(kernel, variant)])
         fields = [_sub(f, ps) for f in fields]
         shared = _common_terms(conds + fields)
-        lines += [f"    e{j} = {_text(t, params=True, shared=shared, define=True)}" for t, j in shared.items()]
         ret = "return " + _tuple([_text(f, params=True, shared=shared) for f in fields])
         if not conds:
+            lines += [f"    e{j} = {_text(t, params=True, shared=shared, define=True)}" for t, j in shared.items()]
             lines.append("    " + ret)
             break
-        lines += ["    if (" + " and\n            ".join(_cond_text(c, shared) for c in conds) + "):",
-                  "        " + ret]
+        block = [f"    e{j} = {_text(t, params=True, shared=shared, define=True)}" for t, j in shared.items()] + \
+            ["    if (" + " and\n            ".join(_cond_text(c, shared) for c in conds) + "):", "        " + ret]
+        if block in written:
+            continue          # guards that differ only in what simplified away: the same test
+        written.append(block)
+        lines += block
     else:
         lines.append("    return None")
     return "\n".join(lines) + "\n"

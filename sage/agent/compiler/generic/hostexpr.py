@@ -25,11 +25,11 @@ import torch
 # Preference among candidates with the same value, most general first: a dimension before
 # the element count before a product of dimensions; a literal last, except for 0 and 1
 # (sizes that are structure, like torch's specialisation of 0/1 sizes).
-_ORDER = {"dim": 0, "numel": 1, "prod": 2, "bdim": 3, "bnumel": 3, "bprod": 4, "scalar": 5, "item": 6, "round": 7,
+_ORDER = {"dim": 0, "numel": 1, "prod": 2, "bdim": 3, "bnumel": 3, "bprod": 4, "scalar": 5, "float": 5, "item": 6, "round": 7,
           "mul": 8, "lit": 9}
 ROUNDINGS = ("float16", "bfloat16", "float32")
 # Expressions that read no single dimension: a rule made of them serves every rank.
-RANK_FREE = frozenset({"numel", "bnumel", "scalar", "item", "round", "mul", "lit"})
+RANK_FREE = frozenset({"numel", "bnumel", "scalar", "float", "item", "round", "mul", "lit"})
 # Products of how many scalar arguments are candidates (a forward's `input_scale * alpha *
 # scale` is one constant of the graph; Python multiplies left to right, so each order is one).
 MAX_FACTORS = 3
@@ -64,7 +64,7 @@ def bsize(ts, lo, hi):
 class HostExpr:
     """One host expression: `kind` over flat argument `arg` (its text `expr`)."""
 
-    kind: str                        # dim | prod | numel | bdim | bprod | bnumel | scalar | item | round | mul | lit
+    kind: str                        # dim | prod | numel | bdim | bprod | bnumel | scalar | float | item | round | mul | lit
     arg: int = -1                    # the flat argument it reads (-1: none)
     lo: int = 0                      # dim: the dimension; prod: first dimension; item: index
     hi: int = 0                      # prod: one past the last dimension
@@ -82,6 +82,8 @@ class HostExpr:
             return f"{e}.numel()"
         if self.kind == "scalar":
             return e
+        if self.kind == "float":
+            return f"float({e})"
         if self.kind == "item":
             return f"{e}[{self.lo}]"
         if self.kind == "round":
@@ -114,6 +116,8 @@ class HostExpr:
             return int(a.numel())
         if self.kind == "scalar":
             return a
+        if self.kind == "float":
+            return float(a)
         if self.kind == "item":
             return a[self.lo]
         if self.kind == "round":
@@ -135,7 +139,7 @@ class HostExpr:
         """The scalar arguments it uses (none: a tensor's shape or nothing)."""
         if self.kind == "mul":
             return frozenset(self.args)
-        return frozenset({self.arg}) if self.kind in ("scalar", "item", "round") else frozenset()
+        return frozenset({self.arg}) if self.kind in ("scalar", "float", "item", "round") else frozenset()
 
 
 def literal(v: Any) -> str:
@@ -171,6 +175,9 @@ class Candidates:
                 continue
             elif isinstance(a, (int, float)):
                 self._add(a, HostExpr("scalar", i))
+                if isinstance(a, int):
+                    # an int the graph took as a float constant (x + n with n = -3 is add(x, -3.0))
+                    self._add(float(a), HostExpr("float", i))
                 if isinstance(a, float):
                     # also when the rounding changes nothing (-95.0 in float16): the class of
                     # cases whose alpha does round is then open to it

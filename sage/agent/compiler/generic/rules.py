@@ -60,11 +60,14 @@ class Rule:
         return out
 
     def categories(self) -> dict[int, int]:
-        """Per parameter computed from the inputs: 0, 1 or 2 (two or more), when its cases agree
-        (sizes 0 and 1 change what the compiler does before any generator runs)."""
+        """Per parameter computed from the inputs: 0, 1 or 2 (any other value), when its cases
+        agree. Sizes 0 and 1 change what the compiler does before any generator runs; a
+        constant 0.0 or 1.0 is tested alike, so that a class whose cases all avoid them is not
+        taken by one whose graph may have been built otherwise for them."""
         out = {}
         for k, e in enumerate(self.chosen()):
-            if e.kind == "lit" or not isinstance(_params(self.code, self.ranked)[k], int):
+            v = _params(self.code, self.ranked)[k]
+            if e.kind == "lit" or isinstance(v, bool) or not isinstance(v, (int, float)):
                 continue
             cats = {_category(_params(c, self.ranked)[k]) for c in self.cases}
             if len(cats) == 1:
@@ -183,7 +186,8 @@ def _common(a: list[HostExpr], b: list[HostExpr]) -> list[HostExpr]:
 
 
 def _category(v: Any) -> int:
-    return min(int(v), 2) if isinstance(v, int) and v >= 0 else 2
+    """0, 1 or 2 (any other value, NaN included); the host tests `== 0`, `== 1`, `not in (0, 1)`."""
+    return 0 if v == 0 else 1 if v == 1 else 2
 
 
 def _same(a: Any, b: Any) -> bool:
