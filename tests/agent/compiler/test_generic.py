@@ -157,3 +157,28 @@ def test_a_negative_integer_argument_reaches_its_own_class(task_file):
     for n in (-3, 7):
         (out,) = _run(compiled.source, [x, n])
         np.testing.assert_array_equal(out, x + n)
+
+
+def test_a_group_whose_symbolic_run_fails_gets_its_own_concrete_kernel(task_file):
+    # when only the traced generator refuses (a tile that fits the case's sizes but not the
+    # symbolic decisions), the case keeps the kernel written for its sizes: no parameters,
+    # an empty tiling, never merged
+    from sage.agent.compiler.build import Unsupported
+    from sage.agent.compiler.generic.casecode import traced
+    from sage.agent.compiler.lowerings import lower_group
+    from sage.agent.compiler.schedule import Schedule
+    from sage.kernels import target_for
+    from sage.kernels.symbolic import active
+
+    compiled = _compiled(task_file, "x", "x * 2.0 + 1.0", ["torch.randn(5, 7)"])
+    case = compiled.cases[0]
+    group, prog = case.plan.groups[0], case.built.program
+
+    def lower():
+        if active() is not None:
+            raise Unsupported("refused under the trace")
+        return lower_group(group, prog, "g", Schedule(), target_for("ascend910b2"))
+
+    launch = traced(lower, prog)
+    assert launch.values == [] and launch.fields == [] and launch.launch.program is None
+    assert "tiling" in launch.kernel and "td0" not in launch.kernel

@@ -10,6 +10,7 @@ buffer by a tile program of one identity, traced the same way.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,8 @@ from sage.agent.compiler.generic.module import FIELD, take_tiling
 from sage.agent.compiler.generic.prune import prune
 from sage.agent.compiler.generic.casemodel import CaseCode, HostCode, TracedLaunch
 from sage.agent.compiler.ir import Program
-from sage.agent.compiler.lowerings import copy_launch, lower_group
+from sage.agent.compiler.lowerings import TileDoesNotFit, copy_launch, lower_group
+from sage.agent.compiler.schedule import Schedule
 from sage.kernels import Target, flat_args
 from sage.kernels.symbolic import formula_of, tracing
 
@@ -41,8 +43,9 @@ def traced(lower: Callable[[], Launch | None], prog: Program) -> TracedLaunch | 
         with tracing() as trace, lifting(trace, lambda name: name in prog.names()):
             launch = lower()
     except Unsupported:
-        lower()         # raises again, its message written with this case's sizes (not field names)
-        raise
+        # raises again, its message written with this case's sizes (not field names); when
+        # only the symbolic run failed, the case's own kernel, its sizes written in
+        return _concrete(lower())
     if launch is None:
         return None
     # the fields the module's text uses (a generator may render a size into text it then
@@ -92,6 +95,19 @@ class Room:
                               f"({launches} kernel launches for one case)")
 
 
+def _concrete(launch: Launch | None) -> TracedLaunch | None:
+    """A launch generated for this case alone (no parameters, an empty tiling): its text is
+    its class's, so cases of other sizes never share it, and it is never merged with others
+    (merging deals blocks by the traced parts' tiling fields)."""
+    if launch is None:
+        return None
+    entry = launch.call.partition("(")[0].strip()
+    source = prune(launch.source, {entry})
+    return TracedLaunch(kernel=take_tiling(source, 0), args=list(launch.args), values=[], guards={}, fields=[],
+                        label=launch.label, raw=source, launch=dataclasses.replace(launch, program=None),
+                        weight=None, entry=entry)
+
+
 def case_code(index: int, case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, target: Target,
               room: Room) -> CaseCode:
     """The case's launches and host code; Unsupported (from a lowering) as before, or when
@@ -101,7 +117,15 @@ def case_code(index: int, case: CaseProgram, schedule_for: ScheduleFor, schedule
     room.case()
     for group, key in zip(case.plan.groups, case.keys):
         sched = schedules.setdefault(key, schedule_for(key))
-        launch = traced(lambda: lower_group(group, prog, LAUNCH_NAME, sched, target), prog)
+        try:
+            launch = traced(lambda: lower_group(group, prog, LAUNCH_NAME, sched, target), prog)
+        except TileDoesNotFit:
+            if sched == Schedule():
+                raise
+            # the class's schedule was chosen on another case of it: its tile may not fit this
+            # one's rows (layer_norm's 8192 columns under a tile measured on 4096); the
+            # default schedule, on which the compiler planned the case, does
+            launch = traced(lambda: lower_group(group, prog, LAUNCH_NAME, Schedule(), target), prog)
         if launch is not None:
             launches.append(launch)
             room.spend(launch, len(case.plan.groups))
