@@ -7,8 +7,8 @@ is correct, what is faster, and what is over the input budget, per folder.
     .venv/bin/python benchmarks/public_folders.py /tmp/mkb --out runs/public_folders --report-only --doc docs/results.md
 
 Each folder is one `sage bench FOLDER` run (sage.bench.runner.run_bench) with the offline
-agent's first answer (no model, no memory, no refinement turn, the first case of each task
-unless --cases says otherwise) into OUT/<folder>/, resumable: a run stopped part-way goes on
+agent's first answer (no model, no memory, no refinement turn, every case of each task
+unless --cases K samples the first K) into OUT/<folder>/, resumable: a run stopped part-way goes on
 where it stopped. The npukernelbench_level* folders are the NPUKernelBench format (cases in
 a JSON file beside each task), the others KernelBench's (one `get_inputs()`); both load
 unchanged. A folder's files that need an accelerator (`import torch_npu`) load as
@@ -51,7 +51,8 @@ def main() -> None:
     parser.add_argument("checkout", type=Path, help="a MultiKernelBench checkout (its reference/ folder is run)")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "public_folders")
     parser.add_argument("--folders", default=None, help="comma-separated folder names (default: every folder)")
-    parser.add_argument("--cases", type=int, default=1, help="the first K cases of each task (default 1)")
+    parser.add_argument("--cases", type=int, default=None,
+                        help="sample the first K cases of each task (default: every case)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-input-gb", type=float, default=4.0)
     parser.add_argument("--task-timeout", type=float, default=300.0, help="seconds per task (default 300)")
@@ -119,7 +120,7 @@ def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = Non
     command = "python " + " ".join(shlex.quote(a) for a in ["benchmarks/public_folders.py", "CHECKOUT",
                                                             *_options(args)])
     lines = [
-        "## The offline agent on every public folder",
+        "## The offline agent on every public folder" + _sampled(args.cases),
         "",
         f"Written by `{command}`, CHECKOUT being [MultiKernelBench]({REPOSITORY}) at commit {args.commit}: each "
         "folder of its `reference/` run with `sage bench FOLDER` by the offline agent's first answer (no model, no "
@@ -154,9 +155,14 @@ def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = Non
 
 
 def _options(args: argparse.Namespace) -> list[str]:
-    options = ["--cases", str(args.cases), "--workers", str(args.workers), "--max-input-gb", f"{args.max_input_gb:g}",
+    options = [*(["--cases", str(args.cases)] if args.cases is not None else []), "--workers", str(args.workers), "--max-input-gb", f"{args.max_input_gb:g}",
                "--task-timeout", f"{args.task_timeout:g}", "--commit", args.commit]
     return [*options, *(["--folders", args.folders] if args.folders else []), "--doc", "docs/results.md"]
+
+
+def _sampled(cases: int | None) -> str:
+    """A heading's note when the figures are a sample of each task's cases."""
+    return "" if cases is None else f" (a sample: the first {cases} case{'s' if cases != 1 else ''} of each task)"
 
 
 def _cases(cases: int | None) -> str:

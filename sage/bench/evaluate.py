@@ -169,8 +169,9 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
                                                      int_step=1 if "quant" in task.tags else 0)
             # The tripwire guards what is scored, a correct result's time: a wrong result is not
             # scored, and "incorrect" (an output never written, say) tells its author more than
-            # "impossible" would
-            if comparison.correct and not never_launched:
+            # "impossible" would. An empty case (every output without elements) is not scored
+            # either: it needs no work, whatever its inputs hold.
+            if comparison.correct and not never_launched and not result.empty:
                 run.error = physical_check(run.profile, expected, model, case, preset)
         if run.error is not None:
             result.error = run.error.model_copy(update={"message": f"{where}: {run.error.message}"})

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import math
 
-from sage.kernels.chain import Expr, const, inp, op
+from sage.kernels.chain import Const, Expr, const, inp, op
 
 if TYPE_CHECKING:
     from sage.kernels.record import AtenCall, TensorMeta
@@ -252,8 +252,11 @@ def compare(vop: str) -> ChainRule:
     def rule(c: ChainCtx) -> Expr | None:
         if len(c.x) == 2:
             return op(vop, c.x[0], c.x[1])
-        if len(c.x) == 1 and len(c.nums) == 1:
-            return op(vop, c.x[0], c.nums[0])
+        # the other operand may be a Python bool (`torch.ne(x, True)` compares with 1): for a
+        # comparison it is a number, not a flag as bools are elsewhere
+        other = c.nums or [float(v) for v in c.scalars if isinstance(v, bool)]
+        if len(c.x) == 1 and len(other) == 1:
+            return op(vop, c.x[0], other[0])
         return None
 
     return rule
@@ -301,7 +304,40 @@ def threshold(c: ChainCtx) -> Expr | None:
 
 def floor_divide(c: ChainCtx) -> Expr | None:
     ab = _operands(c)
-    return op("floor", op("div", *ab)) if ab else None
+    if not ab:
+        return None
+    # An integer quotient keeps floor(a / b) on top, which the int store's Cast floors itself
+    # (CAST_FLOOR). Known gap: an integer divisor the kernel holds as a scalar (a [1] tensor)
+    # still divides through its reciprocal (int32 -18 // [3] gives -7); no public case has it.
+    return floored_quotient(*ab) if c.call.outputs[0].dtype in _FLOAT_DTYPES else op("floor", op("div", *ab))
+
+
+_FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+
+def floored_quotient(a: Expr, b: Expr) -> Expr:
+    """floor(a / b) corrected by exact remainder signs, as torch's div_floor corrects by
+    fmod: a divisor the kernel holds as a scalar divides by multiplying with its reciprocal,
+    and a * (1/b) can land just past an exact integer quotient (-6 read as -6.0000005 floors
+    to -7; level0/2_floor_divide, bfloat16 over a [1] divisor). With f = floor(q): the
+    quotient is f + 1 when a - (f+1)*b has the divisor's sign or is zero, f - 1 when
+    a - f*b has the other sign. Only signs are tested: (f+1)*b is exact for small integer
+    quotients and a rounded subtraction keeps the exact difference's sign (testing the
+    remainder's size instead fails on -1e-30 // 5, whose a + 5 rounds to 5). A zero divisor
+    makes both differences NaN: no test holds and f (+-inf or NaN) stays."""
+    f = op("floor", op("div", a, b))
+    above = op("sub", a, op("mul", op("add", f, 1.0), b))
+    below = op("sub", a, op("mul", f, b))
+    up = _signed(b, op("ge", above, 0.0), op("le", above, 0.0))
+    down = _signed(b, op("lt", below, 0.0), op("gt", below, 0.0))
+    return op("where", up, op("add", f, 1.0), op("where", down, op("sub", f, 1.0), f))
+
+
+def _signed(b: Expr, if_positive: Expr, if_negative: Expr) -> Expr:
+    """`if_positive` where the divisor b > 0, else `if_negative` (chosen here for a constant)."""
+    if isinstance(b, Const):
+        return if_positive if b.value > 0 else if_negative
+    return op("where", op("gt", b, 0.0), if_positive, if_negative)
 
 
 def div_rounding(c: ChainCtx) -> Expr | None:
@@ -310,6 +346,8 @@ def div_rounding(c: ChainCtx) -> Expr | None:
     ab = _operands(c)
     if mode not in ("floor", "trunc") or ab is None:
         return None
+    if mode == "floor" and c.call.outputs[0].dtype in _FLOAT_DTYPES:
+        return floored_quotient(*ab)
     return op(mode, op("div", *ab))
 
 

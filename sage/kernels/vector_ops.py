@@ -62,7 +62,10 @@ Recipe = tuple[Step, ...]
 D, X, A, B = Reg("d"), Reg("x"), Reg("a"), Reg("b")
 T0, T1, T2 = Temp(0), Temp(1), Temp(2)
 N, PN = Count(), Count(padded=True)
-V, NEG_V, INV_V = ScalarOf("{v}"), ScalarOf("-({v})"), ScalarOf("1.0 / ({v})")
+# The reciprocal as the vector unit's IEEE arithmetic gives it: a zero divisor is a signed
+# infinity (the scalar unit's Python division would raise), so x / 0 is +-inf or NaN.
+V, NEG_V = ScalarOf("{v}"), ScalarOf("-({v})")
+INV_V = ScalarOf("(1.0 / ({v}) if ({v}) != 0 else math.copysign(math.inf, {v}))")
 MASK, INT_BUF = "mk", "ti"
 
 

@@ -66,7 +66,7 @@ def test_refinement_moves_one_knob_and_keeps_the_best(tiny_task, memory):
                         AgentConfig(iterations=2, memory_mode="sage", seed=0))
     assert [t.status for t in result.turns] == ["correct"] * 3
     for turn in result.turns[1:]:
-        move = re.search(r"refinement: (\w+) (\S+) on (c\dg\d)", turn.plan)
+        move = re.search(r"refinement: (\w+) (\S+) on ([a-z]+-[0-9a-f]+)", turn.plan)
         assert move and move.group(1) in ("tile_len", "buffer_num", "copy_mode", "fp32_compute", "row_axis",
                                           "block_dim")
     assert len({t.source for t in result.turns}) == 3, "every refinement answers a different kernel"
@@ -92,6 +92,5 @@ def test_the_search_spends_a_counted_budget(tiny_task):
         stats = backend.compiler_stats()
         assert result.status == "correct"
         assert stats["simulator_runs"] <= most
-        # one recorded decision per group of each case variant (float32 and half)
-        assert {(d["key"]["id"], d["key"]["dtype"]) for d in stats["decisions"]} == \
-            {("c0g0", "float32"), ("c1g0", "float16")}
+        # one recorded decision per group class: the float32 and the half cases' programs differ
+        assert sorted(d["key"]["dtype"] for d in stats["decisions"]) == ["float16", "float32"]

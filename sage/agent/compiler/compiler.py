@@ -16,7 +16,9 @@ from typing import Any
 import torch
 
 from sage.agent.compiler.build import Built, Unsupported, build_program, check_dtypes
-from sage.agent.compiler.emit import Launch, Variant, kernel_file
+from sage.agent.compiler.generic.casecode import Room, case_code
+from sage.agent.compiler.generic.hostcode import kernel_file
+from sage.agent.compiler.generic.rules import build_rules
 from sage.agent.compiler.fusion import Group, Plan, plan_groups
 from sage.agent.compiler.ir import Layout, Program, Ref
 from sage.agent.compiler.lowerings import TileDoesNotFit, lower_group
@@ -52,6 +54,10 @@ class CompiledTask:
     source: str
     cases: list[CaseProgram]
     schedules: dict[GroupKey, Schedule] = field(default_factory=dict)
+    rules: int = 0                 # case classes (host functions) of the file
+    kernels: int = 0               # distinct kernels
+    exact: int = 0                 # classes reached by one case's exact shapes only
+    codes: list = field(default_factory=list)      # per case, its traced launches and host code (CaseCode)
 
     @property
     def groups(self) -> list[tuple[GroupKey, Group]]:
@@ -60,7 +66,9 @@ class CompiledTask:
     def describe(self) -> str:
         n = max(len(c.plan.groups) for c in self.cases)
         kinds = sorted({g.kind for c in self.cases for g in c.plan.groups})
-        return f"{len(self.cases)} case variant(s), up to {n} launch(es) each ({', '.join(kinds)})"
+        exact = f", {self.exact} of them for one exact case" if self.exact else ""
+        return (f"{len(self.cases)} case(s) in {self.rules} case class(es){exact}, {self.kernels} kernel(s), "
+                f"up to {n} launch(es) each ({', '.join(kinds)})")
 
 
 def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[CaseProgram]:
@@ -185,78 +193,28 @@ def _with_long_rows_split(model: Any, args: list, n_args: int) -> tuple[Built, P
 
 def compile_cases(cases: list[CaseProgram], schedule_for: ScheduleFor | None, target: Target,
                   title: str) -> CompiledTask:
+    """The kernel file of these cases: one kernel per code path, one host function per case
+    class computing the sizes and tiling of its launches (`generic/`)."""
     schedule_for = schedule_for or default_schedule
     schedules: dict[GroupKey, Schedule] = {}
-    variants: list[Variant] = []
+    codes = []
+    room = Room(MAX_SOURCE_BYTES, _UNMERGED_SLACK)
     for k, case in enumerate(cases):
-        variants.append(_variant(case, schedule_for, schedules, target, _room(variants)))
-    source = kernel_file(variants, title)
+        codes.append(case_code(k, case, schedule_for, schedules, target, room))
+    rules, tilings = build_rules(codes)
+    params = cases[0].args[len(codes[0].flat):]
+    source, kernels = kernel_file(rules, tilings, title, params)
     size = len(source.encode())
     if size > MAX_SOURCE_BYTES:
         raise Unsupported(f"the kernel file ({size // 1024} KB) exceeds the sandbox's "
                           f"{MAX_SOURCE_BYTES // 1024} KB")
-    return CompiledTask(source, cases, schedules)
+    return CompiledTask(source, cases, schedules, rules=len(rules), kernels=len(kernels),
+                        exact=sum(r.exact for r in rules), codes=codes)
 
 
-# Launches are generated before merging (which can share one kernel between several): past
-# twice the sandbox's limit unmerged, lowering stops rather than finishing a file it will refuse.
+# Distinct kernel text generated before templates share it: past twice the sandbox's limit,
+# lowering stops rather than finishing a file it will refuse.
 _UNMERGED_SLACK = 2
-
-
-def _room(variants: list[Variant]) -> int:
-    """Bytes of unmerged launch source still worth generating after these variants."""
-    return _UNMERGED_SLACK * MAX_SOURCE_BYTES - sum(len(launch.source) for v in variants for launch in v.launches)
-
-
-def _variant(case: CaseProgram, schedule_for: ScheduleFor, schedules: dict, target: Target,
-             room: int) -> Variant:
-    prog = case.built.program
-    variant = Variant(signature=case.signature, args=case.args, packing=case.packing)
-    for g, (group, key) in enumerate(zip(case.plan.groups, case.keys)):
-        sched = schedules.setdefault(key, schedule_for(key))
-        launch = lower_group(group, prog, f"g{g}", sched, target)
-        if launch is not None:
-            variant.launches.append(launch)
-            room -= len(launch.source)
-            if room < 0:
-                # Found out before lowering the rest: a traced loop of thousands of steps
-                # is thousands of launches, and the sandbox refuses the file unread.
-                raise Unsupported(f"the kernel file would exceed the sandbox's {MAX_SOURCE_BYTES // 1024} KB "
-                                  f"({len(case.plan.groups)} kernel launches for one case)")
-    named = {b.name: b.id for b in prog.buffers.values()}
-    used = {named[a] for launch in variant.launches for a in launch.args if a in named}
-    returned: set[int] = set()
-    for j, ref in enumerate(prog.outputs):
-        buf = prog.buffers[ref.buf]
-        if ref.layout.numel == 0:
-            variant.returns.append(f"empty({tuple(ref.shape)!r}, {dsl_dtype(ref.dtype)})")
-            continue
-        whole = ref.layout.offset == 0 and ref.layout.is_dense() and ref.layout.numel == buf.numel
-        if whole and not buf.is_input and ref.buf not in returned:
-            returned.add(ref.buf)
-            variant.returns.append(f"{buf.name}.view({tuple(ref.shape)!r})")
-            continue
-        copy = _copy_out(prog, ref, f"r{j}", target, schedule_for, schedules)
-        variant.launches.extend(copy)
-        variant.returns.append(f"r{j}.view({tuple(ref.shape)!r})")
-        variant.temps.append((f"r{j}", max(ref.layout.numel, 1), ref.dtype))
-    for bid in sorted(used | returned):
-        buf = prog.buffers[bid]
-        if not buf.is_input:
-            variant.temps.append((buf.name, max(buf.numel, 1), buf.dtype))
-    variant.temps.sort()
-    variant.launches = merge_launches(variant.launches, target.vector_cores)
-    return variant
-
-
-def _copy_out(prog: Program, ref: Ref, name: str, target: Target, schedule_for: ScheduleFor,
-              schedules: dict) -> list[Launch]:
-    """A result that is a view (or an input) is copied into a fresh buffer."""
-    from sage.agent.compiler.lowerings import copy_launch
-
-    if ref.layout.numel == 0:
-        return []
-    return [copy_launch(prog, ref, name, f"copy_{name}", target)]
 
 
 def _signature(case: list) -> tuple:

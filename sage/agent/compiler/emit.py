@@ -28,6 +28,7 @@ class Launch:
     label: str                 # what it computes, for comments and plans
     args: list[str] = field(default_factory=list)   # the buffers it reads and writes
     program: TileProgram | None = None              # a tile program: what merging it with others needs
+    weight: int | None = None                       # a tile program: the bytes it moves (symbolic in a trace)
 
 
 @dataclass

@@ -143,6 +143,10 @@ class Program:
     def writers(self, buf: int) -> list[Node]:
         return [n for n in self.nodes if any(o.buf == buf for o in n.outs)]
 
+    def names(self) -> set[str]:
+        """The names of its GM buffers (inputs, parameters, temporaries)."""
+        return {b.name for b in self.buffers.values()}
+
     def readers(self, buf: int) -> list[Node]:
         return [n for n in self.nodes if any(r is not None and r.buf == buf for r in n.ins)]
 

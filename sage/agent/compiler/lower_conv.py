@@ -11,6 +11,7 @@ buffer launches before the product.
 
 from __future__ import annotations
 
+from sage.agent.compiler.generic.lift import lift
 from sage.agent.compiler.build import Unsupported
 from sage.agent.compiler.emit import Launch, library_launch
 from sage.agent.compiler.fusion import Group
@@ -47,7 +48,7 @@ def conv_launch(group: Group, prog: Program, name: str, sched: Schedule, target:
                          kh=w.shape[2], kw=w.shape[3], stride=p.stride, padding=p.padding, dilation=p.dilation,
                          dtype=x.dtype, bias=bias is not None, x=names[id(x)], weight=names[id(w)],
                          b=names[id(bias)] if bias is not None else "b", out=names[id(out)])
-    return library_launch(node.describe(), name, group.describe(), lambda: depthwise_source(spec, target),
+    return library_launch(node.describe(), name, group.describe(), lambda: depthwise_source(lift(spec), target),
                           depthwise_args(spec))
 
 
@@ -61,4 +62,4 @@ def _gemm_launch(node, name: str, group: Group, target: Target, x, w, bias, out,
                      out=names[id(out)])
     if spec is None:
         raise Unsupported(f"{node.describe()}: a convolution over {len(w.shape) - 2} spatial dims")
-    return library_launch(node.describe(), name, group.describe(), lambda: conv_source(spec, target), conv_args(spec))
+    return library_launch(node.describe(), name, group.describe(), lambda: conv_source(lift(spec), target), conv_args(spec))

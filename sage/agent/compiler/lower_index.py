@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from sage.agent.compiler.generic.lift import canonical, canonical_call, lift
 from sage.agent.compiler.build import Unsupported
 from sage.agent.compiler.emit import Launch, library_launch
 from sage.agent.compiler.fusion import Group
@@ -67,7 +68,7 @@ def gather_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
                            inner=math.prod(x.shape[dim + 1:]), count=idx.shape[dim] if rank else 1,
                            dtype=x.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
                            out=_name(prog, out), x_offset=x.layout.offset, index_offset=idx.layout.offset)
-    return library_launch(node.describe(), name, group.describe(), lambda: gather_elems_source(spec, target, sched.block_dim),
+    return library_launch(node.describe(), name, group.describe(), lambda: gather_elems_source(lift(spec), target, sched.block_dim),
                           gather_elems_args(spec))
 
 
@@ -77,7 +78,9 @@ def _then(first: Launch | None, name: str, second: Launch, args: list[str]) -> L
     if first is None:
         return second
     body = [s.replace(HEADER, "", 1) for s in (first.source, second.source)]
-    launcher = f"\n\ndef {name}_launch({', '.join(args)}):\n    {first.call}\n    {second.call}\n"
+    # inside a shape-generic trace the kernels call their buffers by their lifted names
+    params, calls = canonical(args), [canonical_call(launch.call) for launch in (first, second)]
+    launcher = f"\n\ndef {name}_launch({', '.join(params)}):\n    {calls[0]}\n    {calls[1]}\n"
     return Launch(HEADER + "\n".join(body) + launcher, f"{name}_launch({', '.join(args)})", second.label, args)
 
 
@@ -131,7 +134,7 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
                            src_offset=src.layout.offset)
     args = scatter_rows_args(spec)
     scatter = library_launch(node.describe(), spec.name, group.describe(),
-                             lambda: scatter_rows_source(spec, target, sched.block_dim), args)
+                             lambda: scatter_rows_source(lift(spec), target, sched.block_dim), args)
     first = _initial_copy(node, prog, name, target)
     names = list(dict.fromkeys((first.args if first else []) + args))
     return _then(first, name, scatter, names)
@@ -165,7 +168,7 @@ def histogram_launch(group: Group, prog: Program, name: str, sched: Schedule, ta
     spec = HistogramSpec(name=name, numel=x.layout.numel, bins=out.layout.numel, dtype=x.dtype,
                          out_dtype=out.dtype, lo=lo, hi=hi, x=_name(prog, x), out=_name(prog, out),
                          x_offset=x.layout.offset)
-    return library_launch(node.describe(), name, group.describe(), lambda: histogram_source(spec, target, sched.block_dim),
+    return library_launch(node.describe(), name, group.describe(), lambda: histogram_source(lift(spec), target, sched.block_dim),
                           histogram_args(spec))
 
 
@@ -233,6 +236,6 @@ def scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, targ
         return _initial_copy(node, prog, name, target)
     args = scatter_elems_args(spec)
     scatter = library_launch(node.describe(), spec.name, group.describe(),
-                             lambda: scatter_elems_source(spec, target, sched.block_dim), args)
+                             lambda: scatter_elems_source(lift(spec), target, sched.block_dim), args)
     first = None if copies_x(spec, sched.block_dim or target.vector_cores) else _initial_copy(node, prog, name, target)
     return _then(first, name, scatter, list(dict.fromkeys((first.args if first else []) + args)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from sage.agent.compiler.generic.lift import canonical, canonical_call, lift
 from sage.agent.compiler.build import Unsupported
 from sage.agent.compiler.emit import Launch, library_launch
 from sage.agent.compiler.fusion import Group
@@ -82,7 +83,7 @@ def scan_launch(group: Group, prog: Program, name: str, sched: Schedule, target:
     if out.layout.offset:
         raise Unsupported(f"{node.describe()}: an output at an offset")
     return library_launch(group.nodes[0].describe(), name, group.describe(),
-                          lambda: scan_source(spec, target, sched.block_dim), scan_args(spec))
+                          lambda: scan_source(lift(spec), target, sched.block_dim), scan_args(spec))
 
 
 def sort_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
@@ -124,7 +125,7 @@ def _order_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
     if k == 0:
         return None
     return library_launch(group.nodes[0].describe(), name, group.describe(),
-                          lambda: sort_source(spec, target, sched.block_dim), sort_args(spec))
+                          lambda: sort_source(lift(spec), target, sched.block_dim), sort_args(spec))
 
 
 def _transposed_order(group: Group, prog: Program, name: str, sched: Schedule, target: Target, dim: int,
@@ -160,9 +161,10 @@ def _transposed_order(group: Group, prog: Program, name: str, sched: Schedule, t
     source = HEADER + "\n".join(suffixed(launch.source, f"_p{i}") for i, launch in enumerate(parts))
     calls = ""
     for i, launch in enumerate(parts):
-        head, _, rest = launch.call.partition("(")
+        # inside a shape-generic trace the kernels call their buffers by their lifted names
+        head, _, rest = canonical_call(launch.call).partition("(")
         calls += f"\n    {head}_p{i}({rest}"
-    source += f"\n\ndef {name}_launch({', '.join(args)}):{calls}\n"
+    source += f"\n\ndef {name}_launch({', '.join(canonical(args))}):{calls}\n"
     return Launch(source, f"{name}_launch({', '.join(args)})",
                   f"{group.describe()} along axis {dim}: transposed in and out by copies", args)
 

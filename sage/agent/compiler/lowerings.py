@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable
 
 from sage.agent.compiler import lower_index
+from sage.agent.compiler.generic.lift import lift
 from sage.agent.compiler.build import CONSTANT_OP, Unsupported
 from sage.agent.compiler.emit import Launch, library_launch
 from sage.agent.compiler.fusion import Group
@@ -40,8 +41,9 @@ class TileDoesNotFit(Unsupported):
 def tile_launch(spec: TileSpec, knobs: Knobs, target: Target, label: str) -> Launch | None:
     if math.prod(spec.dims) == 0:
         return None
+    lifted = lift(spec)
     try:
-        source = tile_source(spec, knobs, target=target)
+        source = tile_source(lifted, knobs, target=target)
     except TileTooBig as exc:
         raise TileDoesNotFit(f"{label}: {exc}") from None
     outs = "; ".join(render(o.expr) for o in spec.outputs)
@@ -49,7 +51,9 @@ def tile_launch(spec: TileSpec, knobs: Knobs, target: Target, label: str) -> Lau
     geo = tile_geometry(spec, knobs, target=target)
     # a program whose blocks meet at SyncAll cannot share its launch with other programs' blocks
     program = program_of(spec, geo.tiles) if geo.row_parts == 1 else None
-    return Launch(source, f"{spec.name}_launch({', '.join(args)})", f"{label}: {outs}", args, program)
+    # the bytes it moves, over the lifted sizes: a merged launch deals its blocks by them
+    weight = program_of(lifted, geo.tiles).nbytes if program is not None else None
+    return Launch(source, f"{spec.name}_launch({', '.join(args)})", f"{label}: {outs}", args, program, weight)
 
 
 def copy_launch(prog: Program, src: Ref, dst_name: str, name: str, target: Target) -> Launch | None:
@@ -95,7 +99,7 @@ def matmul_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
         epilogue = _epilogue_spec(group, prog, f"{name}e", (batch, m, n), acc, PRODUCT)
     spec = MmSpec(name=name, batch=batch, m=m, n=n, k=k, a=ma, b=mb, out=mm_out, epilogue=epilogue)
     try:
-        source = mm_source(spec, sched.cube_knobs(), target=target, epilogue_knobs=sched.knobs())
+        source = mm_source(lift(spec), sched.cube_knobs(), target=target, epilogue_knobs=sched.knobs())
     except ValueError as exc:
         raise Unsupported(f"{node.describe()}: {exc}") from None
     args = mm_args(spec)
@@ -216,7 +220,7 @@ def gather_rows_launch(group: Group, prog: Program, name: str, sched: Schedule, 
     spec = GatherRowsSpec(name=name, outer=outer, rows=x.shape[dim], inner=inner, count=count, dtype=x.dtype,
                           index_dtype=idx.dtype, x=prog.buffers[x.buf].name, index=prog.buffers[idx.buf].name,
                           out=prog.buffers[out.buf].name, x_offset=x.layout.offset, index_offset=idx.layout.offset)
-    return library_launch(node.describe(), name, group.describe(), lambda: gather_rows_source(spec, target, sched.block_dim),
+    return library_launch(node.describe(), name, group.describe(), lambda: gather_rows_source(lift(spec), target, sched.block_dim),
                           gather_rows_args(spec))
 
 
@@ -280,5 +284,5 @@ def _gather_last_axis(node, prog: Program, name: str, sched: Schedule, target: T
                            index_dtype=idx.dtype, x=prog.buffers[x.buf].name, index=prog.buffers[idx.buf].name,
                            out=prog.buffers[out.buf].name, x_offset=x.layout.offset, index_offset=idx.layout.offset,
                            shared_index=True)
-    return library_launch(node.describe(), name, node.describe(), lambda: gather_elems_source(spec, target, sched.block_dim),
+    return library_launch(node.describe(), name, node.describe(), lambda: gather_elems_source(lift(spec), target, sched.block_dim),
                           gather_elems_args(spec))

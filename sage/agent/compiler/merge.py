@@ -93,8 +93,11 @@ class TileProgram:
         return not any(overlap(a, b) for a, b in pairs)
 
 
-def merge_launches(launches: list[Launch], cores: int) -> list[Launch]:
-    """Runs of consecutive, pairwise independent tile launches, each run as one launch."""
+def merge_launches(launches: list[Launch], cores: int, combine=None) -> list:
+    """Runs of consecutive, pairwise independent tile launches, each run as one launch
+    (`combine(run, name, cores)`, by default `merged`: a shape-generic compile combines them
+    its own way, generic/merge.py)."""
+    combine = combine or merged
     out: list[Launch] = []
     run: list[Launch] = []
     for launch in launches + [None]:
@@ -104,7 +107,7 @@ def merge_launches(launches: list[Launch], cores: int) -> list[Launch]:
             run.append(launch)
             continue
         if run:
-            out.append(run[0] if len(run) == 1 else merged(run, f"m{len(out)}", cores))
+            out.append(run[0] if len(run) == 1 else combine(run, f"m{len(out)}", cores))
         run = [launch] if prog is not None else []
         if launch is not None and prog is None:
             out.append(launch)

@@ -47,13 +47,16 @@ class Schedule(BaseModel):
 class GroupKey(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    id: str                   # "c<case>g<group>": which group of which case variant
+    id: str                   # the group's class: groups of any case with this id share one schedule
     op_class: str             # pointwise | reduction | matmul | sort | scan | gather | scatter | ...
     dtype: str                # the widest floating dtype it reads (or its integer dtype)
     regime: str               # size bucket: "<log2 elements>/<log2 row>"
 
 
 def group_key(group: Group, prog: Program, case: int = 0, index: int = 0) -> GroupKey:
+    """The group's key; its id names its class (`class_id`), not its case: one schedule serves
+    every case whose group is of that class, so their kernels share one text (a schedule is a
+    tiling rule, never a per-case constant)."""
     refs = [r for n in group.nodes for r in n.ins if r is not None] or [o for n in group.nodes for o in n.outs]
     dtypes = {r.dtype for r in refs}
     dtype = next((d for d in ("float32", "bfloat16", "float16") if d in dtypes), sorted(dtypes)[0] if dtypes else "-")
@@ -69,7 +72,29 @@ def group_key(group: Group, prog: Program, case: int = 0, index: int = 0) -> Gro
         numel = biggest.layout.numel if biggest else 1
         row = biggest.shape[-1] if biggest is not None and biggest.shape else 1
     regime = f"{_log2(numel)}/{_log2(row)}"
-    return GroupKey(id=f"c{case}g{index}", op_class=op_class, dtype=dtype, regime=regime)
+    return GroupKey(id=class_id(group, prog), op_class=op_class, dtype=dtype, regime=regime)
+
+
+def class_id(group: Group, prog: Program) -> str:
+    """What the group computes with its sizes left out: its tile program with every size
+    reduced to 0, 1 or many and every constant to a float (a tile group), or its primitive's
+    op, dtypes and ranks; hashed. Groups of two cases with one id take one schedule."""
+    import hashlib
+
+    from sage.agent.compiler.generic.lift import shape_free
+
+    if group.kind == "tile" and group.tile is not None and group.stores:
+        from sage.agent.compiler.build import Unsupported
+        from sage.agent.compiler.tilelower import tile_spec
+
+        try:
+            what = repr(shape_free(tile_spec(group, prog, "g"), prog.names()))
+        except (Unsupported, ValueError):
+            what = group.describe()
+    else:
+        refs = [(r.dtype, len(r.shape)) if r is not None else None for n in group.nodes for r in n.ins + n.outs]
+        what = repr((group.kind, [n.call.qualname for n in group.nodes], refs))
+    return f"{group.kind}-{hashlib.sha1(what.encode()).hexdigest()[:10]}"
 
 
 def _log2(n: int) -> int:

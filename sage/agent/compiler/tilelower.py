@@ -11,6 +11,7 @@ default the outer axis that lets every operand be copied in whole rows, the larg
 
 from __future__ import annotations
 
+from sage.agent.compiler.expm1 import accurate_expm1
 from sage.agent.compiler.build import Unsupported
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Program
@@ -56,7 +57,7 @@ def tile_spec(group: Group, prog: Program, name: str, *, fp32: bool = True, row_
         buf = prog.buffers[bid]
         acc = Access(arg=buf.name, dtype=dtype, numel=buf.numel, strides=strides[len(leaves) + j],
                      offset=offsets[len(leaves) + j])
-        outputs.append(TileOutput(expr=_number(expr, leaf_ids), access=acc))
+        outputs.append(TileOutput(expr=accurate_expm1(_number(expr, leaf_ids)), access=acc))
     compute = _compute_dtype(accesses, outputs, fp32)
     spec = TileSpec(name=name, dims=dims, row=None, leaves=tuple(accesses), outputs=tuple(outputs), compute=compute,
                     reduce_rows=row is not None)
@@ -116,7 +117,9 @@ def _canonical(full: tuple[int, ...], rdims: frozenset[int], maps: list[GMap], o
     if red and sum(1 for ax in merged if ax[0] in rdims) > 1:
         raise Unsupported("a reduction over axes that do not merge into one run in memory")
     if not merged:
-        return (1,), [(0,) for _ in maps], None, [None] * len(maps)
+        # one element: read as a one-column row (stride 1, not a broadcast scalar), the tile
+        # program every other size of the same elementwise work runs
+        return (1,), [(1,) for _ in maps], None, [None] * len(maps)
     if col_axis is not None and merged[-1] != [col_axis]:
         raise Unsupported("a column selection whose axis is not the tile's columns")
     dims = tuple(_size(ax, full) for ax in merged)
@@ -187,12 +190,15 @@ def _compute_dtype(leaves: list, outputs: list[TileOutput], fp32: bool) -> str:
                 reduce = True
                 stack.append(e.arg)
     iota = any(isinstance(l, Iota) for l in leaves)
+    # rounding to an integer (floor, sin's range reduction) goes through int32, and A2 casts
+    # int32 back to float32 only (no int32 -> half: CANN's Cast table for Atlas A2)
+    via_int32 = any("int" in VECTOR_OPS[n].needs for n in ops if n in VECTOR_OPS)
     floats = dtypes & FLOATS
     if floats:
-        if fp32 or "float32" in floats or "bfloat16" in floats or reduce or iota:
+        if fp32 or "float32" in floats or "bfloat16" in floats or reduce or iota or via_int32:
             return "float32"
         return "float16"
-    if dtypes <= {"bool"} and not iota:
+    if dtypes <= {"bool"} and not iota and not via_int32:
         return "float16"
     # A2's Select takes half/float only, so a comparison's 0/1 result (Compare, then Select)
     # and a reduction (ReduceSum/Max) compute in float32 (exact below 2**24)

@@ -10,7 +10,7 @@ import tokenize
 
 DTYPE_SIZE = {
     "float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "int16": 2, "int8": 1,
-    "uint8": 1, "int64": 8, "bool": 1,
+    "uint8": 1, "int64": 8, "bool": 1, "uint16": 2, "uint32": 4,
 }
 FLOATS = {"float32", "float16", "bfloat16"}
 # What the library's kernels compute on, and what an elementwise kernel reads and writes
@@ -87,8 +87,9 @@ def row_gap(nc, size):
 '''
 
 
-def suffixed(source: str, suffix: str) -> str:
-    """`source` without its header, every module-level name renamed `<name><suffix>`."""
+def suffixed(source: str, suffix: str, keep: frozenset[str] | set[str] = frozenset()) -> str:
+    """`source` without its header, every module-level name renamed `<name><suffix>` (but
+    those in `keep`: helpers the file defines once for every module)."""
     body = source.replace(HEADER, "", 1) if source.startswith(HEADER) else source
     tree = ast.parse(body)
     names: set[str] = set()
@@ -97,6 +98,7 @@ def suffixed(source: str, suffix: str) -> str:
             names.add(node.name)
         elif isinstance(node, ast.Assign):
             names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    names -= set(keep)
     tokens = []
     for tok in tokenize.generate_tokens(io.StringIO(body).readline):
         if tok.type == tokenize.NAME and tok.string in names:

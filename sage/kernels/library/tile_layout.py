@@ -19,6 +19,7 @@ from sage.kernels.library.tile_seg import seg_elems
 from sage.kernels.library.tile_split import constants as split_constants
 from sage.kernels.library.tile_split import SPLIT_CHUNK_BYTES, narrow_hurts, row_parts
 from sage.kernels.library.tile_spec import Access, TileSpec
+from sage.kernels.symbolic import pin
 from sage.kernels.target import Target
 
 MAX_ROWS = 255             # repeat-form instructions repeat once per row
@@ -157,10 +158,13 @@ class TileLayout:
             nr = max(1, min(spec.rows, MAX_ROWS, knobs.tile_len // s)) if whole else 1
             while nr >= 1:
                 if self._bytes(nr, nc, s, made, masked, int_temp) <= budget:
-                    self.nr, self.nc, self.s = nr, nc, s
+                    # the tiling decisions: fields of the tiling struct in a shape-generic kernel
+                    self.nr, self.nc = pin(nr, "nr"), pin(nc, "nc")
+                    self.s = round_up(self.nc, self.align)
                     if self.split:
                         loops = math.prod(spec.dims[a] for a in spec.loops)
-                        self.parts = row_parts(loops * -(-cols // nc), spec.rows, knobs.block_dim or self.target.vector_cores)
+                        self.parts = pin(row_parts(loops * -(-cols // nc), spec.rows,
+                                                   knobs.block_dim or self.target.vector_cores), "parts")
                     return
                 nr = nr // 2 if nr > 1 else 0
             if persistent or nc <= self.align:

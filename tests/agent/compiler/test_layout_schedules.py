@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sage.kernels.library.tile_layout import square_side
+from tests.agent.compiler.kernel_text import constants, labels, launches
 
 F32 = np.float32
 
@@ -26,14 +27,14 @@ def test_a_transpose_with_partial_tiles_both_ways(compile_graph):
     x = np.arange(37 * 203, dtype=F32).reshape(37, 203)
     (out,) = run(x)
     np.testing.assert_array_equal(out, x.T)
-    assert "NC_v0g0 = 8\n" in compiled.source
+    assert constants(compiled)["NC"] == 8
 
 
 def test_a_large_transpose_moves_square_tiles(compile_graph):
     # 512 x 256 float32 transposed: 64 x 64 tiles, so each tile's input copy is 64 bursts
     # of 256 B (a 16 x 256 tile would move 256 bursts of 64 B)
     compiled, run = compile_graph("x", "x.t().contiguous()", "torch.randn(512, 256)")
-    assert "NC_v0g0 = 64\n" in compiled.source and "NR_v0g0 = 64\n" in compiled.source
+    assert constants(compiled)["NC"] == 64 and constants(compiled)["NR"] == 64
     x = np.random.default_rng(0).standard_normal((512, 256)).astype(F32)
     (out,) = run(x)
     np.testing.assert_array_equal(out, x.T)
@@ -54,7 +55,7 @@ def test_the_pieces_of_a_cat_are_one_launch(compile_graph):
     compiled, run = compile_graph("a, b, c", "torch.cat([a, b, c], dim=1)",
                                   "torch.randn(4, 8), torch.randn(4, 3), torch.randn(4, 5)")
     assert len(compiled.cases[0].plan.groups) == 3
-    assert compiled.source.count("_launch_v0g") == 2        # one definition and one call in forward_v0
+    assert launches(compiled) == 1
     a = np.arange(32, dtype=F32).reshape(4, 8)
     b = -np.arange(12, dtype=F32).reshape(4, 3)
     c = 100 + np.arange(20, dtype=F32).reshape(4, 5)
@@ -78,7 +79,8 @@ def test_a_per_channel_weight_is_a_scalar_per_tile_not_a_strided_column(compile_
     # is one value per tile. The height (6) is chosen over the channels (16).
     compiled, run = compile_graph("x, w", "x[:, :, :, 1:7] * w[:, 1].view(1, 16, 1, 1)",
                                   "torch.randn(2, 16, 6, 8), torch.randn(16, 3)")
-    assert "tile program over dims [2, 16, 6, 6] (row axis 2)" in compiled.source
+    # the tile program runs over dims [2, 16, 6, 6] with the height as its rows
+    assert "(row axis 2)" in compiled.source and constants(compiled)["DR"] == 6
     x = np.arange(2 * 16 * 6 * 8, dtype=F32).reshape(2, 16, 6, 8)
     w = np.arange(48, dtype=F32).reshape(16, 3)
     (out,) = run(x, w)
@@ -91,7 +93,7 @@ def test_a_reader_of_a_cat_computes_its_pieces_in_one_launch(compile_graph):
     # as one launch (nothing stores r)
     compiled, run = compile_graph("x, c, s", "x * c + torch.cat((-x[:, 4:], x[:, :4]), dim=-1) * s",
                                   "torch.randn(16, 8), torch.randn(16, 8), torch.randn(16, 8)")
-    assert compiled.source.count("_launch_v0g") == 2 and "one launch of" in compiled.source
+    assert launches(compiled) == 1 and labels(compiled)[0].startswith("one launch of")
     x = np.arange(128, dtype=F32).reshape(16, 8)
     c = np.full((16, 8), 2, F32)
     s = np.full((16, 8), 3, F32)
@@ -121,7 +123,7 @@ def test_a_padding_read_through_wide_enough_boxes_reads_the_fill_and_the_input(c
     compiled, run = compile_graph(
         "x", "(lambda p: p[:, :-2] + p[:, 1:-1] + p[:, 2:])(torch.nn.functional.pad(x, (1, 1)))",
         "torch.randn(4, 14)")
-    assert "one launch of" in compiled.source and compiled.source.count("_launch_v0g") == 2
+    assert launches(compiled) == 1 and labels(compiled)[0].startswith("one launch of")
     x = np.arange(56, dtype=F32).reshape(4, 14)
     p = np.pad(x, ((0, 0), (1, 1)))
     (out,) = run(x)

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from tests.agent.compiler.kernel_text import launches as count_launches
+
 F32 = np.float32
 
 
@@ -190,7 +192,7 @@ def test_a_recurrence_compiles_in_bounded_groups_and_matches_torch(compile_graph
 def test_a_kernel_file_the_sandbox_would_refuse_is_unsupported(compile_graph):
     from sage.agent.compiler.build import Unsupported
 
-    with pytest.raises(Unsupported, match="exceed the sandbox's 256 KB"):
+    with pytest.raises(Unsupported, match="exceeds? the sandbox.s 256 KB"):
         compile_graph("x", RECURRENCE.format(steps=2000), "torch.randn(2000, 8)")
 
 
@@ -301,7 +303,7 @@ def test_activations_of_a_rank_zero_tensor_run_on_the_scalar_unit(compile_graph)
 ])
 def test_a_constant_pad_with_long_border_runs_is_one_launch(compile_graph, pad, launches):
     compiled, run = compile_graph("x", f"torch.nn.functional.pad(x, {pad}, value=1.5)", "torch.randn(2, 5, 8)")
-    assert sum(line.startswith("# ---- v0 launch") for line in compiled.source.splitlines()) == launches
+    assert count_launches(compiled) == launches
     x = np.arange(80, dtype=F32).reshape(2, 5, 8)
     (out,) = run(x)
     t = torch.nn.functional.pad(torch.from_numpy(x), pad, value=1.5)
@@ -317,3 +319,46 @@ def test_a_cast_read_through_a_merging_reshape_is_recomputed_not_stored(compile_
     x = (np.arange(512).reshape(4, 2, 8, 8) % 13 - 6).astype(np.float16)
     (out,) = run(x)
     np.testing.assert_allclose(out, x.astype(np.float32).reshape(4, 128).sum(1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("other", ["True", "False", "57", "-54.0"])
+def test_a_comparison_with_a_python_scalar_bool_included_matches_torch(compile_graph, other):
+    # torch.ne(x, True) compares with 1: the bool is the other operand, not a flag
+    # (MultiKernelBench level0/18_ne_scalar on uint8)
+    compiled, run = compile_graph("x", f"torch.ne(x, {other})", "torch.randint(0, 4, (3, 5)).to(torch.uint8)")
+    x = (np.arange(15) % 4).astype(np.uint8).reshape(3, 5)
+    (out,) = run(x)
+    want = torch.ne(torch.from_numpy(x), eval(other)).numpy()
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_floor_divide_by_a_one_element_tensor_is_exact_at_integer_quotients(compile_graph, dtype):
+    # the [1] divisor is a scalar in the kernel, which divides by multiplying with 1/b:
+    # -18 * fl(1/3) is -6.0000002, whose floor is -7; the remainder's sign corrects it,
+    # and a tiny negative dividend still floors to -1 (level0/2_floor_divide)
+    compiled, run = compile_graph("a, b", "torch.floor_divide(a, b)",
+                                  f"torch.randn(64).to(torch.{dtype}), torch.randn(1).to(torch.{dtype})")
+    a = torch.tensor([-18, 18, -9, 9, 6, -6, 7, -7, -1e-30, 1e-30, 0, -0.5] * 2 + list(range(-20, 20)),
+                     dtype=getattr(torch, dtype))
+    for divisor in (3.0, -3.0, 0.75, 0.0):
+        b = torch.tensor([divisor], dtype=getattr(torch, dtype))
+        (out,) = run(*[_numpy(t) for t in (a, b)])
+        want = torch.floor_divide(a, b).float().numpy()
+        np.testing.assert_array_equal(np.asarray(out, dtype=np.float32), want)
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    import ml_dtypes
+
+    return t.float().numpy().astype(ml_dtypes.bfloat16) if t.dtype == torch.bfloat16 else t.numpy()
+
+
+def test_exp_minus_one_does_not_cancel_near_zero(compile_graph):
+    # float32 exp(y) - 1 at y = 3e-4 keeps exp's rounding error against a result of 3e-4
+    # (relative 2e-4); the kernel takes a series there (level0/13_elu case 14)
+    compiled, run = compile_graph("x", "(torch.exp(x * -12.1) - 1) * 3.0", "torch.randn(4, 64)")
+    x = np.concatenate([np.linspace(-3e-3, 3e-3, 128), np.linspace(-0.5, 0.5, 128)]).astype(F32).reshape(4, 64)
+    (out,) = run(x)
+    want = np.expm1(x.astype(np.float64) * np.float64(F32(-12.1))) * 3.0
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=0)      # exp(y) - 1 alone is 2e-4 off

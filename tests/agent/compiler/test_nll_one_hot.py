@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.agent.compiler.kernel_text import launches
 
-def _launches(source: str) -> int:
-    return sum(1 for ln in source.splitlines() if ln.startswith("# ---- v0 launch"))
+
 
 
 def test_weighted_sum_over_short_rows_has_no_gather(compile_graph):
     body = "torch.nn.functional.nll_loss(x, t, weight=w, ignore_index=-100, reduction='sum')"
     compiled, run = compile_graph("x, t, w", body,
                                   "torch.randn(6, 10), torch.tensor([0, 3, -100, 9, 3, 1]), torch.rand(10)")
-    assert "gather" not in compiled.source.lower() and _launches(compiled.source) == 2
+    assert "gather" not in compiled.source.lower() and launches(compiled) == 2
     x = -np.arange(60, dtype=np.float32).reshape(6, 10)        # x[i, c] = -(10 i + c)
     t = np.array([0, 3, -100, 9, 3, 1], dtype=np.int64)
     w = np.arange(1, 11, dtype=np.float32)                      # w[c] = c + 1

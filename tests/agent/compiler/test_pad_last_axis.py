@@ -5,18 +5,18 @@ launch and a copy launch over it."""
 from __future__ import annotations
 
 import numpy as np
+
+from tests.agent.compiler.kernel_text import launches
 import pytest
 
 
-def _launches(source: str) -> int:
-    return sum(1 for ln in source.splitlines() if ln.startswith("# ---- v0 launch"))
 
 
 @pytest.mark.parametrize("pad, value, dtype", [((1, 2), 0.0, "torch.float32"), ((3, 5), -1.5, "torch.float16")])
 def test_a_short_pad_of_the_last_axis_is_one_launch(compile_graph, pad, value, dtype):
     compiled, run = compile_graph("x", f"torch.nn.functional.pad(x, {pad}, value={value})",
                                   f"torch.randn(3, 7, 40).to({dtype})")
-    assert _launches(compiled.source) == 1 and "DataCopyPadExtParams(True" in compiled.source
+    assert launches(compiled) == 1 and "DataCopyPadExtParams(True" in compiled.source
     np_dtype = np.float32 if "32" in dtype else np.float16
     x = (np.arange(3 * 7 * 40) % 11).astype(np_dtype).reshape(3, 7, 40)
     (out,) = run(x)

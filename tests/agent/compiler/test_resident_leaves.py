@@ -4,13 +4,9 @@ instead of once per tile; the loop order puts the index it does not depend on in
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-
-def _constant(source: str, name: str) -> int:
-    return int(re.search(rf"^{name}\w* = (\d+)", source, re.M).group(1))
+from tests.agent.compiler.kernel_text import constants
 
 
 def test_a_table_broadcast_over_batch_and_heads_is_copied_per_change(compile_graph):
@@ -18,7 +14,7 @@ def test_a_table_broadcast_over_batch_and_heads_is_copied_per_change(compile_gra
     compiled, run = compile_graph("x, c", "x * c + 1.0", "torch.randn(2, 96, 40, 32), torch.randn(1, 96, 1, 32)")
     src = compiled.source
     assert "self.last" in src and "SetFlag(HardEvent.MTE2_V" in src
-    assert _constant(src, "T_") > 48               # blocks run several tiles: the copy is skipped between them
+    assert constants(compiled)["T"] > 48           # blocks run several tiles: the copy is skipped between them
     x = np.full((2, 96, 40, 32), 2.0, dtype=np.float32)
     x[1] = 3.0
     c = np.arange(96 * 32, dtype=np.float32).reshape(1, 96, 1, 32)

@@ -4,16 +4,11 @@ one block per column chunk adds the partial rows and finishes (tile_split.py).""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
 from sage.kernels.library.tile_split import row_parts
-
-
-def _constant(source: str, name: str) -> int:
-    return int(re.search(rf"^{name}\w* = (\d+)", source, re.M).group(1))
+from tests.agent.compiler.kernel_text import constants
 
 
 @pytest.mark.parametrize("units, rows, cores", [(1, 512, 48), (8, 517, 48), (3, 1000, 48), (2, 40, 48)])
@@ -36,7 +31,7 @@ def test_a_weight_gradient_over_many_rows_splits_and_matches(compile_graph):
                                   "torch.randn(517, 1024), torch.randn(517, 1024), torch.randn(1024)")
     src = compiled.source
     assert "SyncAll()" in src and "KERNEL_TYPE_MIX_AIV_1_0" in src
-    parts, units = _constant(src, "P_"), _constant(src, "U_")
+    parts, units = constants(compiled)["P"], constants(compiled)["U"]
     assert parts > 1 and units * parts <= 48
     rng = np.random.default_rng(0)
     g, x = rng.standard_normal((2, 517, 1024)).astype(np.float32)

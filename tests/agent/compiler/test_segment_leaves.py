@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.agent.compiler.kernel_text import launches
 
-def _launches(source: str) -> int:
-    return sum(1 for ln in source.splitlines() if ln.strip().startswith("# ---- v0 launch"))
+
 
 
 def test_group_norm_with_affine_is_one_launch(compile_graph):
     compiled, run = compile_graph("x, w, b", "torch.nn.functional.group_norm(x, 2, w, b, 1e-5)",
                                   "torch.randn(3, 4, 2, 8), torch.randn(4), torch.randn(4)")
-    assert _launches(compiled.source) == 1
+    assert launches(compiled) == 1
     # every (n, group) row holds channels 2g, 2g+1 of 16 positions: values 0..31 of that row
     x = np.arange(3 * 4 * 16, dtype=np.float32).reshape(3, 4, 2, 8) % 32
     w = np.array([1.0, 2.0, -1.0, 0.5], dtype=np.float32)
@@ -35,7 +35,7 @@ def test_segments_not_on_32_byte_blocks_keep_the_affine_apart(compile_graph):
     # 3 x 3 positions per channel: 36 bytes a segment, not a whole block; two launches, as before
     compiled, run = compile_graph("x, w, b", "torch.nn.functional.group_norm(x, 2, w, b, 1e-5)",
                                   "torch.randn(2, 4, 3, 3), torch.randn(4), torch.randn(4)")
-    assert _launches(compiled.source) == 2
+    assert launches(compiled) == 2
     x = np.arange(2 * 4 * 9, dtype=np.float32).reshape(2, 4, 3, 3) % 18
     w = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
     b = np.zeros(4, dtype=np.float32)

@@ -1,0 +1,213 @@
+"""Case classes: which cases share host code, checked against every case compiled.
+
+Cases whose host code is the same apart from the parameters' values (`CaseCode.structure`:
+the same kernels on the same buffers, the same temporaries and results), and whose
+parameters one host expression explains in every one of them (`hostexpr.py`), form one
+`Rule`: forward() tries the rules in order and takes the first whose dtypes (ranks),
+scalar arguments hold and whose every launch has a tiling (`Tilings`).
+
+A rule is rank-free when it can be: its parameters are element counts, scalar arguments
+and constants, and each result has an input's shape (an elementwise kernel over any rank
+of a dtype is one class); otherwise it is for one rank pattern, and a result's shape is
+its dimensions one by one.
+
+The compiler's own decisions before the generators ran (how the graph fused, which lowering
+a size picked) are not guards. So the dispatch is checked, case by case, against what each
+case compiled to alone: the rule it reaches must be its own and each launch's tiling its
+own fields. A case that fails gets a rule of its own that only its exact shapes and values
+reach, placed first (`Rule.exact`; rare, and reported by the plan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from sage.agent.compiler.generic.casemodel import CaseCode, Tilings
+from sage.agent.compiler.generic.hostexpr import RANK_FREE, Candidates, HostExpr
+
+
+@dataclass
+class Rule:
+    ranked: bool
+    cases: list[CaseCode]
+    candidates: list[list[HostExpr]]   # per parameter (ranked: then each result's dimensions), what every case agrees with
+    likes: list[list[int]]             # rank-free: per result, the inputs whose shape it has in every case
+    exact: bool = False                # reached only by its one case's exact shapes and values
+
+    @property
+    def code(self) -> CaseCode:
+        return self.cases[0]
+
+    def structure(self) -> tuple:
+        return self.code.structure(self.ranked)
+
+    def chosen(self) -> list[HostExpr]:
+        return [c[0] for c in self.candidates]
+
+    def scalar_checks(self) -> dict[int, Any]:
+        """Flat scalar arguments the rule checks by value: those no chosen expression reads,
+        on which its cases agree (with `exact`, every scalar)."""
+        read = set().union(*(e.reads for e in self.chosen()))
+        out = {}
+        for i, a in enumerate(self.code.flat):
+            if isinstance(a, torch.Tensor) or (i in read and not self.exact):
+                continue
+            if all(_same(c.flat[i], a) for c in self.cases):
+                out[i] = a
+        return out
+
+    def categories(self) -> dict[int, int]:
+        """Per parameter computed from the inputs: 0, 1 or 2 (any other value), when its cases
+        agree. Sizes 0 and 1 change what the compiler does before any generator runs; a
+        constant 0.0 or 1.0 is tested alike, so that a class whose cases all avoid them is not
+        taken by one whose graph may have been built otherwise for them."""
+        out = {}
+        for k, e in enumerate(self.chosen()):
+            v = _params(self.code, self.ranked)[k]
+            if e.kind == "lit" or isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue
+            cats = {_category(_params(c, self.ranked)[k]) for c in self.cases}
+            if len(cats) == 1:
+                out[k] = cats.pop()
+        return out
+
+    def tilings(self, case: CaseCode, tilings: Tilings) -> list[tuple] | None:
+        """The tiling of each launch when `case` is its class (None: it is not)."""
+        if case.signature(self.ranked) != self.code.signature(self.ranked):
+            return None
+        if self.exact:
+            # its launches take the tiling its one case computed, written out
+            return [launch.tiling() for launch in self.code.launches] if _exact_key(case) == _exact_key(self.code) \
+                else None
+        if any(not _same(case.flat[i], v) for i, v in self.scalar_checks().items()):
+            return None
+        try:
+            values = [e.evaluate(case.flat) for e in self.chosen()]
+        except (IndexError, TypeError, ValueError):
+            return None
+        if any(_category(values[k]) != cat for k, cat in self.categories().items()):
+            return None
+        out, at = [], 0
+        for launch in self.code.launches:
+            tiling = tilings.tiling(launch.kernel, values[at:at + len(launch.values)])
+            if tiling is None:
+                return None
+            out.append(tiling)
+            at += len(launch.values)
+        return out
+
+
+def build_rules(codes: list[CaseCode]) -> tuple[list[Rule], Tilings]:
+    """The cases' rules, in dispatch order, each case reaching its own, and the kernels'
+    tiling variants (see the module docstring)."""
+    rules: list[Rule] = []
+    for code in codes:
+        if not any(_joined(rule, code) for rule in rules):
+            rules.append(_rule_of(code))
+    tilings = Tilings(codes)
+    return _verified(rules, tilings), tilings
+
+
+def _params(code: CaseCode, ranked: bool) -> list[Any]:
+    return code.values() + ([d for s in code.shapes() for d in s] if ranked else [])
+
+
+def _offers(code: CaseCode, ranked: bool) -> tuple[list[list[HostExpr]], list[list[int]]]:
+    """Per parameter the case's host expressions (rank-free: only the kinds that read no
+    dimension), and per result the inputs of its shape."""
+    cands = Candidates(code.flat)
+    values = code.values()
+    offers = [cands.of(v) for v in values]
+    if ranked:
+        offers += [cands.of(d, position=k, rank=len(s)) for s in code.shapes() for k, d in enumerate(s)]
+        return offers, []
+    offers = [[e for e in o if e.kind in RANK_FREE] for o in offers]
+    likes = [[i for i, a in enumerate(code.flat) if isinstance(a, torch.Tensor) and tuple(a.shape) == s]
+             for s in code.shapes()]
+    return offers, likes
+
+
+def _rule_of(code: CaseCode) -> Rule:
+    offers, likes = _offers(code, ranked=False)
+    if all(offers) and all(likes):
+        return Rule(False, [code], offers, likes)
+    offers, _ = _offers(code, ranked=True)
+    return Rule(True, [code], offers, [])
+
+
+def _joined(rule: Rule, code: CaseCode) -> bool:
+    """Adds `code` to `rule` when it is of its class; whether it did."""
+    if rule.exact or rule.structure() != code.structure(rule.ranked):
+        return False
+    offers, likes = _offers(code, rule.ranked)
+    merged = [_common(a, b) for a, b in zip(rule.candidates, offers)]
+    shapes = [[i for i in a if i in b] for a, b in zip(rule.likes, likes)]
+    if not all(merged) or not all(shapes):
+        return False
+    rule.candidates, rule.likes = merged, shapes
+    rule.cases.append(code)
+    return True
+
+
+def _reaches_own(case: CaseCode, owner: Rule, rules: list[Rule], tilings: Tilings) -> bool:
+    for rule in rules:
+        got = rule.tilings(case, tilings)
+        if got is not None:
+            return rule is owner and _same_values(got, [launch.tiling() for launch in case.launches])
+    return False
+
+
+def _verified(rules: list[Rule], tilings: Tilings) -> list[Rule]:
+    while True:
+        owner = {id(c): r for r in rules for c in r.cases}
+        wrong = next((c for r in rules for c in r.cases if not _reaches_own(c, owner[id(c)], rules, tilings)), None)
+        if wrong is None:
+            return rules
+        old = owner[id(wrong)]
+        old.cases.remove(wrong)
+        if old.cases:
+            rebuilt = _rule_of(old.cases[0])
+            for c in old.cases[1:]:
+                if not _joined(rebuilt, c):       # cannot happen: they agreed with one another before
+                    raise AssertionError("a case class fell apart when one of its cases left it")
+            rules[rules.index(old)] = rebuilt
+        else:
+            rules.remove(old)
+        lits = [[HostExpr("lit", value=v)] for v in _params(wrong, True)]
+        rules.insert(0, Rule(True, [wrong], lits, [], exact=True))
+
+
+def _common(a: list[HostExpr], b: list[HostExpr]) -> list[HostExpr]:
+    keep = set(b)
+    return [e for e in a if e in keep]
+
+
+def _category(v: Any) -> int:
+    """0, 1 or 2 (any other value, NaN included); the host tests `== 0`, `== 1`, `not in (0, 1)`."""
+    return 0 if v == 0 else 1 if v == 1 else 2
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float) and a != a:
+        return b != b
+    return a == b
+
+
+def _same_values(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_values(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float) and a != a:
+        return b != b
+    return a == b and isinstance(a, float) == isinstance(b, float)
+
+
+def _exact_key(case: CaseCode) -> tuple:
+    return tuple(("t", tuple(a.shape)) if isinstance(a, torch.Tensor) else ("s", repr(a)) for a in case.flat)
+
+
+__all__ = ["Rule", "build_rules"]
