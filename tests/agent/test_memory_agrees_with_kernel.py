@@ -27,7 +27,8 @@ def test_the_whole_schedule_lesson_is_the_kept_kernels(tmp_path, monkeypatch):
     assert payload["status"] == "correct"
     source = kernel.read_text()
     # The values the kept kernel's code runs with (independent of how the lesson is worded).
-    buffers = {int(n) for n in re.findall(r"^BUFFER_NUM_v\d+(?:g\d+)? = (\d+)$", source, re.M)}
+    # (BUFFER_NUM_k<n>: a shape-generic file's kernel n; BUFFER_NUM_v<n>[g<m>]: a per-case variant's)
+    buffers = {int(n) for n in re.findall(r"^BUFFER_NUM_(?:k\d+|v\d+(?:g\d+)?) = (\d+)$", source, re.M)}
     assert len(buffers) == 1
     (buffer_num,) = buffers
 
