@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from sage.kernels.chain import Const, Expr, Inp, Kind, Op, Reduce
+from sage.kernels.symbolic import active, is_sym
 from sage.kernels.vector_ops import (
     Count, Operand, Param, Recipe, Reg, ScalarOf, Temp, VectorOp, inplace_safe, select_recipe, temps_of, vector_op,
 )
@@ -512,7 +513,13 @@ def _integral(e: Expr) -> bool:
 
 
 def literal(v: float | int) -> str:
-    """A number as kernel source: infinities and NaN as float("...") (repr would write inf)."""
+    """A number as kernel source: infinities and NaN as float("...") (repr would write inf).
+    A size that remembers its formula (sage.kernels.symbolic) is written as its formula, the
+    tiling field the host fills, whatever its value: float("td4") would be a string."""
+    if is_sym(v):
+        if active() is not None:
+            return repr(v)
+        v = v.plain()
     if isinstance(v, float) and (math.isinf(v) or math.isnan(v)):
         return f'float("{v}")'
     return repr(v)

@@ -76,3 +76,15 @@ def test_a_symbolic_float_does_not_hit_a_cache_of_an_equal_constant():
         assert isinstance(alpha, SymFloat)
         assert cached(alpha) == "Muls(y, x, td0, n)"      # written for the parameter, not the cached 0.5
     assert not t.guards                                   # and no equality with 0.5 was recorded
+
+
+def test_an_infinite_size_constant_is_written_as_its_field_in_a_trace_and_as_float_inf_outside():
+    # A masked softmax's -inf fill scaled by a tiling value: in kernel text it is the field the
+    # host fills (float("td4") would be a string, the kernel's ValueError), outside a trace the value.
+    from sage.kernels.lowering import literal
+
+    inf = SymFloat(float("-inf"), ("k", "fill", ("c", float("-inf"))))
+    assert literal(inf) == 'float("-inf")' and literal(float("nan")) == 'float("nan")' and literal(0.5) == "0.5"
+    with tracing() as t:
+        text = literal(pin(float("-inf"), "fill"))
+    assert text.startswith("td") and text[2:].isdigit() and t is not None
