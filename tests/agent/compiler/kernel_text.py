@@ -19,3 +19,13 @@ def constants(compiled: Any, case: int = 0, launch: int = 0) -> dict[str, Any]:
 def labels(compiled: Any, case: int = 0) -> list[str]:
     """What each launch of the case computes."""
     return [launch.label for launch in compiled.codes[case].launches]
+
+
+def sandbox_outputs(source: str, args: list) -> list:
+    """The outputs of a kernel file run in the sandbox on `args` (numpy arrays); any error fails."""
+    from sage.npu.sandbox import run_sandboxed
+
+    result = run_sandboxed(source, args)
+    assert result.error is None, f"{result.error.type}: {result.error.message}"
+    assert result.outputs is not None
+    return result.outputs

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.agent.compiler.kernel_text import sandbox_outputs as _run
+
 
 def _compiled(task_file, args: str, body: str, cases: list[str]):
     from sage.agent.compiler.compiler import compile_cases, trace_cases
@@ -15,15 +17,6 @@ def _compiled(task_file, args: str, body: str, cases: list[str]):
 
     task = task_file(args, body, cases)
     return compile_cases(trace_cases(task), None, target_for("ascend910b2"), "test")
-
-
-def _run(source: str, args: list) -> list[np.ndarray]:
-    from sage.npu.sandbox import run_sandboxed
-
-    result = run_sandboxed(source, args)
-    assert result.error is None, f"{result.error.type}: {result.error.message}"
-    assert result.outputs is not None
-    return result.outputs
 
 
 SHAPES = [(7,), (3, 5), (2, 3, 40), (64, 129), (1,), (4, 1, 1, 9)]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.agent.compiler.kernel_text import sandbox_outputs as _run
+
 CASES = ["[torch.randn(3), torch.randn(5)], 0",
          "[torch.randn(2, 4), torch.randn(2, 4), torch.randn(2, 1)], 1"]
 
@@ -17,15 +19,6 @@ def _compiled(task_file):
 
     task = task_file("xs, dim", "torch.cat(xs, dim=dim) * 2.0", CASES)
     return compile_cases(trace_cases(task), None, target_for("ascend910b2"), "test")
-
-
-def _run(source: str, args: list) -> list[np.ndarray]:
-    from sage.npu.sandbox import run_sandboxed
-
-    result = run_sandboxed(source, args)
-    assert result.error is None, f"{result.error.type}: {result.error.message}"
-    assert result.outputs is not None
-    return result.outputs
 
 
 def test_a_list_of_tensors_compiles_per_list_length_and_matches_numpy(task_file):
