@@ -21,7 +21,8 @@ machine's free memory, so that the table does not depend on the machine: a case 
 Columns: files (task files; helper modules excluded), loaded (the reference ran on the CPU),
 correct (every judged case of the kernel within the rule of docs/evaluation.md), faster
 (correct and faster than the modelled torch_npu reference end to end), over budget (a case
-over the input budget), torch_npu (the reference needs an accelerator).
+over the input budget), torch_npu (the reference needs an accelerator), sage at (the sage
+commit the folder's rows were made at; two when a stopped run was resumed at a later commit).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.provenance import checkout_commit  # noqa: E402
 from benchmarks.suite_summary import place_block  # noqa: E402
 from sage.bench.reasons import by_reason, not_correct  # noqa: E402
 from sage.bench.runner import RESULTS_FILE, BenchConfig, final_rows, read_rows, run_bench  # noqa: E402
@@ -44,6 +46,7 @@ BEGIN, END = "<!-- public-folders:begin -->", "<!-- public-folders:end -->"
 PINNED = "460a972"
 REPOSITORY = "https://github.com/wzzll123/MultiKernelBench"
 NOT_LOADED = ("reference_unavailable", "reference_error")
+RUN_INFO = "run_info.json"   # the sage commit a folder's rows were made at (folders may be run at different commits)
 
 
 def main() -> None:
@@ -91,6 +94,10 @@ def run_folder(folder: Path, args: argparse.Namespace) -> None:
                          input_budget=int(args.max_input_gb * (1 << 30)))
     solver = AgentSolver(model=None, memory_mode="none", iterations=0, preset=config.preset, cases=config.cases,
                          memory_url=f"sqlite:///{out / 'memory.db'}")
+    out.mkdir(parents=True, exist_ok=True)
+    commits = _run_commits(out)
+    if checkout_commit() not in commits:
+        (out / RUN_INFO).write_text(json.dumps({"sage_commits": [*commits, checkout_commit()]}))
     began = time.perf_counter()
     run = run_bench(config, solver)
     print(f"[{time.perf_counter() - began:6.0f} s] {folder.name}: {run.ran} task(s) run, {run.resumed} resumed",
@@ -107,7 +114,13 @@ def folder_summary(out: Path) -> dict:
     return {"files": len(rows), "loaded": len(loaded), "correct": len(correct), "faster": len(faster),
             "over_budget": over, "torch_npu": sum(r.status == "reference_unavailable" for r in rows),
             "by_reason": [{"reason": g.kind, "count": g.count} for g in by_reason(missed)],
-            "not_correct": [m.model_dump() for m in missed]}
+            "not_correct": [m.model_dump() for m in missed], "sage_commits": _run_commits(out)}
+
+
+def _run_commits(out: Path) -> list[str]:
+    """The sage commits a folder's rows were made at (more than one when a run was resumed later)."""
+    info = out / RUN_INFO
+    return json.loads(info.read_text())["sage_commits"] if info.exists() else []
 
 
 def _over_budget(row) -> bool:  # noqa: ANN001 - a ResultRow
@@ -128,18 +141,18 @@ def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = Non
         f"{args.task_timeout:g} s per task. The columns are defined in the script's docstring; a task that is not "
         "correct has its reason in the run's report.md, and the kinds are counted below the table.",
         "",
-        "| folder | files | loaded | correct | faster | over budget | torch_npu |",
-        "|---|---|---|---|---|---|---|",
+        "| folder | files | loaded | correct | faster | over budget | torch_npu | sage at |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     totals = dict.fromkeys(("files", "loaded", "correct", "faster", "over", "npu"), 0)
     for name, s in summary.items():
         lines.append(f"| {name} | {s['files']} | {s['loaded']} | {s['correct']} | {s['faster']} | "
-                     f"{len(s['over_budget'])} | {s['torch_npu']} |")
+                     f"{len(s['over_budget'])} | {s['torch_npu']} | {', '.join(s['sage_commits']) or '?'} |")
         for key, value in (("files", s["files"]), ("loaded", s["loaded"]), ("correct", s["correct"]),
                            ("faster", s["faster"]), ("over", len(s["over_budget"])), ("npu", s["torch_npu"])):
             totals[key] += value
     lines.append(f"| all | {totals['files']} | {totals['loaded']} | {totals['correct']} | {totals['faster']} | "
-                 f"{totals['over']} | {totals['npu']} |")
+                 f"{totals['over']} | {totals['npu']} | |")
     kinds: dict[str, int] = {}
     for s in summary.values():
         for g in s["by_reason"]:
