@@ -66,7 +66,7 @@ def test_refinement_moves_one_knob_and_keeps_the_best(tiny_task, memory):
                         AgentConfig(iterations=2, memory_mode="sage", seed=0))
     assert [t.status for t in result.turns] == ["correct"] * 3
     for turn in result.turns[1:]:
-        move = re.search(r"refinement: (\w+) (\S+) on ([a-z]+-[0-9a-f]+)", turn.plan)
+        move = re.search(r"refinement: (\w+) (\S+) on ([a-z]+ [a-z0-9]+(?: #\d+)?|every group)", turn.plan)
         assert move and move.group(1) in ("tile_len", "buffer_num", "copy_mode", "fp32_compute", "row_axis",
                                           "block_dim")
     assert len({t.source for t in result.turns}) == 3, "every refinement answers a different kernel"
@@ -94,3 +94,19 @@ def test_the_search_spends_a_counted_budget(tiny_task):
         assert stats["simulator_runs"] <= most
         # one recorded decision per group class: the float32 and the half cases' programs differ
         assert sorted(d["key"]["dtype"] for d in stats["decisions"]) == ["float16", "float32"]
+
+
+def test_the_note_names_groups_by_what_they_compute_not_by_their_hash():
+    from types import SimpleNamespace
+
+    from sage.agent.compiler.schedule import GroupKey
+    from sage.agent.offline.agent import group_labels
+
+    def decision(gid: str, op_class: str, dtype: str) -> SimpleNamespace:
+        return SimpleNamespace(key=GroupKey(id=gid, op_class=op_class, dtype=dtype, regime="22/10"))
+
+    labels = group_labels({"tile-aa": decision("tile-aa", "reduction", "float32"),
+                           "tile-bb": decision("tile-bb", "pointwise", "float16"),
+                           "tile-cc": decision("tile-cc", "reduction", "float32")})
+    assert labels == {"tile-aa": "reduction float32 #1", "tile-bb": "pointwise float16",
+                      "tile-cc": "reduction float32 #2"}

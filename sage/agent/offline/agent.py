@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,10 +199,12 @@ class CompilerAgent:
         dropped = [f"{', '.join(ids)} ({why})" for why, ids in by_reason.items()]
         self.attempts.append(attempt)
         runs = self.state.stats.runs
-        moved = [f"{d.key.id} {d.move}" for d in self.state.decisions.values() if d.move]
+        label = group_labels(self.state.decisions)
+        moved = [f"{label[gid]}: {d.move}" for gid, d in self.state.decisions.items() if d.move]
         plan = (f"{compiled.describe()}; search: {runs} simulator run(s) of {self.state.budget}"
                 + (f", moves kept: {', '.join(moved)}" if moved else "")
-                + (f"; refinement: {attempt.move[1]} on {attempt.move[0]}" if attempt.move else "")
+                + (f"; refinement: {attempt.move[1]} on {label.get(attempt.move[0], _every(attempt.move[0]))}"
+                   if attempt.move else "")
                 + (f"; applied the knob hints of {', '.join(attempt.adopted)}" if attempt.adopted else "")
                 + (f"; not applied: {'; '.join(dropped)}" if dropped else "") + ".")
         return compiled.source, list(attempt.adopted), plan
@@ -216,6 +219,23 @@ class CompilerAgent:
         return {"simulator_runs": self.state.stats.runs, "simulator_failures": self.state.stats.failed,
                 "launches": max((len(c.plan.groups) for c in self.cases), default=0),
                 "decisions": [d.model_dump(mode="json") for d in self.state.decisions.values()]}
+
+
+def group_labels(decisions: dict[str, Any]) -> dict[str, str]:
+    """A readable name per group class for the attempt's note ("reduction float32", numbered
+    when two classes read alike): the class id is a hash a user cannot map to anything."""
+    bases = {gid: f"{d.key.op_class} {d.key.dtype}" for gid, d in decisions.items()}
+    counts = Counter(bases.values())
+    seen: Counter[str] = Counter()
+    labels = {}
+    for gid, base in bases.items():
+        seen[base] += 1
+        labels[gid] = f"{base} #{seen[base]}" if counts[base] > 1 else base
+    return labels
+
+
+def _every(gid: str) -> str:
+    return "every group" if gid == "all" else gid
 
 
 def _why_dropped(item: str, on_trial: dict[str, list[str]], trials: list[tuple[str, float, str]]) -> str:
