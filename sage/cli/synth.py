@@ -184,6 +184,18 @@ class TurnView:
                             box=box.SIMPLE_HEAD)
 
 
+def _times_text(evaluation: Any) -> str:
+    """The kept kernel's three times and torch_npu's (docs/evaluation.md), geometric means over the cases."""
+    if evaluation is None or evaluation.times is None:
+        return "n/a"
+
+    def three(t: Any) -> str:
+        return f"{t.kernel_us:.3g} kernel / {t.device_us:.3g} device / {t.end_to_end_us:.3g} end to end µs"
+
+    ref = f"; torch_npu {three(evaluation.reference_times)}" if evaluation.reference_times is not None else ""
+    return f"kernel {three(evaluation.times)}{ref}"
+
+
 def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:
     kept = _kept_turn(result)
     bound = kept.evaluation.roofline_bound if kept is not None and kept.evaluation is not None else None
@@ -191,6 +203,7 @@ def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:
                               ["status", result.status + (f" ({result.reason})" if result.reason
                                                           and result.status != "correct" else "")],
                               ["speedup", f"{result.speedup:.2f}x" if result.speedup else "n/a"],
+                              ["times", _times_text(kept.evaluation if kept is not None else None)],
                               ["roofline fraction", roofline(result.roofline_fraction, bound)
                                if result.roofline_fraction is not None else "n/a"],
                               ["bottleneck", result.bottleneck or "n/a"], ["attempts", str(len(result.turns))]]
