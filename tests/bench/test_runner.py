@@ -163,6 +163,36 @@ def test_resume_with_other_options_is_refused(tmp_path):
         run_bench(config.model_copy(update={"resume": True, "preset": "ascend910b4"}), solver=None)
 
 
+def _as_version_1(results: Path) -> None:
+    """Rewrites results.jsonl as results schema 1 wrote it: rows without `schema_version`."""
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    for row in rows:
+        del row["schema_version"]
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_rows_name_their_schema_and_resume_refuses_rows_of_another(tmp_path):
+    from sage.bench.runner import RESULTS_SCHEMA, SchemaMismatch
+
+    config = BenchConfig(target=str(THIRDPARTY), workers=1, out=tmp_path, ops=["sigmoid"])
+    run_bench(config, solver=None)
+    results = tmp_path / "results.jsonl"
+    assert RESULTS_SCHEMA == 2 and [json.loads(line)["schema_version"] for line in results.read_text().splitlines()] == [2]
+    _as_version_1(results)
+    before = results.read_text()
+    with pytest.raises(SchemaMismatch) as refused:
+        run_bench(config.model_copy(update={"resume": True, "ops": ["sigmoid", "19_ReLU"]}), solver=None)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "schema version 1" in message and "writes version 2" in message and "another --out" in message
+    assert results.read_text() == before                  # nothing appended, nothing rewritten
+    # a run of this version resumes as before
+    fresh = tmp_path / "fresh"
+    run_bench(config.model_copy(update={"out": fresh}), solver=None)
+    again = run_bench(config.model_copy(update={"out": fresh, "resume": True}), solver=None)
+    assert (again.ran, again.resumed) == (0, 1)
+
+
 def test_rows_with_infinite_relative_errors_round_trip(tmp_path):
     import numpy as np
 
