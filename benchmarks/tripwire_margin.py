@@ -86,8 +86,8 @@ def markdown(result: dict) -> str:
     judged = (f"{result['incorrect']} of them judged incorrect, kept: their timing is honest too"
               if result["incorrect"] else "every one judged correct")
     lines = [
-        f"Floor / kernel time (kernel_us) of {result['timed']} honest runs ({', '.join(result['sources'])} kernels; {cases} of "
-        f"each task; {judged}): minimum {r['min']:.4f}, median {r['median']:.3f}, 90th percentile "
+        f"Floor / kernel time (kernel_us) of {result['timed']} honest runs ({', '.join(result['sources'])} kernels; "
+        f"{cases} of each task; {judged}): minimum {r['min']:.4f}, median {r['median']:.3f}, 90th percentile "
         f"{r['p90']:.3f}, **maximum {r['max']:.4f}**. "
         f"The tripwire is at **{result['tripwire']:g}**, {result['margin']:.2f}x the maximum. The largest:", "",
         "| run | kernel | ratio | kernel_us | floor (us) | correct |", "|---|---|---|---|---|---|"]

@@ -38,8 +38,8 @@ class ReferenceFacts(BaseModel):
                                                                              if self.syncs else ""))
         ops = f"; costliest: {', '.join(self.top_ops)}" if self.top_ops and not self.fused else ""
         return (f"case {self.index} ({', '.join(self.inputs)}): torch_npu runs {how}: {self.end_to_end_us:.1f} us "
-                f"end to end, {self.device_us:.1f} us on the device (event-timed, gaps included), {self.kernel_us:.1f} us "
-                f"of kernel time{ops}. Essential traffic "
+                f"end to end, {self.device_us:.1f} us on the device (event-timed, gaps included), "
+                f"{self.kernel_us:.1f} us of kernel time{ops}. Essential traffic "
                 f"{format_bytes(self.essential_bytes)} (bound {self.roofline_us:.1f} us, {self.roofline_bound}).")
 
 

@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 from pydantic_core import PydanticSerializationError
 
 from sage import __version__
@@ -131,6 +131,14 @@ class ResultRow(BaseModel):
     extra: dict[str, Any] = {}
     wall_s: float = 0.0
     finished_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_version(cls, data: Any, info: ValidationInfo) -> Any:
+        # A stored row without the field was written by results schema 1; a row made now is this version.
+        if info.context and info.context.get("stored") and isinstance(data, dict) and "schema_version" not in data:
+            return {**data, "schema_version": 1}
+        return data
 
 
 class Job(BaseModel):
@@ -418,7 +426,7 @@ def read_rows(path: Path) -> list[ResultRow]:
         if not line.strip():
             continue
         try:
-            rows.append(ResultRow.model_validate_json(line))
+            rows.append(ResultRow.model_validate_json(line, context={"stored": True}))
         except ValueError as exc:
             if i == len(lines) - 1:
                 break
@@ -444,6 +452,7 @@ def default_out_dir(runs_dir: Path = Path("runs")) -> Path:
 
 
 __all__ = ["Attempt", "BenchConfig", "BenchRun", "Job", "KernelDirSolver", "ReferenceRun", "ResultRow",
-           "ResultsCorrupt", "ResumeMismatch", "RESULTS_SCHEMA", "SchemaMismatch", "SolveResult", "Solver", "check_resumable", "choose_best",
+           "ResultsCorrupt", "ResumeMismatch", "RESULTS_SCHEMA", "SchemaMismatch", "SolveResult", "Solver",
+           "check_resumable", "choose_best",
            "collect_tasks", "crash_row", "default_out_dir", "default_task_timeout", "failure_row", "final_rows",
            "job_key", "read_rows", "run_bench", "run_job", "select_task_files", "task_order"]

@@ -211,7 +211,8 @@ def _print_run(key: str, preset: str, evaluation: Any, payload: dict, verbose: b
                   f"kernel time (kernel_us), launch excluded", highlight=False)
         out.print(f"profile of case {payload['case']}: {p.kernel_us:.2f} µs kernel, {p.device_us:.2f} µs device, "
                   f"{p.time_us:.2f} µs end to end ({p.launches} launch(es): {p.host_dispatch_us:.2f} µs host "
-                  f"dispatch, {p.device_fixed_us:.2f} µs device fixed), {payload['cycles']} device cycles, bottleneck {payload['bottleneck']}, roofline "
+                  f"dispatch, {p.device_fixed_us:.2f} µs device fixed), {payload['cycles']} device cycles, "
+                  f"bottleneck {payload['bottleneck']}, roofline "
                   f"fraction {roofline(first.roofline_fraction)} ({p.roofline_bound} bound: {p.roofline_bound_us:.2f} "
                   f"µs)", highlight=False)
         rows = [[name, str(stat["busy_cycles"]), f"{100 * stat['utilisation']:.1f}%"]

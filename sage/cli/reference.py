@@ -4,7 +4,8 @@ Registered by `sage/cli/bench.py` as `app.command("reference")(reference_command
 `--json` prints one object: {"task", "preset", "fused_op", "cases": [...]}, each case with
 the three times (docs/evaluation.md) `kernel_us`, `device_us` and `end_to_end_us` (the
 scored vendor time), `expert_device_us`, `expert_end_to_end_us`, `roofline_us`
-(+ `roofline_bound`), the split (`device_fixed_us`, `host_exposed_us`, `host_dispatch_us`, `sync_us`), `launches`, `syncs`
+(+ `roofline_bound`), the split (`device_fixed_us`, `host_exposed_us`, `host_dispatch_us`,
+`sync_us`), `launches`, `syncs`
 and the per-op rows `ops` (vendor `device_us`, `expert_device_us`, `roofline_us`, ...).
 Exit codes: 0 printed, 2 bad input (unknown operator or preset, case out of range, a task
 that cannot be loaded or whose reference needs an accelerator).
@@ -97,7 +98,8 @@ def _us(v: float | None) -> str:
 def _print(key: str, case: int, ref) -> None:
     title = (f"{key} case {case} on {ref.preset}: vendor {ref.kernel_us:.2f} µs kernel, {ref.device_us:.2f} µs "
              f"device (event-timed span: {ref.device_fixed_us:.2f} µs of launch fixed cost, gaps included), "
-             f"{ref.end_to_end_us:.2f} µs end to end (host exposed {ref.host_exposed_us:.2f}); expert device {_us(ref.expert_device_us)} µs "
+             f"{ref.end_to_end_us:.2f} µs end to end (host exposed {ref.host_exposed_us:.2f}); "
+             f"expert device {_us(ref.expert_device_us)} µs "
              f"({ref.expert_ops} op(s) with a library kernel); essential-work bound {ref.roofline_us:.2f} µs "
              f"({ref.roofline_bound} bound: what a roofline fraction divides); {ref.launches} launch(es), "
              f"{ref.syncs} sync(s)")
