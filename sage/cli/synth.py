@@ -190,10 +190,10 @@ def _times_text(evaluation: Any) -> str:
         return "n/a"
 
     def three(t: Any) -> str:
-        return f"{t.kernel_us:.3g} kernel / {t.device_us:.3g} device / {t.end_to_end_us:.3g} end to end µs"
+        return f"{t.kernel_us:.3g} / {t.device_us:.3g} / {t.end_to_end_us:.3g} µs"
 
     ref = f"; torch_npu {three(evaluation.reference_times)}" if evaluation.reference_times is not None else ""
-    return f"kernel {three(evaluation.times)}{ref}"
+    return f"kernel / device / end to end: yours {three(evaluation.times)}{ref}"
 
 
 def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:
