@@ -135,6 +135,10 @@ def synth(
         payload = result.model_dump(mode="json", exclude={"turns": {"__all__": {"source"}}})
         payload["kernel_path"] = str(written) if written else None
         payload |= {"preset": settings.preset, "sage_version": __version__, "printed": printed_by_case(kept_cases)}
+        # The kept kernel's three times and torch_npu's (docs/evaluation.md), geometric means over the cases.
+        kept_eval = kept.evaluation if kept is not None else None
+        payload |= {side: getattr(kept_eval, side).model_dump() if kept_eval is not None
+                    and getattr(kept_eval, side) is not None else None for side in ("times", "reference_times")}
         import json
 
         typer.echo(json.dumps(payload, indent=2))
