@@ -411,8 +411,8 @@ def stored_schema_versions(path: Path) -> set:
         except ValueError:
             continue
         if isinstance(data, dict):
-            versions.add(data.get("schema_version", 1) if not isinstance(data.get("schema_version"), (list, dict))
-                         else str(data["schema_version"]))
+            version = data.get("schema_version", 1)
+            versions.add(version if isinstance(version, (int, str)) else repr(version))
     return versions
 
 

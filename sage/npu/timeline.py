@@ -13,7 +13,12 @@ vendor's eager ops (each aten kernel torch_npu launches) and a candidate's launc
 Three times come out of one timeline (`Times`), named as msprof and torch users know them:
 
 - `kernel_us`: the sum of the kernels' durations, what msprof's op_summary lists per kernel
-  ("Task Duration"): each kernel's work alone, no launch fixed cost, no gap;
+  ("Task Duration"; the gap before each is its "Task Wait Time":
+  https://www.hiascend.com/doc_center/source/zh/CANNCommunityEdition/80RC1alpha001/devaids/auxiliarydevtool/atlasprofiling_16_0165.html):
+  each kernel's work alone, no launch fixed cost, no gap. (CANN counts the task's dispatch to
+  the core and its end response inside Task Duration; the model has no such share apart from
+  `device_fixed_us`, which it keeps out of `kernel_us`, so a measured Task Duration may sit a
+  little above the model's work for the same kernel.)
 - `device_us`: event timing of the device, from the first kernel's start to the last one's
   end: every launch's fixed cost (`device_fixed_us`, the floor events see for a launch) and
   every gap in between (the device waiting for the host's next dispatch or a sync);
