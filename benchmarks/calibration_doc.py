@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable, Iterable
 from statistics import median
 
+from benchmarks.calibration_pose import TIME_OF_KIND
 from sage.bench.reference.vendor import BORROWED, GROUP_OF, VendorParams
 from sage.npu.hardware import HardwareSpec
 
@@ -67,9 +68,12 @@ def render_doc(rows, params: VendorParams, hw: HardwareSpec, fitted: dict[str, t
         "Every figure is a published time of torch_npu on an Ascend 910B, posed to the model as its source "
         "timed it (`benchmarks/calibration_pose.py`): each operand its own tensor, the source's L2 state "
         "(flushed before each call, or warm in a loop over the same operands), and the model's time of the "
-        "source's kind: **event** (device events around one call: the kernels' device time, launch fixed "
-        "cost included), **profiler** (kernel durations: the kernels' work alone) or **host loop** (host "
-        "wall time of back-to-back calls over their number: the eager timeline, host dispatch included). "
+        "source's kind, one of the three times every case has (docs/evaluation.md): **event** → `device_us` "
+        "(device events around one call: from its first kernel's start to its last one's end, launch fixed "
+        "costs and gaps included; after do_bench's L2 flush, which keeps the device busy while the host "
+        "enqueues the call), **profiler** → `kernel_us` (msprof op_summary kernel durations: the kernels' "
+        "work alone) or **host loop** → `end_to_end_us` (host wall time of back-to-back calls over their "
+        "number: the eager timeline, host dispatch included). "
         "The model's kernels are the ones `sage bench reference` traces, timed by `vendor.py` on the "
         f"`{hw.name}` preset.",
         "",
@@ -109,7 +113,7 @@ def render_doc(rows, params: VendorParams, hw: HardwareSpec, fitted: dict[str, t
         "",
         "## By timing kind",
         "",
-        *_by(rows, lambda r: r.figure.source.timing, "timing"),
+        *_by(rows, lambda r: f"{r.figure.source.timing} (`{TIME_OF_KIND[r.figure.source.timing]}`)", "timing"),
         "",
         "## How each source timed its figures",
         "",
@@ -132,7 +136,7 @@ def render_doc(rows, params: VendorParams, hw: HardwareSpec, fitted: dict[str, t
         "",
         "## Fitted parameters (`sage/bench/reference/vendor_params.json`)",
         "",
-        "`device_us = device_fixed_us + t0 + max(memory_us / mem_eff, vector_us / vec_eff, "
+        "One kernel's `device_us = device_fixed_us + t0 + max(memory_us / mem_eff, vector_us / vec_eff, "
         "cube_us / (cube_eff × wave_util) + fill × tile_us)` (docs/reference-model.md §2). The fit minimises "
         "the summed |ln(model / published)| of the fit figures. The vector groups (all but the cube) are "
         "first fitted together; each group then starts from that pooled fit and is pulled toward it, so "

@@ -2,16 +2,22 @@
 
 A figure is one published time (`benchmarks/data/torch_npu_figures.csv`); a source is the
 public page it comes from (`torch_npu_sources.csv`: one PR, issue or file), and the source
-says how its figures were timed, since one page times all its figures the same way:
+says how its figures were timed, since one page times all its figures the same way. Each
+kind is compared with the model's time of that kind, one of the three times a case has
+(`sage.npu.timeline.Times`, docs/evaluation.md; `TIME_OF_KIND`):
 
-- `event`: device events around one call (triton.testing.do_bench, FlagGems' kernel mode),
-  L2 cleared before each call: the model's device time of the call's kernels, fixed cost
-  (`device_fixed_us`, the launch as events see it) included;
-- `profiler`: the kernel durations of msprof / the torch_npu profiler: the kernels' work
-  alone, without the launch's fixed cost;
-- `host_loop`: host wall time of `calls` back-to-back calls and one synchronize, divided by
-  `calls`: the eager timeline (`sage.npu.timeline`) of those calls, so host dispatch and the
-  device's fixed cost count where they bound the loop.
+- `event` -> `device_us`: device events around one call (triton.testing.do_bench, FlagGems'
+  kernel mode), L2 cleared before each call: the span from the call's first kernel's start
+  to its last one's end, each launch's fixed cost (`device_fixed_us`, the launch as events
+  see it) and any gap included. do_bench zeroes a 256 MB buffer before each call
+  (https://github.com/triton-lang/triton/blob/main/python/triton/testing.py), which keeps
+  the device busy while the host enqueues the call: the call is posed after that flush
+  kernel, so its kernels run back to back unless the host falls behind;
+- `profiler` -> `kernel_us`: the kernel durations of msprof / the torch_npu profiler
+  (op_summary): the kernels' work alone, without the launch's fixed cost or gaps;
+- `host_loop` -> `end_to_end_us`: host wall time of `calls` back-to-back calls and one
+  synchronize, divided by `calls`: the eager timeline of those calls, so host dispatch and
+  the device's fixed cost count where they bound the loop.
 
 The L2 state is the source's as well: `flushed` starts every call cold; `warm` (a loop over
 the same operands with no flush) is posed as the call run twice in one trace, timing the
@@ -37,7 +43,7 @@ from sage.bench.reference.vendor import VendorParams, group_of, vendor_time
 from sage.bench.reference.work import Work
 from sage.kernels import trace_graph
 from sage.npu.hardware import HardwareSpec
-from sage.npu.timeline import LaunchCosts, Step, run_timeline
+from sage.npu.timeline import LaunchCosts, Step, Times, run_timeline
 
 DATA = Path(__file__).resolve().parent / "data"
 FIGURES = DATA / "torch_npu_figures.csv"
@@ -45,6 +51,10 @@ SOURCES = DATA / "torch_npu_sources.csv"
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 
 Timing = Literal["event", "profiler", "host_loop"]
+# Which of the three times (sage.npu.timeline.Times) a figure of each timing kind is (module docstring).
+TIME_OF_KIND: dict[str, str] = {"event": "device_us", "profiler": "kernel_us", "host_loop": "end_to_end_us"}
+# triton.testing.do_bench clears L2 before each call by zeroing a 256 MB buffer (URL in the module docstring).
+DO_BENCH_FLUSH_BYTES = 256e6
 
 
 class Source(BaseModel):
@@ -179,11 +189,21 @@ def pose(fig: Figure, hw: HardwareSpec) -> Posed:
 
 def model_us(p: Posed, hw: HardwareSpec, params: VendorParams) -> float:
     """The model's time of the figure's kind (see the module docstring)."""
-    times = [vendor_time(k.work, k.group, hw, l2_hit_bytes=k.l2_hit_bytes, params=params) for k in p.kernels]
-    src = p.figure.source
-    if src.timing == "profiler":
-        return sum(t.work_us for t in times)
-    if src.timing == "event":
-        return sum(t.device_us for t in times)
-    steps = [Step(kind="kernel", work_us=t.work_us) for t in times] * src.calls + [Step(kind="sync")]
-    return run_timeline(steps, LaunchCosts.of(hw), keep_steps=False).end_to_end_us / src.calls
+    return getattr(model_times(p, hw, params), TIME_OF_KIND[p.figure.source.timing])
+
+
+def model_times(p: Posed, hw: HardwareSpec, params: VendorParams) -> Times:
+    """The three times of one call of the figure's op, as the figure's source runs it: the
+    call's kernel durations summed; the span of its kernels on the device (after the L2 flush
+    of a flushed source, which the device runs while the host enqueues the call); and its
+    end-to-end share of the source's loop (`calls` calls, one synchronize)."""
+    call = [Step(kind="kernel", work_us=vendor_time(k.work, k.group, hw, l2_hit_bytes=k.l2_hit_bytes,
+                                                    params=params).work_us) for k in p.kernels]
+    src, costs = p.figure.source, LaunchCosts.of(hw)
+    flush = ([Step(kind="kernel", work_us=DO_BENCH_FLUSH_BYTES / (hw.chip.hbm_gbps * 1e3), label="L2 flush")]
+             if src.l2 == "flushed" else [])
+    ran = run_timeline(flush + call, costs).steps[len(flush):]
+    span = ran[-1].end_us - ran[0].start_us if ran else 0.0
+    loop = run_timeline(call * src.calls + [Step(kind="sync")], costs, keep_steps=False)
+    return Times(kernel_us=sum(s.work_us for s in call), device_us=span,
+                 end_to_end_us=loop.end_to_end_us / src.calls)

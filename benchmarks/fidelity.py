@@ -236,8 +236,7 @@ def hbm_rows(spec: HardwareSpec) -> list[Row]:
     run = run_kernel_source(add, [x, x], preset=spec)
     if run.error is not None:
         raise RuntimeError(str(run.error))
-    device_us = run.profile.device_us - spec.launch.device_fixed_us
-    gbps = 3 * n * 4 / device_us / 1e3
+    gbps = 3 * n * 4 / run.profile.kernel_us / 1e3      # the kernel's duration: no launch fixed cost
     tile = 128 * 1024
     lcs = run_kernel_source(microbench("load_compute_store.py"), [np.zeros(48 * tile // 4, np.float32), 48, 4],
                             preset=spec, trace=True)

@@ -263,7 +263,7 @@ def reference_split_section(record: dict) -> list[str]:
         for args in groups[: cases or len(groups)]:
             ref = reference_time(task, args, record.get("preset") or "ascend910b2")
             acc = sums.setdefault(f"level{task.level}", [0.0] * 7)
-            for i, v in enumerate((1, ref.end_to_end_us, ref.device_work_us, ref.device_fixed_us,
+            for i, v in enumerate((1, ref.end_to_end_us, ref.kernel_us, ref.device_fixed_us,
                                    ref.host_exposed_us, ref.launches, ref.syncs)):
                 acc[i] += v
     lines = ["## Where the reference time goes, per level", "",

@@ -3,8 +3,8 @@
 For every honest run (benchmarks/honest_kernels.py: the examples, the library's and the offline
 agent's kernels, each on its task's cases) it computes the run's floor, its essential work
 (the reference forward's essential bytes and cube FLOPs, as the evaluator does) at the
-simulator's fastest rates, and divides it by the run's device work: `device_us` less each
-launch's fixed cost, the time the tripwire judges. An honest run stays at or below about 1,
+simulator's fastest rates, and divides it by the run's `kernel_us` (its kernels' durations
+summed, no launch or gap cost), the time the tripwire judges. An honest run stays at or below about 1,
 a forged one claims more. It reports the distribution of that ratio, the largest and the
 kernel that reaches it, and checks that `bound.TRIPWIRE_RATIO` is more than 10 % above
 every honest run.
@@ -40,7 +40,7 @@ SHOWN = 5
 
 
 def measure_run(run, spec) -> dict:
-    """One honest run: its floor, device work and their ratio, and whether it is correct."""
+    """One honest run: its floor, kernel time and their ratio, and whether it is correct."""
     from sage.bench.correctness import compare_outputs
     from sage.bench.evaluate import essential_of, output_specs, reference_outputs, truth_outputs
     from sage.npu.execute import run_kernel_source
@@ -51,7 +51,7 @@ def measure_run(run, spec) -> dict:
     if done.error is not None:
         return row | {"error": done.error.type}
     work = essential_of(run.model, run.case, expected, spec.name)
-    work_us = done.profile.device_us - done.profile.device_fixed_us
+    work_us = done.profile.kernel_us
     truth = truth_outputs(run.model, run.case, len(expected))
     correct = compare_outputs(expected, done.outputs, truth=truth,
                               int_step=1 if "quant" in run.task.tags else 0).correct
@@ -86,11 +86,11 @@ def markdown(result: dict) -> str:
     judged = (f"{result['incorrect']} of them judged incorrect, kept: their timing is honest too"
               if result["incorrect"] else "every one judged correct")
     lines = [
-        f"Floor / device work of {result['timed']} honest runs ({', '.join(result['sources'])} kernels; {cases} of "
-        f"each task; {judged}): minimum {r['min']:.4f}, median {r['median']:.3f}, 90th percentile "
+        f"Floor / kernel time (kernel_us) of {result['timed']} honest runs ({', '.join(result['sources'])} kernels; "
+        f"{cases} of each task; {judged}): minimum {r['min']:.4f}, median {r['median']:.3f}, 90th percentile "
         f"{r['p90']:.3f}, **maximum {r['max']:.4f}**. "
         f"The tripwire is at **{result['tripwire']:g}**, {result['margin']:.2f}x the maximum. The largest:", "",
-        "| run | kernel | ratio | device work (us) | floor (us) | correct |", "|---|---|---|---|---|---|"]
+        "| run | kernel | ratio | kernel_us | floor (us) | correct |", "|---|---|---|---|---|---|"]
     for row in result["largest"]:
         lines.append(f"| {row['run']} | {row['source']} | {row['ratio']:.4f} | {row['work_us']:.2f} | "
                      f"{row['floor_us']:.2f} | {'yes' if row['correct'] else 'no'} |")

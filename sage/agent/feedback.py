@@ -121,7 +121,8 @@ def slowest_case_lines(case: CaseResult, ref: ReferenceFacts | None) -> list[str
     p = case.profile
     yours = (f"Slowest case {case.index} ({', '.join(case.inputs)}): your kernel {p.time_us:.1f} us end to end, "
              f"{p.device_us:.1f} us on the device ({p.launches} launch(es), {p.device_fixed_us:.1f} us of it the "
-             f"launches' fixed cost), speedup {_fmt(case.speedup)}x end to end, {_fmt(case.device_speedup)}x device.")
+             f"launches' fixed cost), {p.kernel_us:.1f} us of kernel time, speedup {_fmt(case.speedup)}x end to end, "
+             f"{_fmt(case.device_speedup)}x device.")
     out = [yours]
     if ref is not None:
         out.append("The reference: " + ref.line())

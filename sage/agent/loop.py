@@ -205,10 +205,10 @@ def _fill(turn: Turn, evaluation: Any) -> None:
         turn.message = evaluation.reason
     turn.speedup, turn.roofline_fraction = evaluation.speedup, evaluation.roofline_fraction
     turn.device_speedup = evaluation.device_speedup
-    timed = [c for c in evaluation.cases if c.time_us is not None]
+    timed = [c for c in evaluation.cases if c.times is not None]
     if timed:
-        slowest = max(timed, key=lambda c: c.time_us)
-        turn.cycles, turn.time_us, turn.bottleneck = slowest.cycles, slowest.time_us, slowest.bottleneck
+        slowest = max(timed, key=lambda c: c.times.end_to_end_us)
+        turn.cycles, turn.time_us, turn.bottleneck = slowest.cycles, slowest.times.end_to_end_us, slowest.bottleneck
 
 
 def _feedback(turn: Turn, best_speedup: float | None, refs: dict[int, ReferenceFacts], turns: list[Turn]) -> Message:

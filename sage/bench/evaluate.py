@@ -5,11 +5,12 @@ the reference runs on CPU torch twice (eager in the task's dtypes, and the float
 the kernel runs through `run_sandboxed` on the same values, and the outputs are compared
 with the rule of `correctness.py`. The reference time of the case comes from the torch_npu
 stand-in (`sage.bench.reference`); both sides go through the same eager timeline
-(`sage.npu.timeline`), so the speedup is reported twice: end to end (reference end-to-end /
-kernel end-to-end: the headline, what fast_p and the agent's reward use) and device-only.
-The roofline fraction is the reference forward's essential-work bound over the kernel's
-device work (launch costs excluded from both). A correct case whose device work beats that
-essential work at the simulator's fastest rates by more than the tripwire allows
+(`sage.npu.timeline`), which gives each side three times (`Times`: kernel_us, device_us,
+end_to_end_us; docs/evaluation.md). The speedup is reported twice: end to end (reference
+end-to-end / kernel end-to-end: the headline, what fast_p and the agent's reward use) and on
+device_us. The roofline fraction is the reference forward's essential-work bound over the
+kernel's kernel_us (launch costs excluded from both). A correct case whose kernel_us beats
+that essential work at the simulator's fastest rates by more than the tripwire allows
 (`sage.npu.bound`) is an ImpossibleResultError, never scored.
 
 A case whose kernel raises stops the evaluation (the task did not execute); a case that
@@ -53,6 +54,7 @@ from sage.bench.tasks import (ReferenceUnavailable, Task, TaskLoadError, kernel_
 from sage.npu.bound import EssentialWork
 from sage.npu.results import ErrorInfo, Profile
 from sage.npu.sandbox import Limits, run_sandboxed
+from sage.npu.timeline import Times
 from sage.text import ERROR_CHARS, clean
 
 Status = Literal["correct", "incorrect", "error", "no_kernel", "reference_unavailable", "reference_error",
@@ -74,14 +76,12 @@ class CaseResult(BaseModel):
     reason: str | None = None                 # why the comparison failed
     stats: list[OutputStats] = []
     cycles: int | None = None
-    time_us: float | None = None              # end to end (host dispatch overlapped with the device): scored
-    device_us: float | None = None            # the kernel's launches on the device alone
-    reference_time_us: float | None = None    # the vendor's end-to-end time
-    reference_device_us: float | None = None
+    times: Times | None = None                # the kernel's kernel_us, device_us, end_to_end_us (the scored one)
+    reference_times: Times | None = None      # the vendor's, the same three
     reference_problem: str | None = None      # why there is no reference time (the time model failed)
-    speedup: float | None = None              # end to end: reference_time_us / time_us
-    device_speedup: float | None = None       # reference_device_us / device_us
-    roofline_fraction: float | None = None    # essential-work bound / device work (launch excluded)
+    speedup: float | None = None              # end to end: reference end_to_end_us / the kernel's
+    device_speedup: float | None = None       # reference device_us / the kernel's device_us
+    roofline_fraction: float | None = None    # essential-work bound / kernel_us (launch excluded)
     roofline_bound_us: float | None = None
     roofline_bound: str | None = None         # memory | cube: which essential bound
     bottleneck: str | None = None
@@ -101,6 +101,8 @@ class TaskEvaluation(BaseModel):
     correct: bool = False
     speedup: float | None = None              # end to end, geometric mean over the cases (the headline)
     device_speedup: float | None = None       # device only, geometric mean over the cases
+    times: Times | None = None                # the kernel's three times, each the geometric mean over the cases
+    reference_times: Times | None = None      # the vendor's, likewise
     roofline_fraction: float | None = None    # mean over the timed correct cases (docs/evaluation.md)
     roofline_bound: str | None = None         # memory | cube, or "memory/cube" when the cases differ
     reason: str | None = None
@@ -157,7 +159,7 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
             # Correctness does not need the time model: the case is still judged, without a speedup.
             result.reference_problem = str(exc)
         if ref is not None:
-            result.reference_time_us, result.reference_device_us = ref.end_to_end_us, ref.device_us
+            result.reference_times = ref.times
         run = run_sandboxed(source, kernel_args(case), kwargs, preset=preset, filename=filename,
                             trace=trace, expected=output_specs(expected), limits=limits)
         result.printed = run.printed or None
@@ -197,8 +199,8 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
 
 def physical_check(profile: Profile | None, expected: list[np.ndarray], model: torch.nn.Module, case: list,
                    preset: str) -> ErrorInfo | None:
-    """The tripwire of `sage.npu.bound`: an ImpossibleResultError when the run claims less device
-    work time than its essential work (the reference forward's essential bytes and cube FLOPs)
+    """The tripwire of `sage.npu.bound`: an ImpossibleResultError when the run claims less kernel
+    time (kernel_us) than its essential work (the reference forward's essential bytes and cube FLOPs)
     takes at the simulator's fastest rates, beyond the tripwire's margin."""
     from sage.npu.bound import check_physical
     from sage.npu.errors import ImpossibleResultError
@@ -207,9 +209,8 @@ def physical_check(profile: Profile | None, expected: list[np.ndarray], model: t
     if profile is None:
         return None
     try:
-        # The kernels' own work: the fixed cost each launch pays is no work done on the outputs.
-        check_physical(load_preset(preset), essential_of(model, case, expected, preset),
-                       profile.device_us - profile.device_fixed_us)
+        # The kernels' durations alone: a launch's fixed cost and the gaps are no work on the outputs.
+        check_physical(load_preset(preset), essential_of(model, case, expected, preset), profile.kernel_us)
     except ImpossibleResultError as exc:
         return exc.info()
     return None
@@ -332,6 +333,14 @@ def geomean(values: Sequence[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
+def geomean_times(per_case: Sequence[Times | None]) -> Times | None:
+    """Each of the three times' geometric mean over the cases; None unless every case has all three."""
+    if not per_case or any(t is None for t in per_case):
+        return None
+    means = {kind: geomean([getattr(t, kind) for t in per_case]) for kind in Times.model_fields}
+    return None if any(v is None for v in means.values()) else Times(**means)
+
+
 def select_cases(task: Task, cases: int | Sequence[int] | None) -> tuple[torch.nn.Module, list[tuple[int, list]]]:
     try:
         model = task.make_model()
@@ -379,7 +388,7 @@ def case_indices(count: int, cases: int | Sequence[int] | None) -> list[int]:
 def _fill_profile(result: CaseResult, profile: Profile | None, ref: Any) -> None:
     if profile is None:
         return
-    work_us = profile.device_us - profile.device_fixed_us
+    work_us = profile.kernel_us
     if ref is not None and work_us > 0:
         # The essential-work bound of the reference forward (gathered rows, not whole tables;
         # the reference's matmul FLOPs) replaces the simulator's input+output-bytes bound.
@@ -388,8 +397,7 @@ def _fill_profile(result: CaseResult, profile: Profile | None, ref: Any) -> None
             "roofline_fraction": round(ref.roofline_us / work_us, 4)})
     result.profile = profile
     result.cycles = profile.cycles
-    result.time_us = profile.time_us
-    result.device_us = profile.device_us
+    result.times = profile.times
     result.roofline_fraction = profile.roofline_fraction
     result.roofline_bound_us = profile.roofline_bound_us
     result.roofline_bound = profile.roofline_bound
@@ -421,6 +429,8 @@ def _summarise(head: dict, results: list[CaseResult], wall_s: float) -> TaskEval
         **head, status=status, executed=executed, correct=correct,
         speedup=geomean([r.speedup for r in timed]) if executed and timed else None,
         device_speedup=geomean([r.device_speedup for r in timed]) if executed and timed else None,
+        times=geomean_times([r.times for r in timed]) if executed else None,
+        reference_times=geomean_times([r.reference_times for r in timed]),
         roofline_fraction=sum(fractions) / len(fractions) if correct and fractions else None,
         roofline_bound="/".join(bounds) if correct and bounds else None,
         reason=reason, error=error, cases=results, wall_s=round(wall_s, 3),

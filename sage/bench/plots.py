@@ -119,8 +119,9 @@ def speedup_distribution(evaluations: Sequence[TaskEvaluation], out: Path) -> Pl
 def roofline_vs_reference(evaluations: Sequence[TaskEvaluation], out: Path) -> Plot | None:
     """Each correct case: its fraction of the roofline bound against its reference time."""
     solved = [e for e in evaluations if e.correct]
-    points = [(level_name(e.level), c.reference_time_us, c.roofline_fraction) for e in solved for c in e.cases
-              if c.reference_time_us and c.roofline_fraction is not None]
+    points = [(level_name(e.level), c.reference_times.end_to_end_us, c.roofline_fraction) for e in solved
+              for c in e.cases if c.reference_times and c.reference_times.end_to_end_us
+              and c.roofline_fraction is not None]
     if not points:
         return None
     plt = _pyplot()

@@ -46,8 +46,9 @@ class OpTotal(BaseModel):
 class ReferenceCase(BaseModel):
     index: int
     inputs: list[str]
-    total_us: float | None                # end to end (the scored reference time)
-    device_us: float | None = None
+    total_us: float | None                # end_to_end_us (the scored reference time)
+    device_us: float | None = None        # event-timed: first kernel's start to the last one's end, gaps included
+    kernel_us: float | None = None        # the vendor kernels' durations summed (msprof op_summary)
     breakdown: Any = None                 # the split of the time and `ops` (OpTotal per aten operator)
     calls: list[dict] | None = None       # per-call rows, only with detail (moved out of results.jsonl)
     timed_on: Literal["meta", "real"] | None = None   # sized (meta) inputs, or inputs made for real
@@ -160,6 +161,7 @@ def _measure_case(task: Task, model: Any, index: int, case: list, real: _RealCas
     if ref is None:
         return ReferenceCase(**head, total_us=None, timed_on=timed_on)
     return ReferenceCase(**head, total_us=float(ref.end_to_end_us), device_us=float(ref.device_us),
+                         kernel_us=float(ref.kernel_us),
                          breakdown=breakdown(ref), calls=[o.model_dump(mode="json") for o in ref.ops] if detail else None,
                          timed_on=timed_on)
 

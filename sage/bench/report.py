@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from sage.bench.evaluate import geomean_times
 from sage.bench.metrics import SuiteMetrics, compute_metrics, metrics_by_level
 from sage.bench.reasons import by_reason, not_correct, row_reason
 from sage.bench.roofline import roofline_text
 from sage.bench.runner import CONFIG_FILE, RESULTS_FILE, ResultRow, final_rows, read_rows
+from sage.npu.timeline import Times
 from sage.text import md_cell
 
 SUMMARY_FILE = "summary.json"
@@ -61,9 +63,25 @@ def write_summary(out: Path, rows: list[ResultRow]) -> dict:
         # every final row that is not correct, with its one-line reason, and the counts per kind
         "not_correct": [m.model_dump() for m in missed],
         "by_reason": [{"reason": g.kind, "count": g.count} for g in by_reason(missed)],
+        # per task, the kernel's and torch_npu's three times (geometric means over the cases)
+        "times_solved": _solved_times([r.evaluation for r in finals if r.mode == "kernel"]),
+        "times": {r.task: {"kernel": _dump(r.evaluation.times), "torch_npu": _dump(r.evaluation.reference_times)}
+                  for r in finals if r.mode == "kernel"},
     }
     Path(out, SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _solved_times(evaluations: list) -> dict:
+    """The three times over the correct tasks (geometric means of the tasks' own), both sides:
+    what the terminal summary of `sage bench` shows."""
+    solved = [e for e in evaluations if e.correct and e.times is not None and e.reference_times is not None]
+    return {"tasks": len(solved), "kernel": _dump(geomean_times([e.times for e in solved])),
+            "torch_npu": _dump(geomean_times([e.reference_times for e in solved]))}
+
+
+def _dump(t: Times | None) -> dict | None:
+    return t.model_dump() if t is not None else None
 
 
 def default_sections() -> list[ReportSection]:
@@ -85,16 +103,18 @@ class TaskTableSection:
         finals = sorted(_kernel_finals(rows), key=lambda r: (r.level if r.level is not None else -1, r.task))
         if not finals:
             return None
-        lines = ["## Tasks", "", "Speedups per task are geometric means over its cases; end to end is the scored one.", "",
-                 "| task | status | cases ok | speedup end-to-end | speedup device | roofline fraction | bottleneck "
-                 "| note |",
-                 "|---|---|---|---|---|---|---|---|"]
+        lines = ["## Tasks", "", "Speedups and times per task are geometric means over its cases; end to end is the "
+                 "scored one. Times are kernel / device / end to end µs (docs/evaluation.md, \"Three times\").", "",
+                 "| task | status | cases ok | speedup end-to-end | speedup device | kernel µs | torch_npu µs "
+                 "| roofline fraction | bottleneck | note |",
+                 "|---|---|---|---|---|---|---|---|---|---|"]
         for r in finals:
             e = r.evaluation
             ok = f"{sum(c.correct for c in e.cases)}/{len(e.cases)}" if e.cases else "-"
             bottleneck = next((c.bottleneck for c in e.cases if c.bottleneck), None)
             note = row_reason(r) or ""
             lines.append(f"| {md_cell(r.task)} | {e.status} | {ok} | {_num(e.speedup, 'x')} | {_num(e.device_speedup, 'x')} "
+                         f"| {times_text(e.times)} | {times_text(e.reference_times)} "
                          f"| {roofline_text(e.roofline_fraction, e.roofline_bound)} | {bottleneck or '-'} | {md_cell(note)} |")
         return "\n".join(lines)
 
@@ -113,11 +133,14 @@ class ReferenceSection:
                  f"The reference ran on a CPU for {len(ok)} of {len(refs)} tasks; {len(timed)} have a reference "
                  f"time. Wall time of the measurements: {sum(r.wall_s for r in refs):.1f} s (summed over workers).",
                  "",
-                 "| task | cases | end-to-end µs per case | device µs per case | wall s |", "|---|---|---|---|---|"]
+                 "| task | cases | end-to-end µs per case | device µs per case | kernel µs per case | wall s |",
+                 "|---|---|---|---|---|---|"]
         for r in ok:
             per_case = ", ".join(_num(c.total_us) for c in r.reference.cases)
             device = ", ".join(_num(c.device_us) for c in r.reference.cases)
-            lines.append(f"| {md_cell(r.task)} | {len(r.reference.cases)} | {per_case} | {device} | {r.wall_s:.2f} |")
+            kernel = ", ".join(_num(c.kernel_us) for c in r.reference.cases)
+            lines.append(f"| {md_cell(r.task)} | {len(r.reference.cases)} | {per_case} | {device} | {kernel} "
+                         f"| {r.wall_s:.2f} |")
         return "\n".join(lines)
 
 
@@ -198,6 +221,11 @@ def _header(out: Path, rows: list[ResultRow]) -> str:
 
 def _kernel_finals(rows: list[ResultRow]) -> list[ResultRow]:
     return [r for r in final_rows(rows) if r.mode == "kernel" and r.evaluation is not None]
+
+
+def times_text(t: Times | None) -> str:
+    """kernel / device / end-to-end µs of a `Times`."""
+    return "-" if t is None else f"{_num(t.kernel_us)} / {_num(t.device_us)} / {_num(t.end_to_end_us)}"
 
 
 def _pct(v: float | None) -> str:

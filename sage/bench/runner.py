@@ -18,6 +18,12 @@ learning solver ties its memory episode to it, so a job whose episode was stored
 row was lost (the run killed in between) is not learned twice when it runs again.
 
 Solvers must be picklable: they travel to the worker processes with their job.
+
+Every row names the results schema it was written with (`schema_version`; a row without one
+is version 1). Version 2 gives each case three times, kernel_us, device_us and end_to_end_us
+(docs/evaluation.md), where version 1 had time_us and a device_us that summed the launches'
+busy times; `--resume` refuses a folder whose rows are of another version, since the two
+cannot be read as one run.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 from pydantic_core import PydanticSerializationError
 
 from sage import __version__
@@ -51,6 +57,7 @@ CONFIG_FILE = "run.json"
 # Row status of a job that produced no result, by how it ended.
 CRASH_STATUS = {"raised": "error", "crashed": "crashed", "timeout": "timeout"}
 NOT_JUDGED = "not_judged"        # a task the solver could not start: left for --resume
+RESULTS_SCHEMA = 2               # the row format (module docstring); rows without the field are version 1
 
 
 class Attempt(BaseModel):
@@ -102,6 +109,7 @@ class KernelDirSolver(BaseModel):
 class ResultRow(BaseModel):
     model_config = ConfigDict(ser_json_inf_nan="strings")
 
+    schema_version: int = RESULTS_SCHEMA
     task: str
     level: int | None = None
     tags: list[str] = []
@@ -123,6 +131,14 @@ class ResultRow(BaseModel):
     extra: dict[str, Any] = {}
     wall_s: float = 0.0
     finished_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_version(cls, data: Any, info: ValidationInfo) -> Any:
+        # A stored row without the field was written by results schema 1; a row made now is this version.
+        if info.context and info.context.get("stored") and isinstance(data, dict) and "schema_version" not in data:
+            return {**data, "schema_version": 1}
+        return data
 
 
 class Job(BaseModel):
@@ -354,6 +370,10 @@ class ResumeMismatch(ValueError):
     """--resume with options that would mix incomparable rows in one results.jsonl."""
 
 
+class SchemaMismatch(ResumeMismatch):
+    """--resume on a results.jsonl whose rows were written with another results schema."""
+
+
 # Options that change what a row means: a resumed run must keep them.
 _RESUME_KEYS = ("target", "preset", "cases", "seed")
 
@@ -364,12 +384,36 @@ def _stored_config(out: Path) -> dict[str, Any]:
 
 
 def check_resumable(out: Path, config: BenchConfig) -> None:
+    versions = stored_schema_versions(Path(out) / RESULTS_FILE)
+    other = sorted(versions - {RESULTS_SCHEMA}, key=str)
+    if other:
+        raise SchemaMismatch(f"{out / RESULTS_FILE} holds rows of results schema version "
+                             f"{', '.join(map(str, other))}; this sage writes version {RESULTS_SCHEMA} "
+                             f"(new times: kernel_us, device_us, end_to_end_us): the two cannot be mixed in one run, "
+                             f"use another --out")
     stored = _stored_config(out)
     current = json.loads(config.model_dump_json())
     for key in _RESUME_KEYS:
         if key in stored and stored[key] != current[key]:
             raise ResumeMismatch(f"{out} was run with {key}={stored[key]!r}, not {current[key]!r}: "
                                  f"resume with the same {key} or use another --out")
+
+
+def stored_schema_versions(path: Path) -> set:
+    """The results schema versions of the rows of a results.jsonl (1 for a row without the
+    field); a line that does not parse has none (read_rows says what is wrong with it)."""
+    if not Path(path).exists():
+        return set()
+    versions = set()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            data = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            version = data.get("schema_version", 1)
+            versions.add(version if isinstance(version, (int, str)) else repr(version))
+    return versions
 
 
 def read_rows(path: Path) -> list[ResultRow]:
@@ -382,7 +426,7 @@ def read_rows(path: Path) -> list[ResultRow]:
         if not line.strip():
             continue
         try:
-            rows.append(ResultRow.model_validate_json(line))
+            rows.append(ResultRow.model_validate_json(line, context={"stored": True}))
         except ValueError as exc:
             if i == len(lines) - 1:
                 break
@@ -408,6 +452,7 @@ def default_out_dir(runs_dir: Path = Path("runs")) -> Path:
 
 
 __all__ = ["Attempt", "BenchConfig", "BenchRun", "Job", "KernelDirSolver", "ReferenceRun", "ResultRow",
-           "ResultsCorrupt", "ResumeMismatch", "SolveResult", "Solver", "check_resumable", "choose_best",
+           "ResultsCorrupt", "ResumeMismatch", "RESULTS_SCHEMA", "SchemaMismatch", "SolveResult", "Solver",
+           "check_resumable", "choose_best",
            "collect_tasks", "crash_row", "default_out_dir", "default_task_timeout", "failure_row", "final_rows",
            "job_key", "read_rows", "run_bench", "run_job", "select_task_files", "task_order"]

@@ -42,6 +42,7 @@ def print_summary(summary: dict, result: Any, report: Path, reference_only: bool
         rows = [[name, x(m["geomean_speedup"]), x(m.get("geomean_speedup_all")),
                  x(m.get("device_geomean_speedup")), roofline(m["mean_roofline_fraction"])] for name, m in levels]
         out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD))
+        _print_times(summary.get("times_solved") or {})
     _print_reasons(summary.get("by_reason") or [], report)
     unjudged = [r for r in result.rows if r.status == NOT_JUDGED and not any(
         o.final and (o.task, o.epoch) == (r.task, r.epoch) for o in result.rows)]
@@ -51,6 +52,18 @@ def print_summary(summary: dict, result: Any, report: Path, reference_only: bool
     resumed = f", {result.resumed} resumed" if result.resumed else ""
     out.text(f"{result.ran} tasks run{resumed} on {result_preset(result)} (sage {__version__}, seed "
              f"{result_seed(result)}); results in {result.out}/results.jsonl; report {report}")
+
+
+def _print_times(solved: dict) -> None:
+    """The three times (docs/evaluation.md) over the correct tasks, the kernels' and torch_npu's."""
+    if not solved.get("tasks") or not solved.get("kernel") or not solved.get("torch_npu"):
+        return
+    out.text(f"times over the {solved['tasks']} correct task(s), geometric means of each task's")
+    kinds = ("kernel_us", "device_us", "end_to_end_us")
+    rows = [[side, *(f"{solved[key][k]:.3g}" for k in kinds)] for side, key in (("kernels", "kernel"),
+                                                                                  ("torch_npu", "torch_npu"))]
+    cols = [Col(""), *(Col(c, "right", wrap=False) for c in ("kernel µs", "device µs", "e2e µs"))]
+    out.print(fitted_table(cols, rows, out.width, box=box.SIMPLE_HEAD))
 
 
 def _print_reasons(groups: list[dict], report: Path) -> None:

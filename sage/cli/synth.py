@@ -135,6 +135,10 @@ def synth(
         payload = result.model_dump(mode="json", exclude={"turns": {"__all__": {"source"}}})
         payload["kernel_path"] = str(written) if written else None
         payload |= {"preset": settings.preset, "sage_version": __version__, "printed": printed_by_case(kept_cases)}
+        # The kept kernel's three times and torch_npu's (docs/evaluation.md), geometric means over the cases.
+        kept_eval = kept.evaluation if kept is not None else None
+        payload |= {side: getattr(kept_eval, side).model_dump() if kept_eval is not None
+                    and getattr(kept_eval, side) is not None else None for side in ("times", "reference_times")}
         import json
 
         typer.echo(json.dumps(payload, indent=2))
@@ -184,6 +188,18 @@ class TurnView:
                             box=box.SIMPLE_HEAD)
 
 
+def _times_text(evaluation: Any) -> str:
+    """The kept kernel's three times and torch_npu's (docs/evaluation.md), geometric means over the cases."""
+    if evaluation is None or evaluation.times is None:
+        return "n/a"
+
+    def three(t: Any) -> str:
+        return f"{t.kernel_us:.3g} / {t.device_us:.3g} / {t.end_to_end_us:.3g} µs"
+
+    ref = f"; torch_npu {three(evaluation.reference_times)}" if evaluation.reference_times is not None else ""
+    return f"kernel / device / end to end: yours {three(evaluation.times)}{ref}"
+
+
 def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:
     kept = _kept_turn(result)
     bound = kept.evaluation.roofline_bound if kept is not None and kept.evaluation is not None else None
@@ -191,6 +207,7 @@ def _summary(result: Any, kernel_path: Path | None, kernel_note: str) -> None:
                               ["status", result.status + (f" ({result.reason})" if result.reason
                                                           and result.status != "correct" else "")],
                               ["speedup", f"{result.speedup:.2f}x" if result.speedup else "n/a"],
+                              ["times", _times_text(kept.evaluation if kept is not None else None)],
                               ["roofline fraction", roofline(result.roofline_fraction, bound)
                                if result.roofline_fraction is not None else "n/a"],
                               ["bottleneck", result.bottleneck or "n/a"], ["attempts", str(len(result.turns))]]

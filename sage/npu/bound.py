@@ -24,10 +24,12 @@ simulator bug. `benchmarks/tripwire_margin.py` measures the ratio of every hones
 figures are in docs/security.md §3); the threshold sits above the largest with a margin of
 more than 10 %.
 
-The time compared is the kernels' own device work: `device_us` less each launch's fixed
-cost (`Profile.device_fixed_us`), which is no work done on the outputs. `check_physical`
-takes the time and what it is, so the comparison can move to another time (the kernel time
-alone) without changing the floor.
+The time compared is the run's `kernel_us` (`sage.npu.timeline.Times`): the sum of its
+kernels' durations, as msprof's op_summary lists them, with no launch fixed cost and no gap,
+since neither is work done on the outputs. (Before results schema 2 it was computed as
+`device_us` less each launch's fixed cost, the same figure while `device_us` was the sum of
+the launches' busy times; `device_us` is now the event-timed span, gaps included, which a
+tripwire must not compare.) `check_physical` takes the time and what it is, for the message.
 """
 
 from __future__ import annotations
@@ -41,12 +43,12 @@ from sage.npu.hardware import HardwareSpec
 from sage.npu.sim.costs import CostModel
 
 # benchmarks/tripwire_margin.py, 439 honest runs (examples, library, the offline agent's kernels,
-# every case): the largest floor / device work is 0.9869 (the agent's level0/10_relu and
+# every case): the largest floor / kernel time is 0.9869 (the agent's level0/10_relu and
 # level1/04_abs, case 0: 10.60 us of work for a 10.46 us floor); 1.1 is 1.115x that, so no honest
 # run is within 10 % of the tripwire. (The simulator cannot go past 1 but for the scalar GM
 # channel's 0.2 %: the margin is for essential bytes that count more than a kernel must move.)
 TRIPWIRE_RATIO = 1.1
-DEVICE_WORK = "device work time (each launch's fixed cost excluded)"
+KERNEL_TIME = "kernel time (kernel_us: the kernels' durations summed, no launch or gap cost)"
 MAX_ITEMSIZE = max(dt.itemsize for dt in dtypes.ALL)   # the widest element a scalar GM access moves
 
 
@@ -86,7 +88,7 @@ def floor_ratio(spec: HardwareSpec, work: EssentialWork, time_us: float) -> floa
     return floor / time_us if time_us > 0 else math.inf
 
 
-def check_physical(spec: HardwareSpec, work: EssentialWork, time_us: float, *, time_kind: str = DEVICE_WORK) -> None:
+def check_physical(spec: HardwareSpec, work: EssentialWork, time_us: float, *, time_kind: str = KERNEL_TIME) -> None:
     """ImpossibleResultError when floor / `time_us` is above TRIPWIRE_RATIO; `time_kind` says
     which time it is (for the message)."""
     if not (math.isfinite(time_us) and time_us >= 0):

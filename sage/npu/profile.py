@@ -3,8 +3,10 @@
 Time (docs/reference-model.md §1, `sage.npu.timeline`): each launch is one kernel step of
 the eager timeline. Its device time is the engine's cycles for the launch (slowest core,
 `LaunchTiming.kernel_cycles`) plus the preset's `device_fixed_us`; the host pays
-`host_dispatch_us` per launch, overlapped with the device. `time_us` is the end-to-end
-time of the whole forward (the scored time), `device_us` the device time alone.
+`host_dispatch_us` per launch, overlapped with the device. The three times of
+`sage.npu.timeline.Times`: `kernel_us` (the launches' work alone), `device_us` (event-timed:
+the first launch's start to the last one's end, fixed costs and gaps included) and `time_us`
+(end to end, the scored time).
 
 Busy cycles are summed over all cores. Utilisation is per core: a pipe's busy cycles over
 the device time of each launch times the cores that run that pipe in it (the V pipe of a
@@ -73,7 +75,7 @@ def build_profile(run: Replay, essential_bytes: int, essential_cube_flops: float
     for position in sorted(syncs, reverse=True):      # from the back, so earlier positions stay valid
         steps.insert(position, Step(kind="sync", label="read_back"))
     timeline = run_timeline(steps, costs, keep_steps=False)
-    device_cycles = timeline.device_us * clock
+    device_cycles = timeline.device_busy_us * clock
     widest = max(launches, key=lambda lt: lt.cores_used, default=None)
     hbm = sum(lt.hbm_bytes for lt in launches)
     kernel_cycles = sum(lt.kernel_cycles for lt in launches)
@@ -81,13 +83,13 @@ def build_profile(run: Replay, essential_bytes: int, essential_cube_flops: float
     return Profile(
         cycles=int(round(device_cycles)), time_us=round(timeline.end_to_end_us, 4), launches=len(launches),
         syncs=timeline.syncs, sync_us=round(timeline.sync_us, 4),
-        device_us=round(timeline.device_us, 4),
+        device_us=round(timeline.device_us, 4), kernel_us=round(timeline.kernel_us, 4),
         launch_device_us=[round(costs.device_fixed_us + w, 4) for w in work_us],
         host_dispatch_us=round(timeline.host_dispatch_us, 4), device_fixed_us=round(timeline.device_fixed_us, 4),
         blocks=sum(lt.block_dim for lt in launches), cores_used=max((lt.cores_used for lt in launches), default=0),
         pipes=pipes, bytes=nbytes, bottleneck=bottleneck, roofline_bound_us=round(bound_us, 4),
         roofline_bound=bound_kind,
-        roofline_fraction=round(bound_us / timeline.device_work_us, 4) if timeline.device_work_us else 0.0,
+        roofline_fraction=round(bound_us / timeline.kernel_us, 4) if timeline.kernel_us else 0.0,
         instructions=instructions, cores_by_type=dict(widest.cores_by_type) if widest else {}, hbm_bytes=hbm,
         hbm_utilisation=round(hbm / (kernel_cycles * spec.hbm_bytes_per_cycle), 4) if kernel_cycles else 0.0)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pydantic import BaseModel, Field, field_validator
 
+from sage.npu.timeline import Times
 from sage.text import ERROR_CHARS, clean
 
 PIPES = ("S", "V", "M", "MTE1", "MTE2", "MTE3", "FIX")
@@ -36,12 +37,13 @@ class PipeStat(BaseModel):
 class Profile(BaseModel):
     """Timing of a whole forward() on the eager timeline (sage/npu/timeline.py)."""
 
-    cycles: int                 # device cycles: every launch's work plus its device fixed cost
+    cycles: int                 # busy device cycles: every launch's work plus its device fixed cost
     time_us: float              # end to end (host dispatch overlapped with the device): the scored time
     launches: int
     syncs: int = 0                       # host read-backs (read_back()), each a device->host sync
     sync_us: float = 0.0                 # what they cost the host: syncs x the preset's sync_us
-    device_us: float = 0.0      # the device alone: the sum of launch_device_us
+    device_us: float = 0.0      # event-timed: the first launch's start to the last one's end, gaps included
+    kernel_us: float = 0.0      # the launches' work alone (msprof op_summary durations summed)
     launch_device_us: list[float] = []   # per launch: its work plus the preset's device_fixed_us
     host_dispatch_us: float = 0.0        # host enqueue paid for all launches (hidden behind the device or not)
     device_fixed_us: float = 0.0         # the device fixed cost of all launches
@@ -51,7 +53,7 @@ class Profile(BaseModel):
     bytes: dict[str, int]
     bottleneck: str
     roofline_bound_us: float             # essential-work bound, launch excluded
-    roofline_fraction: float             # roofline_bound_us / (device_us - device_fixed_us): launch excluded
+    roofline_fraction: float             # roofline_bound_us / kernel_us: launch excluded
     roofline_bound: str = "memory"       # which essential bound it is: memory or cube
     instructions: int
     cores_by_type: dict[str, int] = Field(default_factory=dict,
@@ -59,6 +61,11 @@ class Profile(BaseModel):
     hbm_bytes: int = Field(0, description="bytes read from or written to HBM (L2 misses and all writes), all cores")
     hbm_utilisation: float = Field(0.0, description="hbm_bytes / (HBM bandwidth x device time): the chip-wide "
                                                     "fraction of HBM bandwidth used")
+
+    @property
+    def times(self) -> Times:
+        """The three times (sage.npu.timeline.Times); `time_us` is the end-to-end one."""
+        return Times(kernel_us=self.kernel_us, device_us=self.device_us, end_to_end_us=self.time_us)
 
 
 @dataclass

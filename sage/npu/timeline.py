@@ -10,10 +10,25 @@ vendor's eager ops (each aten kernel torch_npu launches) and a candidate's launc
 - a **sync** (a device→host read: `.item()`, `nonzero` and other data-dependent shapes):
   the host waits until the device has drained, then pays `sync_us`.
 
-The end-to-end time is when the last of host and device is done: what event timing
-around `forward` measures (the start event runs on an idle device at t = 0, the end
-event after the last kernel). Allocations (`empty`) are free, as torch_npu's caching
-allocator makes them, so they are no step at all.
+Three times come out of one timeline (`Times`), named as msprof and torch users know them:
+
+- `kernel_us`: the sum of the kernels' durations, what msprof's op_summary lists per kernel
+  ("Task Duration"; the gap before each is its "Task Wait Time":
+  https://www.hiascend.com/doc_center/source/zh/CANNCommunityEdition/80RC1alpha001/devaids/auxiliarydevtool/atlasprofiling_16_0165.html):
+  each kernel's work alone, no launch fixed cost, no gap. (CANN counts the task's dispatch to
+  the core and its end response inside Task Duration; the model has no such share apart from
+  `device_fixed_us`, which it keeps out of `kernel_us`, so a measured Task Duration may sit a
+  little above the model's work for the same kernel.)
+- `device_us`: event timing of the device, from the first kernel's start to the last one's
+  end: every launch's fixed cost (`device_fixed_us`, the floor events see for a launch) and
+  every gap in between (the device waiting for the host's next dispatch or a sync);
+- `end_to_end_us`: host-inclusive, when the last of host and device is done (the start at
+  t = 0 on an idle device, the end after the last kernel or sync): the scored time.
+
+Before results schema 2, `device_us` was the sum of the launches' busy times (fixed cost +
+work), without the gaps; the two agree where the device never waits for the host.
+Allocations (`empty`) are free, as torch_npu's caching allocator makes them, so they are
+no step at all.
 """
 
 from __future__ import annotations
@@ -57,10 +72,18 @@ class StepTime(BaseModel):
     device_us: float = 0.0           # fixed + work (kernels only)
 
 
+class Times(BaseModel):
+    """The three times of one forward(), for a reference and for a candidate alike (module docstring)."""
+
+    kernel_us: float                 # sum of kernel durations (msprof op_summary): no launch, no gap
+    device_us: float                 # event-timed: first kernel's start to the last one's end, gaps included
+    end_to_end_us: float             # host-inclusive: the scored time
+
+
 class Timeline(BaseModel):
     end_to_end_us: float
-    device_us: float                 # busy device time: every kernel's fixed cost + work
-    device_work_us: float
+    device_us: float                 # span: the first kernel's start (its fixed cost) to the last one's end
+    kernel_us: float                 # the kernels' work alone
     device_fixed_us: float
     host_dispatch_us: float          # dispatch time paid by the host (hidden or not)
     sync_us: float
@@ -69,13 +92,23 @@ class Timeline(BaseModel):
     steps: list[StepTime] = []
 
     @property
+    def device_busy_us(self) -> float:
+        """Time the device is busy: every kernel's fixed cost and work (the span less its gaps)."""
+        return self.kernel_us + self.device_fixed_us
+
+    @property
     def host_exposed_us(self) -> float:
         """End-to-end time the device spends idle: waiting for the host to dispatch or sync."""
-        return max(self.end_to_end_us - self.device_us, 0.0)
+        return max(self.end_to_end_us - self.device_busy_us, 0.0)
+
+    @property
+    def times(self) -> Times:
+        return Times(kernel_us=self.kernel_us, device_us=self.device_us, end_to_end_us=self.end_to_end_us)
 
 
 def run_timeline(steps: Sequence[Step], costs: LaunchCosts, *, keep_steps: bool = True) -> Timeline:
     host = device = 0.0
+    first_start: float | None = None
     out: list[StepTime] = []
     n_kernels = n_syncs = 0
     work_total = 0.0
@@ -83,6 +116,7 @@ def run_timeline(steps: Sequence[Step], costs: LaunchCosts, *, keep_steps: bool 
         if s.kind == "kernel":
             host += costs.host_dispatch_us
             start = max(host, device)
+            first_start = start if first_start is None else first_start
             busy = costs.device_fixed_us + s.work_us
             device = start + busy
             n_kernels += 1
@@ -98,7 +132,8 @@ def run_timeline(steps: Sequence[Step], costs: LaunchCosts, *, keep_steps: bool 
             host = resume + costs.sync_us
             n_syncs += 1
     fixed = n_kernels * costs.device_fixed_us
-    return Timeline(end_to_end_us=max(host, device), device_us=fixed + work_total, device_work_us=work_total,
+    span = device - first_start if first_start is not None else 0.0
+    return Timeline(end_to_end_us=max(host, device), device_us=span, kernel_us=work_total,
                     device_fixed_us=fixed, host_dispatch_us=n_kernels * costs.host_dispatch_us,
                     sync_us=n_syncs * costs.sync_us, kernels=n_kernels, syncs=n_syncs, steps=out)
 

@@ -31,6 +31,10 @@ def test_fresh_memory_gives_a_kernel_faster_than_the_reference(tmp_path, op, cas
     payload = _synth(tmp_path, op, case, f"sqlite:///{tmp_path / 'memory.db'}")
     assert payload["backend"] == "offline"
     assert payload["speedup"] > 1.0
+    # the kept kernel's three times and torch_npu's; the speedup is the end-to-end one
+    mine, ref = payload["times"], payload["reference_times"]
+    assert 0 < mine["kernel_us"] < mine["device_us"] < mine["end_to_end_us"]
+    assert payload["speedup"] == pytest.approx(ref["end_to_end_us"] / mine["end_to_end_us"], rel=1e-6)
 
 
 def test_fresh_memory_matmul_keeps_up_with_the_vendor(tmp_path):

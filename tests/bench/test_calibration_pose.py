@@ -55,3 +55,25 @@ def test_the_timing_kinds_differ_by_the_launch_costs_they_include():
     host = HW.launch.host_dispatch_us
     assert event < host
     assert loop == pytest.approx(host + (event + HW.launch.sync_us) / 30, rel=1e-6)
+
+
+def test_an_event_figure_is_the_device_span_after_do_bench_flush():
+    """Two tiny kernels in one call: after do_bench's 256 MB L2 flush (160 us at 1600 GB/s) the
+    host has enqueued both, so they run back to back: the span is 2 x (fixed + work). On an idle
+    device (no flush) the second waits for its dispatch: the span is one dispatch + fixed + work."""
+    from benchmarks.calibration_pose import Posed, model_times
+
+    params = load_params()
+    one = pose(_figure("swiglu", (4, 32)), HW)
+    two = Posed(figure=one.figure, kernels=one.kernels * 2)
+    work = model_us(pose(_figure("swiglu", (4, 32), timing="profiler"), HW), HW, params)
+    fixed, host = HW.launch.device_fixed_us, HW.launch.host_dispatch_us
+    assert fixed + work < host                           # tiny: the host is the slower side
+    flushed = model_times(two, HW, params)
+    assert flushed.kernel_us == pytest.approx(2 * work)
+    assert flushed.device_us == pytest.approx(2 * (fixed + work))
+    idle = two.figure.model_copy(update={"source": two.figure.source.model_copy(update={"l2": "warm"})})
+    assert model_times(Posed(figure=idle, kernels=two.kernels), HW, params).device_us == pytest.approx(
+        host + fixed + work)
+    # each kind reads its own time
+    assert model_us(two, HW, params) == pytest.approx(flushed.device_us)

@@ -43,7 +43,7 @@ def test_rank0_zero_size_and_8d_float_cases_are_all_judged():
     assert eight_d.stats[0].shape == [2, 2, 1, 3, 1, 2, 4, 37]
     # The empty output is correct on shape and dtype, needs no launch, and has no time.
     assert empty.correct and empty.empty and empty.stats[0].elements == 0
-    assert empty.time_us is None and empty.speedup is None
+    assert empty.times is None and empty.speedup is None
     # ... so it leaves the geometric mean, which is over the three timed cases.
     timed = [rank0.speedup, eight_d.speedup, plain.speedup]
     assert all(s is not None and s > 0 for s in timed)
@@ -60,7 +60,7 @@ def test_int8_cases_pass_and_the_fp64_case_is_unsupported_not_failed():
     assert all(c.correct for c in judged)
     fp64 = ev.cases[5]
     assert fp64.unsupported == "argument 0 (float64[4, 5]): the 910B vector unit has no fp64 instructions"
-    assert not fp64.correct and fp64.stats == [] and fp64.time_us is None
+    assert not fp64.correct and fp64.stats == [] and fp64.times is None
     assert ev.speedup is not None                 # the unsupported and empty cases left the mean
 
 
@@ -131,7 +131,7 @@ def test_an_output_partly_never_written_is_said_with_the_count():
     assert case.reason == ("case 0 (float32[64, 1024]): output 0 (float32[64, 1024]) was never written: "
                            f"{64 * 1024 - 1368} of {64 * 1024} elements still hold the 0xFF fill of empty() "
                            "(no copy from a kernel reached them)")
-    assert case.speedup is None and case.roofline_fraction is None and case.time_us > 0
+    assert case.speedup is None and case.roofline_fraction is None and case.times.end_to_end_us > 0
 
 
 def test_unwritten_elements_counts_only_fill_bytes_the_reference_does_not_have():

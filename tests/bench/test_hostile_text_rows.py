@@ -79,7 +79,7 @@ def test_the_report_shows_the_message_as_text(hostile_run):
     # As markdown source, capped at 120 characters of text: every escape is visible in the file.
     # The reason column leads with the error's type and case, so the cap falls inside the link.
     assert "ValueError: a\\|b relu: correct \ufffd \\\\x1b\\]0;X\\\\x07 \\!\\[b\\]\\(http\\://a.b/c…" in line
-    assert len(re.findall(r"(?<!\\)\|", line)) == 9                     # 8 cells: the pipe stayed inside its own
+    assert len(re.findall(r"(?<!\\)\|", line)) == 11                    # 10 cells: the pipe stayed inside its own
     assert "relu: correct" not in report.replace(line, "")              # the newline made no row of its own
 
 

@@ -24,7 +24,7 @@ def test_library_kernel_file_is_correct(name, tmp_path, monkeypatch):
     assert evaluation.correct, evaluation.cases[0].reason or evaluation.cases[0].error
     # the same kernels the expert baseline times, by the same path: device time equal
     expert = reference_time(task, task.cases()[0], "ascend910b2", expert=True)
-    assert evaluation.cases[0].device_us == pytest.approx(expert.expert_device_us, rel=0.005)
+    assert evaluation.cases[0].times.device_us == pytest.approx(expert.expert_device_us, rel=0.005)
     # essential-work bound over device work: a fraction, never above 1
     assert 0 < evaluation.cases[0].roofline_fraction <= 1
 

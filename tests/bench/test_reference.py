@@ -75,6 +75,29 @@ def test_a_chain_of_small_ops_is_host_bound():
     assert ref.end_to_end_us == pytest.approx(4 * DISPATCH + ref.ops[-1].device_us)
 
 
+def test_a_two_launch_reference_has_three_different_times():
+    """(t + 1).abs() on fp32 [16, 16]: two tiny elementwise kernels, each fixed + t0 + 2 KiB at
+    HBM rate (abs reads t + 1 from L2, just written), both shorter than a dispatch. kernel_us sums their work alone; device_us runs from
+    the first kernel's start (one dispatch in) to the second's end (two dispatches in, then its
+    fixed cost and work): the gap between them included; end to end adds the first dispatch."""
+    x = torch.randn(16, 16)
+    ref = reference_time(task_of(lambda t: (t + 1).abs()), [x], HW)
+    assert ref.launches == 2
+    nbytes = x.numel() * 4
+    work = [memory_kernel_us(2 * nbytes) - FIXED, memory_kernel_us(2 * nbytes, hit=nbytes) - FIXED]
+    assert [o.work_us for o in ref.ops] == pytest.approx(work)
+    assert FIXED + work[0] < DISPATCH                       # so the device waits for the second dispatch
+    assert ref.kernel_us == pytest.approx(sum(work))
+    assert ref.device_us == pytest.approx(DISPATCH + FIXED + work[1])
+    assert ref.end_to_end_us == pytest.approx(2 * DISPATCH + FIXED + work[1])
+    assert ref.times.model_dump() == pytest.approx(
+        {"kernel_us": ref.kernel_us, "device_us": ref.device_us, "end_to_end_us": ref.end_to_end_us})
+    # the gap the span holds is the device idling for the host: exposed host time less the first dispatch
+    gap = ref.device_us - (ref.kernel_us + 2 * FIXED)
+    assert gap == pytest.approx(DISPATCH - (FIXED + work[0]))
+    assert ref.host_exposed_us == pytest.approx(DISPATCH + gap)
+
+
 def test_the_chain_rereads_its_intermediates_from_l2():
     x = torch.empty(1024, 1024, device="meta")           # 4 MiB, far below the 192 MiB L2
     ref = reference_time(task_of(lambda t: (t * 2) + t), [x], HW)
@@ -204,8 +227,8 @@ def test_expert_kernels_as_a_candidate_score_one_against_their_own_timing(tmp_pa
     assert ev.correct
     for case, args in zip(ev.cases, task.cases()):
         ref = reference_time(task, args, HW, expert=True, cache=ReferenceCache(tmp_path / "r.json"))
-        assert ref.expert_device_us / case.device_us == pytest.approx(1.0, abs=0.005)
-        assert ref.expert_end_to_end_us / case.time_us == pytest.approx(1.0, abs=0.005)
+        assert ref.expert_device_us / case.times.device_us == pytest.approx(1.0, abs=0.005)
+        assert ref.expert_end_to_end_us / case.times.end_to_end_us == pytest.approx(1.0, abs=0.005)
 
 
 def test_reference_cli_json_contract(cache):
@@ -218,10 +241,10 @@ def test_reference_cli_json_contract(cache):
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     (case,) = data["cases"]
-    for key in ("end_to_end_us", "device_us", "expert_device_us", "roofline_us", "device_work_us", "device_fixed_us",
+    for key in ("end_to_end_us", "device_us", "expert_device_us", "roofline_us", "kernel_us", "device_fixed_us",
                 "host_exposed_us"):
         assert case[key] is not None, key
-    assert case["end_to_end_us"] == pytest.approx(case["device_us"] + case["host_exposed_us"])
+    assert case["end_to_end_us"] == pytest.approx(case["kernel_us"] + case["device_fixed_us"] + case["host_exposed_us"])
     assert case["ops"][0]["op"] == "relu.default" and case["ops"][0]["expert_device_us"] > 0
     res = runner.invoke(app, ["--op", "relu", "--no-expert"], env={"COLUMNS": "240"})
     assert res.exit_code == 0 and "relu.default" in res.output and "roofline" in res.output

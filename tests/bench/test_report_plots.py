@@ -8,6 +8,7 @@ from sage.bench import plots
 from sage.bench.evaluate import CaseResult, TaskEvaluation
 from sage.bench.report import write_report
 from sage.bench.runner import ResultRow
+from sage.npu.timeline import Times
 
 PNG = b"\x89PNG"
 
@@ -16,7 +17,9 @@ def _evaluation(task: str, level: int | None, status: str, speedup: float | None
                 cases: list[tuple[float, float]] = ()) -> TaskEvaluation:
     correct = status == "correct"
     return TaskEvaluation(task=task, level=level, status=status, correct=correct, executed=status != "error",
-                          speedup=speedup, cases=[CaseResult(index=i, correct=correct, reference_time_us=ref,
+                          speedup=speedup, cases=[CaseResult(index=i, correct=correct,
+                                                             reference_times=Times(kernel_us=ref, device_us=ref,
+                                                                                   end_to_end_us=ref),
                                                              roofline_fraction=frac)
                                                   for i, (ref, frac) in enumerate(cases)])
 

@@ -10,6 +10,7 @@ from sage.bench.report import NoResults, write_report
 from sage.bench.evaluate import TaskEvaluation
 from sage.bench.runner import (Attempt, BenchConfig, Job, KernelDirSolver, SolveResult, choose_best, collect_tasks,
                                read_rows, run_bench, run_job)
+from sage.npu.hardware import load_preset
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 THIRDPARTY = FIXTURES / "thirdparty"
@@ -152,6 +153,21 @@ def test_kernel_folder_run_counts_missing_kernels(tmp_path):
     report = (out / "report.md").read_text()
     assert "| relu | correct | 1/1 |" in report and "roofline_vs_reference.png" in report
     assert (out / "roofline_vs_reference.png").stat().st_size > 1000
+    # The three times of both sides, per task and over the correct tasks (docs/evaluation.md)
+    full = json.loads((out / "summary.json").read_text())
+    relu = next(r for r in run.rows if r.task == "relu").evaluation
+    (case,) = relu.cases
+    # (geometric means of one case: the case's own times)
+    assert full["times"]["relu"]["kernel"] == pytest.approx(case.times.model_dump())
+    assert full["times"]["relu"]["torch_npu"] == pytest.approx(case.reference_times.model_dump())
+    assert full["times_solved"]["tasks"] == 1
+    assert full["times_solved"]["kernel"] == pytest.approx(case.times.model_dump())
+    preset = load_preset("ascend910b2")
+    for t in (case.times, case.reference_times):        # one launch each: fixed cost, then one dispatch
+        assert t.device_us == pytest.approx(t.kernel_us + preset.launch.device_fixed_us, abs=1e-3)
+        assert t.end_to_end_us == pytest.approx(t.device_us + preset.launch.host_dispatch_us, abs=1e-3)
+    t = case.times
+    assert f"| {t.kernel_us:.3g} / {t.device_us:.3g} / {t.end_to_end_us:.3g} |" in report
 
 
 def test_resume_with_other_options_is_refused(tmp_path):
@@ -161,6 +177,38 @@ def test_resume_with_other_options_is_refused(tmp_path):
     run_bench(config, solver=None)
     with pytest.raises(ResumeMismatch, match="preset='ascend910b2'"):
         run_bench(config.model_copy(update={"resume": True, "preset": "ascend910b4"}), solver=None)
+
+
+def _as_version_1(results: Path) -> None:
+    """Rewrites results.jsonl as results schema 1 wrote it: rows without `schema_version`."""
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    for row in rows:
+        del row["schema_version"]
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_rows_name_their_schema_and_resume_refuses_rows_of_another(tmp_path):
+    from sage.bench.runner import RESULTS_SCHEMA, SchemaMismatch
+
+    config = BenchConfig(target=str(THIRDPARTY), workers=1, out=tmp_path, ops=["sigmoid"])
+    run_bench(config, solver=None)
+    results = tmp_path / "results.jsonl"
+    assert RESULTS_SCHEMA == 2
+    assert [json.loads(line)["schema_version"] for line in results.read_text().splitlines()] == [2]
+    _as_version_1(results)
+    assert [r.schema_version for r in read_rows(results)] == [1]      # read back as what wrote them
+    before = results.read_text()
+    with pytest.raises(SchemaMismatch) as refused:
+        run_bench(config.model_copy(update={"resume": True, "ops": ["sigmoid", "19_ReLU"]}), solver=None)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "schema version 1" in message and "writes version 2" in message and "another --out" in message
+    assert results.read_text() == before                  # nothing appended, nothing rewritten
+    # a run of this version resumes as before
+    fresh = tmp_path / "fresh"
+    run_bench(config.model_copy(update={"out": fresh}), solver=None)
+    again = run_bench(config.model_copy(update={"out": fresh, "resume": True}), solver=None)
+    assert (again.ran, again.resumed) == (0, 1)
 
 
 def test_rows_with_infinite_relative_errors_round_trip(tmp_path):

@@ -51,6 +51,19 @@ def test_bench_resume_and_report_subcommand(tmp_path):
     assert rebuilt.exit_code == 0 and (tmp_path / "report.md").exists()
 
 
+def test_bench_resume_of_results_schema_1_rows_is_refused_in_one_line(tmp_path):
+    first = invoke("bench", THIRDPARTY, "--reference-only", "--workers", 1, "--out", tmp_path, "--ops", "sigmoid")
+    assert first.exit_code == 0, first.output
+    results = tmp_path / "results.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    for row in rows:
+        del row["schema_version"]                 # as results schema 1 wrote them
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    again = invoke("bench", THIRDPARTY, "--reference-only", "--workers", 1, "--out", tmp_path, "--resume")
+    assert_clean_failure(again, 2, "results schema version 1; this sage writes version 2")
+    assert len([line for line in again.output.splitlines() if line.strip()]) == 1, again.output
+
+
 def test_run_subcommand_name_also_works(tmp_path):
     result = invoke("bench", "run", THIRDPARTY, "--reference-only", "--workers", 1, "--out", tmp_path,
                     "--ops", "sigmoid", "--json")

@@ -30,9 +30,17 @@ def test_run_json_has_the_documented_fields(tmp_path):
                     "--trace", trace, "--json")
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
-    for key in ("correct", "error", "cycles", "time_us", "pipes", "bottleneck", "roofline_fraction",
-                "reference_time_us", "speedup"):
+    for key in ("correct", "error", "cycles", "times", "pipes", "bottleneck", "roofline_fraction",
+                "reference_times", "speedup"):
         assert key in payload
+    for side in ("times", "reference_times"):       # the three times of each side (docs/evaluation.md)
+        t = payload[side]
+        assert set(t) == {"kernel_us", "device_us", "end_to_end_us"}
+        assert 0 < t["kernel_us"] < t["device_us"] < t["end_to_end_us"]
+    case = payload["cases"][0]
+    assert case["times"]["end_to_end_us"] == pytest.approx(payload["times"]["end_to_end_us"])
+    assert payload["speedup"] == pytest.approx(payload["reference_times"]["end_to_end_us"]
+                                               / payload["times"]["end_to_end_us"])
     assert payload["correct"] is True and payload["error"] is None and payload["case"] == 1
     assert payload["cycles"] > 0 and payload["bottleneck"] in payload["pipes"]
     assert set(payload["pipes"]["V"]) == {"busy_cycles", "utilisation"}

@@ -195,7 +195,8 @@ def test_profile_and_trace_shape(run):
     assert p.bottleneck == max(p.pipes, key=lambda k: p.pipes[k].utilisation)
     assert p.bottleneck in ("MTE2", "MTE3")  # the second launch reads from L2: its MTE3 writes dominate
     assert 0 < p.roofline_fraction <= 1
-    assert abs(p.device_us - p.cycles / 1800) < 1e-3   # time_us adds the host dispatch
+    # cycles are the busy device time (work + fixed costs); time_us adds the host dispatch
+    assert abs(p.kernel_us + p.device_fixed_us - p.cycles / 1800) < 1e-3
     spans = [e for e in result.trace if e["ph"] == "X"]
     records = [e for e in spans if e["pid"] != 0]
     assert len(records) == p.instructions
@@ -208,7 +209,10 @@ def test_profile_and_trace_shape(run):
     assert [tid for _, tid, _ in launch] == ["fixed", "kernel", "fixed", "kernel"]
     assert launch[0][0] == 0 and launch[0][2] == pytest.approx(fixed) and launch[1][0] == pytest.approx(fixed)
     assert launch[2][0] == pytest.approx(launch[1][0] + launch[1][2], abs=1e-3)
-    assert launch[1][2] + launch[3][2] + 2 * fixed == pytest.approx(p.device_us, abs=1e-3)
+    assert launch[1][2] + launch[3][2] == pytest.approx(p.kernel_us, abs=1e-3)
+    # on the eager timeline both tiny launches wait for their dispatch: the device span runs from
+    # the first launch's start (one dispatch in) to the second's end (two dispatches in, + fixed + kernel)
+    assert p.device_us == pytest.approx(p.host_dispatch_us / 2 + fixed + launch[3][2], abs=1e-3)
     # every instruction runs inside its launch's kernel span
     for e in records:
         start, dur = launch[1][0::2] if e["ts"] < launch[2][0] else launch[3][0::2]

@@ -166,7 +166,7 @@ def test_the_red_teams_relu_forgery_is_impossible_by_the_tripwire_alone(tmp_path
     honest = run_kernel_source(library_kernel_file(load_task(TASKS / "ops" / "relu.py")), [relu.case[0].numpy()],
                                preset=spec)
     assert honest.error is None, honest.error
-    honest_us = honest.profile.device_us - honest.profile.device_fixed_us
+    honest_us = honest.profile.kernel_us
     assert physical_check(honest.profile, relu.expected, relu.model, relu.case, PRESET) is None
 
     n, per, dup = relu.out_bytes, relu.out_bytes // 48, vector_keys(spec).index("vector_dup")
@@ -180,6 +180,30 @@ def test_the_red_teams_relu_forgery_is_impossible_by_the_tripwire_alone(tmp_path
     assert forged_us < 2 * n / (1600e9 + 72 * 8 / 300 * 1800e6) * 1e6 / 1.1  # not past the new one
     verdict, detail = judge(reply(relu.expected, encode(trace)), relu, tmp_path)
     assert verdict == "impossible", detail
+
+
+def _claimed(kernel_us: float, device_us: float):
+    """A profile that claims these times (what a forged reply could carry), nothing else of note."""
+    from sage.npu.results import Profile
+
+    return Profile(cycles=1, time_us=device_us + 12.1, launches=1, device_us=device_us, kernel_us=kernel_us,
+                   device_fixed_us=2.5, blocks=1, cores_used=1, pipes={}, bytes={}, bottleneck="MTE2",
+                   roofline_bound_us=0.0, roofline_fraction=0.0, instructions=1)
+
+
+def test_the_tripwire_judges_kernel_us_not_the_device_span():
+    """LARGE: 2 x 16 MiB essential bytes at the preset's 1600 GB/s plus 72 cores' 8-byte scalar
+    accesses every 300 cycles at 1.8 GHz: a floor of 20.93 us. A claimed kernel_us 1.2x under it is
+    impossible however long the event-timed device span (fixed costs, gaps) is; an honest
+    kernel_us passes even beside a device span no run could have, since the span is not judged."""
+    floor_us = 2 * LARGE.out_bytes / (1600e9 + 72 * 8 / 300 * 1800e6) * 1e6
+    assert floor_us == pytest.approx(20.93, abs=0.01)
+    error = physical_check(_claimed(kernel_us=floor_us / 1.2, device_us=50 * floor_us), LARGE.expected,
+                           LARGE.model, LARGE.case, PRESET)
+    assert error is not None and error.type == "ImpossibleResultError"
+    assert "kernel time (kernel_us" in error.message and f"{floor_us / 1.2:.4g} us" in error.message
+    assert physical_check(_claimed(kernel_us=floor_us, device_us=floor_us / 10), LARGE.expected, LARGE.model,
+                          LARGE.case, PRESET) is None
 
 
 def test_an_honest_looking_trace_is_accepted(tmp_path):

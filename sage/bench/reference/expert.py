@@ -21,7 +21,7 @@ from sage.npu.hardware import HardwareSpec
 
 
 class ExpertTime(BaseModel):
-    device_us: float               # the library kernel's device time (work + device fixed cost)
+    device_us: float               # the library kernel's busy device time (work + each launch's fixed cost)
     kernel: str
 
 
@@ -38,4 +38,7 @@ def expert_time(call: AtenCall, hw: HardwareSpec, cache: ReferenceCache) -> Expe
     # The library matmul has no bias operand: a fused row bias is read at HBM rate.
     extra = plan.epilogue_bytes / (hw.chip.hbm_gbps * 1e3)
     label = plan.kernel.label + (" +bias epilogue" if plan.epilogue_bytes else "")
-    return ExpertTime(device_us=float(hit["device_us"]) + extra, kernel=label)
+    # Busy time, not the event-timed span: the call becomes one step of the reference's own
+    # timeline, whose gaps come from that timeline, not from the library kernel's host code.
+    busy = float(hit["kernel_us"]) + int(hit["launches"]) * hw.launch.device_fixed_us
+    return ExpertTime(device_us=busy + extra, kernel=label)

@@ -39,7 +39,9 @@ class LibraryKernel(BaseModel):
 
 class SimTiming(BaseModel):
     time_us: float        # the whole forward() end to end (sage.npu.timeline), as a candidate's
-    device_us: float      # its device time: work plus the device fixed cost of each launch
+    device_us: float      # event-timed: the first launch's start to the last one's end
+    kernel_us: float      # its launches' work alone
+    launches: int
     cycles: int
     instructions: int
     wall_s: float
@@ -73,7 +75,8 @@ def simulate(kernel: LibraryKernel, hw: HardwareSpec) -> SimTiming:
             f"library kernel {kernel.label} failed on {inputs}: "
             f"{err.type if err else 'no profile'}: {err.message if err else ''}{where}")
     p = run.profile
-    return SimTiming(time_us=p.time_us, device_us=p.device_us, cycles=p.cycles, instructions=p.instructions,
+    return SimTiming(time_us=p.time_us, device_us=p.device_us, kernel_us=p.kernel_us, launches=p.launches,
+                     cycles=p.cycles, instructions=p.instructions,
                      wall_s=wall)
 
 

@@ -12,8 +12,10 @@ kernel sequence:
   device→host syncs of data-dependent ops.
 
 The steps go through the eager timeline (`sage.npu.timeline`) a candidate's launches go
-through: `end_to_end_us` (the scored reference time) and `device_us` side by side, with the
-split into device work, device fixed cost and exposed host time. With `expert=True` every
+through, and give its three times (`sage.npu.timeline.Times`): `kernel_us` (the vendor
+kernels' durations summed, as msprof's op_summary lists them), `device_us` (event-timed:
+the first kernel's start to the last one's end, gaps included) and `end_to_end_us` (the
+scored reference time), with the split into device fixed cost and exposed host time. With `expert=True` every
 call with a library kernel is also timed by the simulated *expert* kernel (`expert.py`).
 """
 
@@ -32,7 +34,7 @@ from sage.bench.reference.vendor import group_of, resource_us, vendor_time
 from sage.bench.reference.work import Work, shared_work, tensor_bytes, work_of
 from sage.kernels import CostClass, Graph, TensorMeta, trace_graph
 from sage.npu.hardware import HardwareSpec, load_preset
-from sage.npu.timeline import LaunchCosts, Step, Timeline, run_timeline
+from sage.npu.timeline import LaunchCosts, Step, Timeline, Times, run_timeline
 
 
 class OpTime(BaseModel):
@@ -55,8 +57,8 @@ class ReferenceTime(BaseModel):
     task: str
     preset: str
     end_to_end_us: float             # the scored reference time: host dispatch overlapped with the device
-    device_us: float                 # the vendor's kernels alone
-    device_work_us: float
+    device_us: float                 # event-timed: first kernel's start to the last one's end, gaps included
+    kernel_us: float                 # the vendor kernels' durations summed (msprof op_summary)
     device_fixed_us: float
     host_dispatch_us: float          # dispatch paid by the host (overlapped or not)
     host_exposed_us: float           # end-to-end time the device waits on the host (dispatch, syncs)
@@ -67,7 +69,7 @@ class ReferenceTime(BaseModel):
     roofline_bound: str
     fused: bool
     fused_op: str | None = None
-    expert_device_us: float | None = None       # the same ops timed by the library kernels where they have one
+    expert_device_us: float | None = None       # the same ops timed by the library kernels where they have one (span)
     expert_end_to_end_us: float | None = None
     expert_ops: int = 0                         # ops with an expert kernel (the rest keep the vendor time)
     ops: list[OpTime]
@@ -78,6 +80,10 @@ class ReferenceTime(BaseModel):
     def total_us(self) -> float:
         """The scored time (end to end); kept under the name older rows and callers use."""
         return self.end_to_end_us
+
+    @property
+    def times(self) -> Times:
+        return Times(kernel_us=self.kernel_us, device_us=self.device_us, end_to_end_us=self.end_to_end_us)
 
 
 def _hw(preset: str | HardwareSpec) -> HardwareSpec:
@@ -114,7 +120,7 @@ def _time_graph(task: Any, graph: Graph, hw: HardwareSpec, expert: bool, cache: 
     costs = LaunchCosts.of(hw)
     tl = run_timeline(steps, costs, keep_steps=False)
     ref = ReferenceTime(task=getattr(task, "name", "task"), preset=hw.name, end_to_end_us=tl.end_to_end_us,
-                        device_us=tl.device_us, device_work_us=tl.device_work_us, device_fixed_us=tl.device_fixed_us,
+                        device_us=tl.device_us, kernel_us=tl.kernel_us, device_fixed_us=tl.device_fixed_us,
                         host_dispatch_us=tl.host_dispatch_us, host_exposed_us=tl.host_exposed_us, sync_us=tl.sync_us,
                         launches=tl.kernels, syncs=tl.syncs, roofline_us=essential.bound_us,
                         roofline_bound=essential.bound, fused=bool(fused_op), fused_op=fused_op, ops=rows,
