@@ -123,11 +123,6 @@ def _merge(into: list, new: list, v: int) -> list:
     return out
 
 
-def _copied(items: list) -> list:
-    return [_Leaf(it.key, dict(it.texts)) if isinstance(it, _Leaf) else _Block(it.key, dict(it.heads), _copied(it.body))
-            for it in items]
-
-
 def _kernels_of(it) -> frozenset[int]:
     return frozenset(it.texts if isinstance(it, _Leaf) else it.heads)
 
@@ -195,13 +190,16 @@ class _Writer:
         return head + ["    " + ln if ln else ln for ln in self.body(it.body, mine)]
 
 
-def _assigned(text: str) -> set[str]:
+@functools.lru_cache(maxsize=1 << 16)
+def _assigned(text: str) -> frozenset[str]:
+    if "=" not in text:
+        return frozenset()
     try:
         tree = ast.parse(text)
     except SyntaxError:
-        return set()
-    return {n.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
-            for n in ast.walk(t) if isinstance(n, ast.Name)}
+        return frozenset()
+    return frozenset({n.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
+            for n in ast.walk(t) if isinstance(n, ast.Name)})
 
 
 def _def_name(it) -> str | None:
@@ -255,11 +253,24 @@ def _template(parsed: list[list], members: list[int], entry: str, name: str) -> 
     return text, calls
 
 
-def _size(merged: list, n: int) -> int:
-    """Bytes of a template over `merged` (n kernels), calls included."""
-    w = _Writer(n)
-    body = w.body(merged, frozenset(range(n)))
-    return sum(len(ln) + 5 for ln in body) + n * (len(w.params) * 4 + 30)
+def _bytes(it) -> int:
+    if isinstance(it, _Leaf):
+        return len(next(iter(it.texts.values()))) + 1
+    return len(next(iter(it.heads.values()))) + 1 + sum(_bytes(b) for b in it.body)
+
+
+def _added(into: list, new: list) -> int:
+    """Bytes kernel `new` would add to a template over `into`: its statements that align with
+    none there (a cheap bound for grouping; the template itself is written once, at the end).
+    Each `if V` around them costs a line too."""
+    matcher = difflib.SequenceMatcher(None, [it.key for it in into], [it.key for it in new], autojunk=False)
+    out = 0
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            out += sum(_added(a.body, b.body) for a, b in zip(into[i1:i2], new[j1:j2]) if isinstance(a, _Block))
+        elif j2 > j1:
+            out += 20 + sum(_bytes(b) for b in new[j1:j2])
+    return out
 
 
 def unified(modules: list[str], entries: list[str], kind: str = "kernel") -> tuple[str, list[str | None]]:
@@ -267,26 +278,25 @@ def unified(modules: list[str], entries: list[str], kind: str = "kernel") -> tup
     None when it is written on its own), as `templates.templated`. Modules are grouped
     greedily: each joins the group it adds the fewest bytes to, if that saves at least
     _MIN_GAIN of its own size; a group of one is no template."""
-    groups: list[tuple[list[int], list, int]] = []     # (members, their merged items, template size)
+    groups: list[tuple[list[int], list]] = []     # (members, their merged items)
     for i, module in enumerate(modules):
-        own = len(module.encode())
+        mine = _parse(module)
+        own = sum(_bytes(it) for it in mine)
         best = None
-        for k, (members, merged, size) in enumerate(groups):
+        for k, (members, merged) in enumerate(groups):
             if entries[members[0]] != entries[i]:
                 continue
-            trial = _merge(_copied(merged), _own(_parse(module), len(members)), len(members))
-            added = _size(trial, len(members) + 1) - size
+            added = _added(merged, mine)
             if added <= (1 - _MIN_GAIN) * own and (best is None or added < best[0]):
-                best = (added, k, trial)
+                best = (added, k)
         if best is None:
-            first = _own(_parse(module), 0)
-            groups.append(([i], first, _size(first, 1)))
+            groups.append(([i], _own(mine, 0)))
         else:
-            members, _, size = groups[best[1]]
-            groups[best[1]] = (members + [i], best[2], size + best[0])
+            members, merged = groups[best[1]]
+            groups[best[1]] = (members + [i], _merge(merged, _own(mine, len(members)), len(members)))
     parts: list[str] = []
     made: list[str | None] = [None] * len(modules)
-    for members, _, _ in groups:
+    for members, _ in groups:
         if len(members) < 2:
             continue
         text, calls = _template([_parse(modules[j]) for j in members], list(range(len(members))),
