@@ -306,10 +306,23 @@ def floor_divide(c: ChainCtx) -> Expr | None:
     ab = _operands(c)
     if not ab:
         return None
-    # An integer quotient keeps floor(a / b) on top, which the int store's Cast floors itself
-    # (CAST_FLOOR). Known gap: an integer divisor the kernel holds as a scalar (a [1] tensor)
-    # still divides through its reciprocal (int32 -18 // [3] gives -7); no public case has it.
-    return floored_quotient(*ab) if c.call.outputs[0].dtype in _FLOAT_DTYPES else op("floor", op("div", *ab))
+    return _floor_quotient(c, ab)
+
+
+def _floor_quotient(c: ChainCtx, ab: tuple[Expr, Expr]) -> Expr:
+    """floor(a / b) for floor_divide and div(rounding_mode="floor"). An integer quotient over
+    a divisor of the output's shape keeps floor(a / b) on top, which the int store's Cast
+    floors itself (CAST_FLOOR): the vector Div of two exact integers is correctly rounded,
+    so it floors right. A divisor that is a number or broadcast (a [1] tensor, a row the
+    tile reads once) may reach the kernel as a scalar, which divides through its reciprocal
+    (Muls by 1/b): -18 * (1/3) is -6.0000005 in float32 and floors to -7 where torch says
+    -6 (level0/2_floor_divide, int8..int64 over a [1] divisor). That one gets the
+    remainder-sign correction the float quotient has."""
+    if c.call.outputs[0].dtype in _FLOAT_DTYPES:
+        return floored_quotient(*ab)
+    a, b = ab
+    whole = len(c.x) == 2 and not c.folded[1] and c.metas[1].numel == c.call.outputs[0].numel
+    return op("floor", op("div", a, b)) if whole else floored_quotient(a, b)
 
 
 _FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
@@ -346,8 +359,8 @@ def div_rounding(c: ChainCtx) -> Expr | None:
     ab = _operands(c)
     if mode not in ("floor", "trunc") or ab is None:
         return None
-    if mode == "floor" and c.call.outputs[0].dtype in _FLOAT_DTYPES:
-        return floored_quotient(*ab)
+    if mode == "floor":
+        return _floor_quotient(c, ab)
     return op(mode, op("div", *ab))
 
 

@@ -14,12 +14,14 @@ results. forward() takes the first class that answers.
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from sage.agent.compiler.generic.hostexpr import BROADCAST_HELPERS, HostExpr, literal
 from sage.agent.compiler.generic.guards import simplified
 from sage.agent.compiler.generic.prune import compact, hoist
 from sage.agent.compiler.generic.templates import strip_header, templated
+from sage.agent.compiler.generic.unify import unified
 from sage.agent.compiler.generic.casemodel import PATTERN_HELPER, Tilings, shape_pattern
 from sage.agent.compiler.generic.rules import Rule
 from sage.kernels import HEADER, dsl_dtype, suffixed
@@ -41,9 +43,9 @@ def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[st
     if shared:
         parts += ["# ==== helpers every kernel below may use " + "=" * 40, shared]
     bodies = [strip_header(t) for t in texts]
-    templates, made = templated(bodies, [entries[k] for k in kernels])
+    templates, made = unified(bodies, [entries[k] for k in kernels])
     if templates:
-        parts += ["# ==== kernels that differ only in dtypes and constants, as templates " + "=" * 10,
+        parts += ["# ==== kernels written once over their code paths (unify.py) " + "=" * 18,
                   compact(templates)]
     tiling_fns = [_tiling_function(kernel, tilings) for kernel in kernels]
     tiling_templates, tiling_made = templated(tiling_fns, ["tiling"] * len(kernels), "tiling")
@@ -51,7 +53,7 @@ def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[st
         parts += ["# ==== host tiling functions that differ only in constants, as templates " + "=" * 6,
                   compact(tiling_templates)]
     for i, (kernel, text) in enumerate(zip(kernels, texts)):
-        parts.append(f"# ==== kernel {i} " + "=" * 60)
+        parts.append(f"# ==== kernel {i}")
         if made[i] is not None:
             parts.append(f"{entries[kernel]}_k{i} = {made[i]}")
         else:
@@ -98,7 +100,10 @@ def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str]) ->
         body.append("    return None")
     flat = [f"a{i}" for i in range(len(code.flat))]
     exprs = _flat_exprs(code.packing)
-    body += [f"{a} = {e}" for a, e in zip(flat, exprs)]
+    if lists:
+        body += [f"{a} = {e}" for a, e in zip(flat, exprs)]
+    else:           # no list arguments: forward's x<i> is a<i>, taken under that name
+        lines[0] = lines[0].replace(f"def class_{j}({', '.join(params)})", f"def class_{j}({', '.join(flat + params[len(flat):])})")
     body += _checks(rule)
     chosen = rule.chosen()
     names: dict[HostExpr, str] = {}
@@ -160,13 +165,12 @@ def _tiling_function(kernel: str, tilings: Tilings) -> str:
         conds = simplified(subbed, tilings.values[(kernel, variant)])
         fields = [_sub(f, ps) for f in fields]
         shared = _common_terms(conds + fields)
-        ret = "return " + _tuple([_text(f, params=True, shared=shared) for f in fields])
+        ret = "return " + _tight(_tuple([_text(f, params=True, shared=shared) for f in fields]))
+        locals_ = [f"    e{j} = {_tight(_text(t, params=True, shared=shared, define=True))}" for t, j in shared.items()]
         if not conds:
-            lines += [f"    e{j} = {_text(t, params=True, shared=shared, define=True)}" for t, j in shared.items()]
-            lines.append("    " + ret)
+            lines += locals_ + ["    " + ret]
             break
-        block = [f"    e{j} = {_text(t, params=True, shared=shared, define=True)}" for t, j in shared.items()] + \
-            ["    if (" + " and\n            ".join(_cond_text(c, shared) for c in conds) + "):", "        " + ret]
+        block = locals_ + ["    if " + " and ".join(_tight(_cond_text(c, shared)) for c in conds) + ":", "        " + ret]
         if block in written:
             continue          # guards that differ only in what simplified away: the same test
         written.append(block)
@@ -174,6 +178,12 @@ def _tiling_function(kernel: str, tilings: Tilings) -> str:
     else:
         lines.append("    return None")
     return "\n".join(lines) + "\n"
+
+
+def _tight(expr: str) -> str:
+    """`expr` with only the parentheses precedence needs (`render` brackets every operation;
+    the host tiling functions are a good part of a many-class file)."""
+    return ast.unparse(ast.parse(expr, mode="eval"))
 
 
 def _cond_text(c: Formula, shared: dict[Formula, int]) -> str:
