@@ -45,6 +45,7 @@ from pydantic import BaseModel
 
 from sage.bench import torch_npu_hook
 from sage.bench.accelerator import accelerator_reason, runtime_accelerator_reason
+from sage.bench.forward_args import fill_keyword_tail
 from sage.bench.case_file import CaseFileError, case_specs, read_case_file
 from sage.bench.case_support import case_support, describe_case
 from sage.bench.input_size import (InputsTooLarge, budgeted_cases, check_model_size, default_budget_bytes, over_budget,
@@ -139,7 +140,7 @@ class Task:
             self._model_fits = True
         model = self.module.Model(*init)
         model.eval()
-        return model
+        return fill_keyword_tail(model)     # cases list keyword-only forward arguments in order
 
     def cases(self) -> list[list]:
         """Fresh inputs for every case: each call regenerates them, except that the first call
