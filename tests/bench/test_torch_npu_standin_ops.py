@@ -11,6 +11,11 @@ import torch
 from sage.bench import torch_npu_standin as tn
 
 
+@pytest.fixture(autouse=True)
+def _seeded():
+    torch.manual_seed(0)
+
+
 def _angles(shape_sd, pair_axis_half: bool):
     """cos/sin of random angles [1, 1, S, D], each angle used by its pair (halves or neighbours)."""
     s, d = shape_sd

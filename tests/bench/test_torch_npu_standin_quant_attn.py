@@ -10,6 +10,11 @@ import torch
 from sage.bench import torch_npu_standin as tn
 
 
+@pytest.fixture(autouse=True)
+def _seeded():
+    torch.manual_seed(0)
+
+
 def _q8(v: float) -> int:
     return max(-128, min(127, round(v)))      # Python rounds half to even, as the chip's cast
 
@@ -117,8 +122,8 @@ def test_quant_matmul_reduce_sum_and_weight_quant_groups():
 
 
 def test_grouped_matmul_swiglu_quant_per_group():
-    x = torch.randint(-20, 20, (5, 8), dtype=torch.int8)
-    w = torch.randint(-20, 20, (2, 8, 6), dtype=torch.int8)
+    x = torch.randint(-4, 4, (5, 8), dtype=torch.int8)       # |C| <= 128: exp stays finite in the loop below
+    w = torch.randint(-4, 4, (2, 8, 6), dtype=torch.int8)
     ws, xs = torch.rand(2, 6), torch.rand(5)
     q, s = tn.npu_grouped_matmul_swiglu_quant_v2(x, [w], [ws], xs, torch.tensor([2, 3]), group_list_type=1)
     for r in range(5):
@@ -186,3 +191,31 @@ def test_fusion_attention_without_mask_computes_everything_and_fused_infer_gqa_l
     torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)
     scores = 0.5 * q @ k.repeat_interleave(2, 1).transpose(-1, -2)
     torch.testing.assert_close(lse, torch.logsumexp(scores, -1, keepdim=True), rtol=1e-5, atol=1e-5)
+
+
+def test_lightning_indexer_scores_and_causal_top_k():
+    q, k, w = torch.randn(1, 4, 4, 8), torch.randn(1, 6, 2, 8), torch.randn(1, 4, 4)
+    idx, _ = tn.npu_lightning_indexer(q, k, w, sparse_count=4, sparse_mode=3)
+    assert idx.shape == (1, 4, 2, 4) and idx.dtype == torch.int32
+    for i in range(4):
+        for n2 in range(2):
+            allowed = [j for j in range(6) if j <= (6 - 4) + i]
+            score = {j: sum(w[0, i, h].item() * max(0.0, float(q[0, i, h] @ k[0, j, n2]))
+                            for h in (2 * n2, 2 * n2 + 1)) for j in allowed}
+            best = sorted(allowed, key=lambda j: -score[j])[:4]
+            got = idx[0, i, n2].tolist()
+            assert [score[j] for j in got if j >= 0] == pytest.approx([score[j] for j in best], rel=1e-4)
+            assert got.count(-1) == max(0, 4 - len(allowed))
+
+
+def test_sparse_flash_attention_attends_the_selected_blocks_only():
+    q, k, v = torch.randn(1, 3, 2, 4), torch.randn(1, 8, 1, 4), torch.randn(1, 8, 1, 4)
+    idx = torch.tensor([[[[0, 3]], [[1, -1]], [[2, 9]]]], dtype=torch.int32)     # blocks of 2 tokens; 9 is out of range
+    out = tn.npu_sparse_flash_attention(q, k, v, idx, 0.5, sparse_block_size=2, sparse_mode=0)[0]
+    for i in range(3):
+        keys = [t for blk in idx[0, i, 0].tolist() if 0 <= blk < 4 for t in (2 * blk, 2 * blk + 1)]
+        for h in range(2):
+            sc = [0.5 * float(q[0, i, h] @ k[0, j, 0]) for j in keys]
+            e = [math.exp(x - max(sc)) for x in sc]
+            want = sum(ei / sum(e) * v[0, j, 0] for ei, j in zip(e, keys))
+            torch.testing.assert_close(out[0, i, h], want, rtol=1e-4, atol=1e-5)

@@ -82,6 +82,19 @@ def _attention_vec(a: Args) -> float:
     return 6.0 * scores
 
 
+def _indexer_flops(a: Args) -> float:
+    """q . k for every query head and key position: 2 * (query elements) * S2 (S2 per batch)."""
+    k = _shape(a, "key")
+    s2 = k[1] if a.get("layout_key", "BSND") == "BSND" and len(k) == 4 else (k[0] if k else 0)
+    return 2.0 * _n(a, "query") * s2
+
+
+def _sparse_positions(a: Args) -> float:
+    """Selected key positions per query row: indices per row times the block size."""
+    idx = _shape(a, "sparse_indices")
+    return (idx[-1] if idx else 0) * (a.get("sparse_block_size") or 1)
+
+
 def _elems(*names: str, passes: float) -> Callable[[Args], float]:
     return lambda a: passes * max((_n(a, n) for n in names), default=0)
 
@@ -113,6 +126,11 @@ TABLE: dict[str, Cost] = {
                                                _elems("x", passes=0)),
     "npu_ffn": Cost(lambda a: _matmul_flops(a, "x", "weight1") + 2.0 * (_n(a, "x") // max(_shape(a, "x")[-1], 1))
                     * math.prod(_shape(a, "weight2")[-2:]), _NONE),
+    "npu_lightning_indexer": Cost(_indexer_flops, lambda a: 3.0 * _indexer_flops(a) / 2 / max(_shape(a, "query")[-1:] or [1])
+                                  * (1 + math.log2(max(a.get("sparse_count") or 2, 2)) / 8)),
+    "npu_sparse_flash_attention": Cost(lambda a: 4.0 * _n(a, "query") * _sparse_positions(a),
+                                       lambda a: 6.0 * _n(a, "query") / max(_shape(a, "query")[-1:] or [1])
+                                       * _sparse_positions(a)),
     "npu_fusion_attention": Cost(_attention_flops, _attention_vec, source="calibrated: huawei-csl/pto-dsl PR 126"),
     "npu_fused_infer_attention_score": Cost(_attention_flops, _attention_vec,
                                             source="calibrated: huawei-csl/pto-dsl PR 126 (fusion attention figure)"),

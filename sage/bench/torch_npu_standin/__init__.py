@@ -13,6 +13,7 @@ reference only: a kernel's sandbox admits no import but the DSL and math.
 from __future__ import annotations
 
 from sage.bench.torch_npu_standin.attention import npu_fused_infer_attention_score, npu_fusion_attention
+from sage.bench.torch_npu_standin.attention_sparse import npu_lightning_indexer, npu_sparse_flash_attention
 from sage.bench.torch_npu_standin.matmul import (npu_ffn, npu_grouped_matmul_swiglu_quant_v2, npu_quant_matmul,
                                                  npu_quant_matmul_reduce_sum, npu_weight_quant_batchmatmul)
 from sage.bench.torch_npu_standin.misc import npu_advance_step_flashattn, npu_apply_adam, npu_iou, npu_top_k_top_p
@@ -26,10 +27,10 @@ STANDIN = True        # a task (or test) can tell the stand-in from the real mod
 
 __all__ = ["npu_advance_step_flashattn", "npu_apply_adam", "npu_dequant_swiglu_quant", "npu_dynamic_quant", "npu_ffn",
            "npu_fused_infer_attention_score", "npu_fusion_attention",
-           "npu_group_norm_swish", "npu_grouped_matmul_swiglu_quant_v2", "npu_interleave_rope", "npu_iou",
+           "npu_group_norm_swish", "npu_grouped_matmul_swiglu_quant_v2", "npu_interleave_rope", "npu_iou", "npu_lightning_indexer",
            "npu_moe_compute_expert_tokens", "npu_moe_finalize_routing", "npu_moe_gating_top_k_softmax",
            "npu_moe_init_routing", "npu_quant_matmul", "npu_quant_matmul_reduce_sum", "npu_quant_scatter",
-           "npu_rotary_mul", "npu_swiglu_quant", "npu_top_k_top_p", "npu_weight_quant_batchmatmul"]
+           "npu_rotary_mul", "npu_sparse_flash_attention", "npu_swiglu_quant", "npu_top_k_top_p", "npu_weight_quant_batchmatmul"]
 
 
 def provides(name: str) -> bool:
