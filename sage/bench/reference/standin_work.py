@@ -60,26 +60,24 @@ def _matmul_flops(a: Args, left: str, right: str) -> float:
 
 
 def _attention_flops(a: Args) -> float:
-    """4*B*N*Sq*Skv*D (QK^T and PV), halved for a causal sparse mode (2, 3) with a mask."""
+    """4*B*N*Sq*Skv*D (QK^T and PV): 4 * (query elements) * Skv, halved for a causal sparse
+    mode (2, 3) with a mask (without one the whole matrix is computed)."""
     q, k = a["query"], a["key"]
-    d_total = q.numel
     layout = a.get("input_layout", "BSH")
-    sq = q.shape[0] if layout == "SBH" else q.shape[2] if layout == "BNSD" else q.shape[1]
-    skv = k.shape[0] if layout == "SBH" else k.shape[2] if layout == "BNSD" else k.shape[1]
+    axis = {"SBH": 0, "BNSD": 2}.get(layout, 1)
     causal = a.get("atten_mask") is not None and a.get("sparse_mode", 0) in (2, 3)
-    return 4.0 * d_total * skv * (0.5 if causal else 1.0) if sq else 0.0
+    return 4.0 * q.numel * k.shape[axis] * (0.5 if causal else 1.0)
 
 
 def _attention_vec(a: Args) -> float:
-    """scale, max, subtract, exp, sum, divide over every score: 6 passes of B*N*Sq*Skv."""
-    q, k, v = a["query"], a["key"], a["value"]
-    d = q.shape[-1] if a.get("input_layout") in ("BSND", "BNSD") else None
-    scores = _attention_flops(a) / 4.0 / (d or 1)
-    if d is None:     # BSH/SBH: H = N*D; the score count is Sq*Skv*N = flops / (4*D)
-        heads = a.get("head_num") or a.get("num_heads") or 1
-        scores = _attention_flops(a) / 4.0 / max(q.shape[-1] // heads, 1)
-    del v, k
-    return 6.0 * scores
+    """scale, max, subtract, exp, sum, divide over every score: 6 passes of B*N*Sq*Skv
+    (the FLOPs over 4*D)."""
+    q = a["query"]
+    if a.get("input_layout", "BSH") in ("BSND", "BNSD"):
+        d = q.shape[-1]
+    else:
+        d = q.shape[-1] // max(a.get("head_num") or a.get("num_heads") or 1, 1)
+    return 6.0 * _attention_flops(a) / 4.0 / max(d, 1)
 
 
 def _indexer_flops(a: Args) -> float:

@@ -3,8 +3,6 @@ npu_advance_step_flashattn."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 from sage.bench.torch_npu_standin._op import standin
