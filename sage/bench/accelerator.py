@@ -28,10 +28,11 @@ _RUNTIME_MARKERS = ("Torch not compiled with CUDA", "No CUDA GPUs", "Found no NV
 _MISSING_OP = re.compile(r"'_OpNamespace' '(\w+)' object has no attribute '(\w+)'")
 
 
-def accelerator_reason(tree: ast.AST) -> str | None:
-    """Why a task's code cannot run on a CPU, found by reading it (None if nothing found)."""
+def accelerator_reason(tree: ast.AST, allowed: frozenset[str] = frozenset()) -> str | None:
+    """Why a task's code cannot run on a CPU, found by reading it (None if nothing found).
+    `allowed`: accelerator modules whose import is served otherwise (the torch_npu stand-in)."""
     for node in ast.walk(tree):
-        reason = _node_reason(node)
+        reason = _node_reason(node, allowed)
         if reason:
             return reason
     return None
@@ -51,13 +52,13 @@ def runtime_accelerator_reason(exc: BaseException) -> str | None:
     return None
 
 
-def _node_reason(node: ast.AST) -> str | None:
+def _node_reason(node: ast.AST, allowed: frozenset[str] = frozenset()) -> str | None:
     if isinstance(node, ast.Import):
         for alias in node.names:
-            if alias.name.split(".")[0] in ACCELERATOR_MODULES:
+            if alias.name.split(".")[0] in ACCELERATOR_MODULES - allowed:
                 return f"imports {alias.name} (line {node.lineno})"
     elif isinstance(node, ast.ImportFrom) and node.module:
-        if node.module.split(".")[0] in ACCELERATOR_MODULES:
+        if node.module.split(".")[0] in ACCELERATOR_MODULES - allowed:
             return f"imports {node.module} (line {node.lineno})"
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if node.func.attr in _ACCELERATOR_METHODS:

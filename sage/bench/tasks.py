@@ -43,7 +43,9 @@ import numpy as np
 import torch
 from pydantic import BaseModel
 
+from sage.bench import torch_npu_hook
 from sage.bench.accelerator import accelerator_reason, runtime_accelerator_reason
+from sage.bench.forward_args import fill_keyword_tail
 from sage.bench.case_file import CaseFileError, case_specs, read_case_file
 from sage.bench.case_support import case_support, describe_case
 from sage.bench.input_size import (InputsTooLarge, budgeted_cases, check_model_size, default_budget_bytes, over_budget,
@@ -138,7 +140,7 @@ class Task:
             self._model_fits = True
         model = self.module.Model(*init)
         model.eval()
-        return model
+        return fill_keyword_tail(model)     # cases list keyword-only forward arguments in order
 
     def cases(self) -> list[list]:
         """Fresh inputs for every case: each call regenerates them, except that the first call
@@ -256,9 +258,13 @@ def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0,
     if not _TASK_NAMES & _defined_names(tree):
         raise NotATask(path, "not a task file: defines none of `Model`, `get_inputs`, `get_input_groups` "
                              "(a helper module?)")
-    reason = accelerator_reason(tree)
+    # A file that imports torch_npu runs on the CPU stand-ins when they serve every op it calls.
+    standin = torch_npu_hook.plan(tree)
+    reason = standin.reason or accelerator_reason(tree, frozenset({"torch_npu"}) if standin.serves else frozenset())
     if reason:
         raise ReferenceUnavailable(path, reason)
+    if standin.serves:
+        torch_npu_hook.install()
     module = _import_file(path)
     if not hasattr(module, "Model"):
         raise TaskLoadError(path, "missing `Model`")

@@ -37,7 +37,8 @@ def test_thirdparty_folder_loads_with_the_right_skips():
                                            "level2/12_Scale_Bias", "sigmoid"]
     reasons = {s.name: (s.kind, s.reason) for s in skipped}
     assert set(reasons) == {"98_Gemm_cuda_inputs", "rotary_mul"}
-    assert reasons["rotary_mul"] == ("reference_unavailable", "imports torch_npu (line 5)")
+    # it imports torch_npu (served by the CPU stand-ins) but moves its inputs to the NPU
+    assert reasons["rotary_mul"] == ("reference_unavailable", "calls .npu() (line 17)")
     assert reasons["98_Gemm_cuda_inputs"][0] == "reference_unavailable"
     assert ".cuda()" in reasons["98_Gemm_cuda_inputs"][1]
 
@@ -47,8 +48,8 @@ def test_multikernelbench_category_file_has_no_level():
     assert task.level is None and task.key == "sigmoid"
 
 
-def test_torch_npu_import_is_reference_unavailable_not_load_error():
-    with pytest.raises(ReferenceUnavailable, match="imports torch_npu"):
+def test_npu_device_use_is_reference_unavailable_not_load_error():
+    with pytest.raises(ReferenceUnavailable, match=r"calls \.npu\(\)"):
         load_task(THIRDPARTY / "multikernelbench/npu_fused/rotary_mul.py")
 
 
@@ -155,13 +156,13 @@ def _signature(case):
 
 def test_mkb_folder_loads_every_task_and_skips_the_rest_with_reasons():
     tasks, skipped = load_tasks(MKB)
+    # 7_rotary_mul imports torch_npu: it loads with the CPU stand-in (sage.bench.torch_npu_standin)
     assert [t.key for t in tasks] == ["level0/1_logical_and", "level0/2_leaky_relu", "level0/3_not_equal_scalar",
-                                      "level0/5_clamp", "level1/5_layer_norm", "level1/6_cat"]
+                                      "level0/5_clamp", "level1/5_layer_norm", "level1/6_cat", "level1/7_rotary_mul"]
     kinds = {s.name: s.kind for s in skipped}
-    assert kinds == {"4_relu_backward_aten": "reference_unavailable", "7_rotary_mul": "reference_unavailable",
+    assert kinds == {"4_relu_backward_aten": "reference_unavailable",
                      "8_bad_case_line": "load_error", "9_negative_shape": "load_error", "case_lines": "not_a_task"}
     reasons = {s.name: s.reason for s in skipped}
-    assert reasons["7_rotary_mul"] == "imports torch_npu (line 6)"
     assert reasons["4_relu_backward_aten"] == ("calls torch.ops.aten.relu_backward, which this build of torch "
                                                "does not have (line 11)")
     assert reasons["case_lines"].startswith("not a task file")

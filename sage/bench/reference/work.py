@@ -140,13 +140,24 @@ def work_of(call: AtenCall, hw: HardwareSpec) -> Work:
         seen = shared.get(id(call))
         if seen is not None and seen[0] is call and seen[1] is hw:
             return seen[2]
-    entry = op_def(call.name)
-    rule = entry.work if entry is not None and entry.work is not None else WorkRule.ELEMENTWISE
-    work = _FORMULAS[rule](call, entry, hw).model_copy(update={"op_class": cost_class_of(call)})
+    work = _standin_work(call, hw)
+    if work is None:
+        entry = op_def(call.name)
+        rule = entry.work if entry is not None and entry.work is not None else WorkRule.ELEMENTWISE
+        work = _FORMULAS[rule](call, entry, hw).model_copy(update={"op_class": cost_class_of(call)})
     if shared is not None:
         # The call is kept with its work, so its id cannot be reused within the block.
         shared[id(call)] = (call, hw, work)
     return work
+
+
+def _standin_work(call: AtenCall, hw: HardwareSpec) -> Work | None:
+    """A torch_npu stand-in (npu_standin::npu_*) is one fused kernel: its work comes from the
+    table in standin_work.py (imported here, not at the top: that module imports this one)."""
+    if not call.name.startswith("npu_"):
+        return None
+    from sage.bench.reference.standin_work import standin_work
+    return standin_work(call, hw)
 
 
 def _elementwise_work(call: AtenCall, entry: OpDef | None, hw: HardwareSpec) -> Work:
