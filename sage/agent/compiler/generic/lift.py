@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sage.kernels.symbolic import Trace, active
+from sage.kernels.symbolic import Trace, active, is_sym
 from sage.kernels import Const, Inp, Op, Reduce
 
 # Fields that say how a kernel is built, not how large its data is: never parameters.
@@ -35,6 +35,7 @@ class Lifting:
     trace: Trace
     is_buffer: Callable[[str], bool]               # whether a name is a GM buffer of the program
     renamed: dict[str, str] = dataclasses.field(default_factory=dict)   # program name -> kernel name
+    consts: dict[str, Any] = dataclasses.field(default_factory=dict)    # repr of an expression's constant -> its parameter
 
 
 _LIFTING: list[Lifting] = []
@@ -93,7 +94,8 @@ def _lift(x: Any, st: Lifting, field: str | None) -> Any:
     if isinstance(x, list):
         return [_lift(v, st, None) for v in x]
     if isinstance(x, Const):
-        return Const(_lift(x.value, st, None))
+        plain = isinstance(x.value, (int, float)) and not isinstance(x.value, bool) and not is_sym(x.value)
+        return Const(_const_param(x.value, st) if plain else _lift(x.value, st, None))
     if isinstance(x, Inp):
         return x
     if isinstance(x, Op):
@@ -108,6 +110,25 @@ def _lift(x: Any, st: Lifting, field: str | None) -> Any:
         values = {f.name: _lift(getattr(x, f.name), st, f.name) for f in dataclasses.fields(x) if f.init}
         return dataclasses.replace(x, **values)
     return x
+
+
+def _const_param(x: int | float, st: Lifting) -> Any:
+    """An expression tree's constant as a parameter; one equal to an earlier constant of the
+    launch is that constant's parameter, guarded equal to a parameter of its own. A chain that
+    repeats a constant (softcapping's `tanh(x / cap) * cap` taken twice; a mean's 1/n four
+    times) then keeps its common subexpressions: the lowering's memo finds equal trees only
+    when their constants are the same parameter (`SymFloat`'s hash is its formula's), and a
+    kernel that recomputes each copy does up to twice the vector work and may lose double
+    buffering (issue 31: level2/15 device 11.0 -> 18.6 us). The guard keeps a case whose
+    copies differ off this text (the host computes both parameters)."""
+    key = repr(x)                                  # -0.0 is not 0.0, 2 is not 2.0
+    first = st.consts.get(key) if x == x else None  # NaN shares nothing: `==` would not hold
+    own = st.trace.param(x)
+    if first is None:
+        st.consts[key] = own
+        return own
+    st.trace.guards[("==", own.formula, first.formula)] = True
+    return first
 
 
 def shape_free(spec: Any, buffers: set[str]) -> Any:
