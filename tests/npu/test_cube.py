@@ -200,3 +200,18 @@ def test_a_plain_copy_into_l1_is_not_a_cube_operand(run):
                       [np.ones((16, 32), np.float16), np.ones((32, 32), np.float16)])
     assert result.error is not None and result.error.type == "UnsupportedError", result.error
     assert result.error.line == line_of(src, "# load-b") and "Nd2NzParams" in result.error.message
+
+
+def test_mmad_widens_halves_bit_for_bit_as_astype():
+    """Mmad's fp16 -> fp32 table lookup gives numpy's astype for every one of the 65,536 half
+    bit patterns (subnormals, infinities and NaN payloads included), as a contiguous array,
+    on a strided tile too (the [:m, :k] corner of a padded fractal)."""
+    from sage.npu.ascendc.cube import _widen
+
+    halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(256, 256)
+    for x in (halves, halves[:200, :77]):
+        got = _widen(x, np.dtype(np.float32))
+        assert got.flags["C_CONTIGUOUS"] and got.dtype == np.float32 and got.shape == x.shape
+        assert np.array_equal(got.view(np.uint32), x.astype(np.float32).view(np.uint32))
+    ints = np.arange(-128, 128, dtype=np.int8).reshape(16, 16)
+    assert np.array_equal(_widen(ints, np.dtype(np.int32)), ints.astype(np.int32))
