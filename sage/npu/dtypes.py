@@ -30,8 +30,17 @@ _BY_NAME = {dt.name: dt for dt in ALL}
 _KNOWN = {dt: dt for dt in ALL}
 
 
+# The DSL dtypes by identity: every DSL call that takes a dtype normalises it, and hashing a
+# numpy dtype (what _KNOWN.get does) costs more than the rest of a common call; these objects
+# live as long as the process, so an id here is never another object's
+_BY_ID = {id(dt): dt for dt in ALL}
+
+
 def as_dtype(value) -> np.dtype:
     """Normalise a dtype given as a numpy dtype, a numpy scalar type or a name ("bfloat16")."""
+    known = _BY_ID.get(id(value))
+    if known is not None:
+        return known
     known = _KNOWN.get(value) if isinstance(value, np.dtype) else None
     if known is not None:
         return known

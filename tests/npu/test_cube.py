@@ -200,3 +200,36 @@ def test_a_plain_copy_into_l1_is_not_a_cube_operand(run):
                       [np.ones((16, 32), np.float16), np.ones((32, 32), np.float16)])
     assert result.error is not None and result.error.type == "UnsupportedError", result.error
     assert result.error.line == line_of(src, "# load-b") and "Nd2NzParams" in result.error.message
+
+
+def test_mmad_widens_halves_bit_for_bit_as_astype():
+    """Mmad's fp16 -> fp32 table lookup gives numpy's astype for every one of the 65,536 half
+    bit patterns (subnormals, infinities and NaN payloads included), as a contiguous array,
+    on a strided tile too (the [:m, :k] corner of a padded fractal)."""
+    from sage.npu.ascendc.cube import _widen
+
+    halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(256, 256)
+    for x in (halves, halves[:200, :77]):
+        got = _widen(x, np.dtype(np.float32))
+        assert got.flags["C_CONTIGUOUS"] and got.dtype == np.float32 and got.shape == x.shape
+        assert np.array_equal(got.view(np.uint32), x.astype(np.float32).view(np.uint32))
+    ints = np.arange(-128, 128, dtype=np.int8).reshape(16, 16)
+    assert np.array_equal(_widen(ints, np.dtype(np.int32)), ints.astype(np.int32))
+
+
+def test_lanes_holding_the_same_tile_share_one_widened_copy_with_astypes_values():
+    """_widen_all: every lane's tile comes back as its own astype (bit for bit, NaN payloads
+    too); lanes with the same bytes share one array, and a tile seen more than SHARED_TILES
+    distinct tiles ago is widened again, with the same values."""
+    from sage.npu.ascendc.cube import SHARED_TILES, _widen_all
+
+    rng = np.random.default_rng(2)
+    distinct = [rng.standard_normal((32, 48)).astype(np.float16) for _ in range(SHARED_TILES + 3)]
+    distinct[1][0, 0] = np.uint16(0x7E01).view(np.float16)   # a NaN with a payload
+    tiles = [distinct[0], distinct[1], distinct[0].copy(), distinct[1][:, :].copy()] + distinct[2:] + [distinct[0]]
+    got = _widen_all(tiles, np.dtype(np.float32))
+    for x, w in zip(tiles, got):
+        assert np.array_equal(w.view(np.uint32), x.astype(np.float32).view(np.uint32))
+    assert got[0] is got[2] and got[1] is got[3] and got[0] is not got[1]
+    assert got[-1] is not got[0]   # past the window: widened again
+    assert len({id(w) for w in got}) == len(distinct) + 1

@@ -118,3 +118,19 @@ def test_streaming_and_rereading_take_the_short_paths_with_the_loops_result():
         else:
             assert bulk.add(lo, lo + length) == loop.add(lo, lo + length)
         assert (bulk.starts, bulk.ends, bulk.total) == (loop.starts, loop.ends, loop.total)
+
+
+def test_rows_reread_across_several_intervals_are_all_hits_and_change_nothing():
+    """Bursts that each fall inside one of several resident intervals (a tile's rows read again
+    after its columns were read in pieces): all hits, the set unchanged, as burst by burst;
+    and bursts one byte past their intervals' ends are not counted as inside."""
+    bulk, loop = IntervalSet(), IntervalSet()
+    for ivs in (bulk, loop):
+        for row in range(8):
+            ivs.add(row * 1000, row * 1000 + 300)
+    before = (list(bulk.starts), list(bulk.ends), bulk.total)
+    assert bulk.add_bursts(100, 200, 1000, 8) == _per_burst(loop, 100, 200, 1000, 8) == (1600, 0)
+    assert (bulk.starts, bulk.ends, bulk.total) == before
+    # each burst [k * 1000 + 100, k * 1000 + 301) ends one byte past its interval: 200 hit bytes, one new
+    assert bulk.add_bursts(100, 201, 1000, 8) == _per_burst(loop, 100, 201, 1000, 8) == (1600, 8)
+    assert (bulk.starts, bulk.ends, bulk.total) == (loop.starts, loop.ends, loop.total)

@@ -457,3 +457,25 @@ def test_a_loop_over_tile_indices_that_differ_per_lane_runs_in_lanes(partitions)
     run = both(TILES, [x])
     assert np.array_equal(run.outputs[0], x + np.arange(14, dtype=np.float32)[:, None])
     assert partitions[1:] == [[5], [1, 4]]
+
+
+def test_the_row_clip_benchmark_kernel_takes_at_most_three_tries(partitions):
+    """benchmarks/kernels/row_clip.py branches on every row's maximum: the group splits once on
+    row 0 and, parting again on row 1, the launch runs block by block (three tries, not one per
+    row: the retry storm simulator_speed.py's row clip workload measured). Its output is the
+    clip numpy computes, and the same in both modes."""
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[2] / "benchmarks" / "kernels" / "row_clip.py").read_text()
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((96, 64)) * 0.3).clip(-0.9, 0.9).astype(np.float32)   # 2 rows per block, 48 blocks
+    for block in range(48):
+        x[2 * block, 3] = 2.0 if block % 2 else 0.5             # row 0 passes 1.0 in odd blocks
+        x[2 * block + 1, 7] = 3.0 if block % 4 < 2 else 0.25    # row 1 in blocks 0, 1 (mod 4): both groups part
+    alone = run_functional(src, [x], spec=SPEC, filename="row_clip.py", lockstep=False)
+    grouped = run_functional(src, [x], spec=SPEC, filename="row_clip.py")
+    want = np.where(x.max(axis=1, keepdims=True) > 1.0, np.minimum(x, 1.0), x)
+    assert alone.error is None and grouped.error is None
+    assert np.array_equal(alone.outputs[0], want) and np.array_equal(grouped.outputs[0], want)
+    assert [b.records for b in alone.trace.launches[0].blocks] == [b.records for b in grouped.trace.launches[0].blocks]
+    assert partitions[1:] == [[48], [24, 24], None]

@@ -23,6 +23,46 @@ _ACC = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32, dtypes.
         dtypes.int8: dtypes.int32}
 
 
+# fp16 -> fp32 as a table of all 65,536 halves (made by numpy's own astype, so bit for bit the
+# same values, NaN payloads included): a lookup is faster than numpy's half conversion, and
+# Mmad widens every A and B tile it multiplies (1024 tiles of 16 K halves in a 1024^3 matmul)
+_HALF_TO_FLOAT = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
+
+
+def _widen(x: np.ndarray, acc: np.dtype) -> np.ndarray:
+    """x as `acc` (a new contiguous array): what x.astype(acc) gives."""
+    if x.dtype == np.float16 and acc == np.float32:
+        return _HALF_TO_FLOAT.take(x.view(np.uint16))
+    return x.astype(acc)
+
+
+SHARED_TILES = 16   # the distinct tiles of one Mmad a lane's tile is compared with before it is widened
+
+
+def _widen_all(tiles: list[np.ndarray], acc: np.dtype) -> list[np.ndarray]:
+    """Each lane's operand tile widened to `acc`. Lanes whose tiles hold the same bytes share one
+    widened array (Mmad only reads it): the blocks of a matmul lane group share rows and columns
+    of tiles (a 1024^3 matmul's 24 lanes hold 3 distinct A and 8 distinct B tiles per Mmad), and a
+    byte comparison costs a hundredth of a conversion. Only the last SHARED_TILES distinct tiles
+    are compared with, so lanes that all differ cost at most that many comparisons each."""
+    if len(tiles) == 1:
+        return [_widen(tiles[0], acc)]
+    out: list[np.ndarray] = []
+    done: list[tuple[bytes, np.ndarray]] = []
+    for x in tiles:
+        raw = x.tobytes()
+        for key, wide in done:
+            if key == raw:
+                out.append(wide)
+                break
+        else:
+            wide = _widen(x, acc)
+            done.append((raw, wide))
+            del done[:-SHARED_TILES]
+            out.append(wide)
+    return out
+
+
 def _ceil(n: int, unit: int) -> int:
     return -(-n // unit) * unit
 
@@ -130,9 +170,10 @@ def Mmad(c, a, b, params: MmadParams) -> None:
     reads = (a.span(mp * kp), b.span(kp * nb)) + (() if params.cmatrixInitVal else (c.span(mp * np_),))
     core.instr(M, "Mmad", MAD, m, n, k, a.dtype.itemsize, None, reads=reads, writes=(c.span(mp * np_),))
     acc = _ACC[a.dtype]
-    for lane in _lane_rows(core):  # (lane by lane, the very product a block alone computes: same BLAS call)
-        A = _row(a._arr, lane)[:mp * kp].reshape(mp, kp)[:m, :k].astype(acc)
-        B = _row(b._arr, lane)[:kp * nb].reshape(kp, nb)[:k, :n].astype(acc)
+    rows = _lane_rows(core)
+    As = _widen_all([_row(a._arr, lane)[:mp * kp].reshape(mp, kp)[:m, :k] for lane in rows], acc)
+    Bs = _widen_all([_row(b._arr, lane)[:kp * nb].reshape(kp, nb)[:k, :n] for lane in rows], acc)
+    for lane, A, B in zip(rows, As, Bs):  # (lane by lane, the very product a block alone computes: same BLAS call)
         C = _row(c._arr, lane)[:mp * np_].reshape(mp, np_)
         prod = A @ B
         if params.cmatrixInitVal:

@@ -75,6 +75,11 @@ class Handle:
         raise TypeError("DSL handles cannot be pickled")
 
 
+# Handle's `_hid` slot set directly through its descriptor (Handle.__setattr__ refuses every write;
+# object.__setattr__ would look the slot up again on every handle a DSL call returns)
+_set_hid = Handle._hid.__set__
+
+
 def reset() -> None:
     """Forget every object: called at the start and end of each run."""
     _OBJECTS.clear()
@@ -101,7 +106,7 @@ def wrap(obj: Any) -> Any:
         raise TypeError(f"internal: a DSL call returned a {type(obj).__name__} to kernel code")
     hid = next(_IDS)
     handle = object.__new__(cls)
-    object.__setattr__(handle, "_hid", hid)
+    _set_hid(handle, hid)
     if obj.__class__ in _SESSION_LEVEL:
         _OBJECTS[hid] = (obj, None)
         return handle
@@ -231,7 +236,7 @@ def _constructor(impl: type) -> Callable:
             if core is not None:
                 core.caller = outer
         made = wrap(obj)
-        object.__setattr__(self, "_hid", made._hid)
+        _set_hid(self, made._hid)
     __init__.__doc__ = impl.__init__.__doc__
     __init__.__wrapped__ = impl.__init__  # for inspect.signature (the reference card)
     return __init__

@@ -285,9 +285,33 @@ class CoreState:
             f"SetFlag/WaitFlag(HardEvent.{a}_{b}, id) or pass the tensor through a queue between these two pipes (TQue, or TQueBind for a copy that never touches V)")
 
     # -- sync primitives --------------------------------------------------------------------
+    def _flag_record(self, pipe: int, name: str, deps: tuple | None) -> int:
+        """instr(pipe, name, FLAG, deps=deps, kind=SYNC), the record of every queue call, SetFlag and
+        WaitFlag, without instr's general path: a flag touches no bytes (no race check), needs no
+        core type and counts no instruction; its line, record and budget are instr's."""
+        records = self.records
+        idx = len(records)
+        f = self.caller
+        if f is not None and f.f_code.co_filename == self.kernel_file:
+            line = self.lines.get((id(f.f_code), f.f_lasti))
+            if line is None:
+                line = self._new_site(f)
+            self.last_line = line
+        else:
+            line = self.kernel_line()
+        records.append((pipe, SYNC, FLAG, 0, 0, 0, 0, -1, 0, 0, deps or None, name, line))
+        vcp = self.vc[pipe]
+        vcp[pipe] += 1
+        self.pipe_recs[pipe].append(idx)
+        session = self.session
+        session.instructions += self.weight
+        if session.instructions > session.caps.record_limit:
+            raise session.caps.over_records(session.instructions)
+        return idx
+
     def signal(self, pipe: int, name: str) -> Gate:
         """A flag raised on ``pipe`` once all its earlier work is done (SetFlag, EnQue, FreeTensor)."""
-        idx = self.instr(pipe, name, FLAG, kind=SYNC)
+        idx = self._flag_record(pipe, name, None)
         return Gate((idx,), list(self.vc[pipe]), 0, self.knows[pipe])
 
     def wait(self, pipe: int, gate: Gate, name: str) -> None:
@@ -297,7 +321,7 @@ class CoreState:
         vcd[:] = map(max, vcd, gate.vc)
         if gate.knows:  # (nothing known of other cores, the usual case, changes nothing)
             self.knows[pipe] = merge(self.knows[pipe], gate.knows)
-        self.instr(pipe, name, FLAG, deps=gate.deps, kind=SYNC)
+        self._flag_record(pipe, name, gate.deps)
 
     def set_flag(self, src: int, dst: int, event_id: int, name: str) -> None:
         self.flags.setdefault((src, dst, event_id), []).append(self.signal(src, name))

@@ -23,6 +23,9 @@ MAX_INTERVALS = 4096   # per allocation; past it the smallest half is forgotten 
 # burst in Python it cost two calls each, 131,000 of them for a 1024^3 cube matmul, 40 % of its
 # simulation; below it numpy's fixed cost is more than the loop's
 BULK_BURSTS = 8
+# A copy whose bursts meet at most this many resident intervals is first checked in Python for
+# being all hits (no numpy pass: its fixed cost is ~15 calls)
+FEW_INTERVALS = 24
 
 
 class IntervalSet:
@@ -102,30 +105,42 @@ class IntervalSet:
             ends.extend(f + length for f in firsts)
             self.total += count * length
             return 0, count * length
-        s = np.fromiter(self.starts, np.int64, len(self.starts))
-        e = np.fromiter(self.ends, np.int64, len(self.ends))
+        # Only the intervals that touch [lo, last] can overlap or merge with a burst (add()'s own
+        # bisections): that window is taken out, merged with the bursts and put back, so a copy
+        # costs the intervals among its rows, not every interval of the allocation (a 1024^3 cube
+        # matmul's A holds thousands of them once half read: the whole set per copy was 30 % of its replay)
+        i, j = bisect_left(ends, lo), bisect_right(starts, last)
+        if j - i <= FEW_INTERVALS and self._all_inside(i, j, lo, length, pitch, count):
+            return count * length, 0   # rows read again (most copies of a matmul's operands): nothing changes
+        old = sum(ends[i:j]) - sum(starts[i:j])
         b0 = lo + pitch * np.arange(count, dtype=np.int64)
         b1 = b0 + length
-        hit = 0
-        if len(s):
-            sizes = e - s
-            before = np.concatenate(([0], np.cumsum(sizes)))   # resident bytes below interval k
+        lo_all = np.concatenate((np.array(starts[i:j], np.int64), b0))
+        hi_all = np.concatenate((np.array(ends[i:j], np.int64), b1))
+        order = np.argsort(lo_all, kind="stable")
+        lo_all, hi_all = lo_all[order], hi_all[order]
+        reach = np.maximum.accumulate(hi_all)
+        first = np.flatnonzero(np.concatenate(([True], lo_all[1:] > reach[:-1])))  # touching merges, as add()
+        merged_lo, merged_hi = lo_all[first], np.maximum.reduceat(hi_all, first)
+        added = int((merged_hi - merged_lo).sum()) - old
+        starts[i:j] = merged_lo.tolist()
+        ends[i:j] = merged_hi.tolist()
+        self.total += added
+        # the bursts are disjoint (pitch > length), so the bytes of them already resident are
+        # what the union did not gain: count * length = hit + added
+        return count * length - added, added
 
-            def covered(x: np.ndarray) -> np.ndarray:           # resident bytes below address x
-                k = np.searchsorted(s, x, side="right") - 1
-                kk = np.maximum(k, 0)
-                return np.where(k >= 0, before[kk] + np.clip(x - s[kk], 0, sizes[kk]), 0)
-            hit = int((covered(b1) - covered(b0)).sum())
-        starts, ends = np.concatenate((s, b0)), np.concatenate((e, b1))
-        order = np.argsort(starts, kind="stable")
-        starts, ends = starts[order], ends[order]
-        reach = np.maximum.accumulate(ends)
-        first = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))  # touching merges, as add()
-        merged_lo, merged_hi = starts[first], np.maximum.reduceat(ends, first)
-        total = int((merged_hi - merged_lo).sum())
-        added = total - self.total
-        self.starts, self.ends, self.total = merged_lo.tolist(), merged_hi.tolist(), total
-        return hit, added
+    def _all_inside(self, i: int, j: int, lo: int, length: int, pitch: int, count: int) -> bool:
+        """Every burst lies inside one of the intervals [i, j): counted interval by interval
+        (the bursts inside [a, b) are those whose index k has a <= lo + k * pitch and
+        lo + k * pitch + length <= b; disjoint intervals hold disjoint bursts)."""
+        inside = 0
+        for a, b in zip(self.starts[i:j], self.ends[i:j]):
+            first = max(0, -((lo - a) // pitch))         # ceil((a - lo) / pitch)
+            last = min(count - 1, (b - length - lo) // pitch)
+            if last >= first:
+                inside += last - first + 1
+        return inside == count
 
     def _forget(self) -> int:
         """Drop the smallest half of the intervals; returns the bytes dropped."""
