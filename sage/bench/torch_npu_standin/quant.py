@@ -31,6 +31,28 @@ def _dynamic(y: torch.Tensor, qmax: float = 127.0) -> tuple[torch.Tensor, torch.
     return int8_round(q), scale
 
 
+def _table(t: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
+    """A per-group (or per-tensor: [G]) table of scales or offsets, one row per row of y."""
+    t = t.float()
+    return _per_group(t.reshape(t.shape[0], -1) if t.dim() > 0 else t.reshape(1, 1), groups)
+
+
+def _quantized(y: torch.Tensor, quant_mode: int, offset: torch.Tensor | None, groups: torch.Tensor,
+               group_index: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The int8 rows of y ([R, C]) and their scales: dynamic (quant_mode 1) by row, or static
+    round(y + offset[g]) with scale 0; rows past the groups are zero."""
+    if quant_mode == 1:
+        out, scale = _dynamic(y)
+    else:
+        if offset is not None:
+            y = y + _table(offset, groups)
+        out, scale = int8_round(y), torch.zeros(y.shape[0], device=y.device)
+    if group_index is not None:
+        inside = groups < group_index.shape[0]
+        out, scale = out * inside.unsqueeze(-1), scale * inside
+    return out, scale
+
+
 @standin("npu_dynamic_quant")
 def _dynamic_quant(x: torch.Tensor, smooth_scales: Optional[torch.Tensor] = None,
                    group_index: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -80,20 +102,8 @@ def _swiglu_quant(x: torch.Tensor, smooth_scales: Optional[torch.Tensor], offset
     else:
         groups = torch.zeros(rows.shape[0], dtype=torch.long, device=x.device)
 
-    def table(t: torch.Tensor) -> torch.Tensor:
-        t = t.float()
-        return _per_group(t.reshape(t.shape[0], -1) if t.dim() > 0 else t.reshape(1, 1), groups)
-
-    y = rows * table(smooth_scales) if smooth_scales is not None else rows
-    if quant_mode == 1:
-        out, scale = _dynamic(y)
-    else:
-        if offsets is not None:
-            y = y + table(offsets)
-        out, scale = int8_round(y), torch.zeros(rows.shape[0], device=x.device)
-    if group_index is not None:
-        inside = (groups < group_index.shape[0]).unsqueeze(-1)
-        out, scale = out * inside, scale * inside.squeeze(-1)
+    y = rows * _table(smooth_scales, groups) if smooth_scales is not None else rows
+    out, scale = _quantized(y, quant_mode, offsets, groups, group_index)
     return out.reshape(act.shape), scale.reshape(act.shape[:-1])
 
 
@@ -126,8 +136,7 @@ def _dequant_swiglu_quant(x: torch.Tensor, weight_scale: Optional[torch.Tensor] 
               else torch.zeros(v.shape[0], dtype=torch.long, device=x.device))
 
     def table(t: torch.Tensor) -> torch.Tensor:
-        t = t.float()
-        return _per_group(t.reshape(t.shape[0], -1) if t.dim() > 0 else t.reshape(1, 1), groups)
+        return _table(t, groups)
 
     if weight_scale is not None:
         v = v * table(weight_scale)
@@ -145,16 +154,7 @@ def _dequant_swiglu_quant(x: torch.Tensor, weight_scale: Optional[torch.Tensor] 
         lin = lin.clamp(-clamp_limit, clamp_limit)
         act = glu * torch.sigmoid(glu_alpha * glu) * (lin + glu_bias)
     y = act * table(quant_scale) if quant_scale is not None else act
-    if quant_mode == 1:
-        out, scale = _dynamic(y)
-    else:
-        if quant_offset is not None:
-            y = y + table(quant_offset)
-        out, scale = int8_round(y), torch.zeros(y.shape[0], device=x.device)
-    if group_index is not None:
-        inside = groups < group_index.shape[0]
-        out, scale = out * inside.unsqueeze(-1), scale * inside
-    return out, scale
+    return _quantized(y, quant_mode, quant_offset, groups, group_index)
 
 
 def npu_dequant_swiglu_quant(x, *, weight_scale=None, activation_scale=None, bias=None, quant_scale=None,
