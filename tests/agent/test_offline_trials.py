@@ -3,8 +3,8 @@ without it, keeps the faster, says why it dropped the item, and the memory credi
 item by the measured effect under ATU (and by the episode reward under uniform credit)."""
 
 import math
-import re
 
+from tests.agent.compiler.kernel_text import constants
 from tests.agent.conftest import seed_experiences
 
 from sage.agent.backends.offline import OfflineBackend
@@ -34,7 +34,9 @@ def test_a_harmful_unproven_item_loses_its_duel_and_falls_under_atu(tiny_task, m
     assert turn.trials[item] < 0.5
     assert item not in result.adopted, "the search kept the faster start without it"
     assert f"{item} (timed {turn.trials[item]:.2f}x" in turn.plan
-    assert not re.search(r"^BLOCK_DIM_k\d+ = 1$", turn.source, re.M)
+    compiled = backend._agent._compile(backend._agent.state.chosen)
+    assert compiled.source == turn.source
+    assert all(constants(compiled, case)["BLOCK_DIM"] != 1 for case in range(len(compiled.cases)))
     # ATU credits the measured effect, not the good episode's reward
     before, after = result.utilities[item]
     assert before == 0.0
@@ -77,10 +79,13 @@ def test_advice_on_trial_stays_only_on_groups_where_it_was_timed_faster(tiny_tas
         assert len(timed) == 1 and state.stats.runs == 2
         untimed = set(state.chosen) - timed          # the other dtype's class of groups
         assert len(untimed) == 1
-        source = result.turns[0].source
+        # the file judged is the chosen schedules compiled; the untimed class's launch keeps 2 buffers
+        compiled = backend._agent._compile(state.chosen)
+        assert compiled.source == result.turns[0].source
         for gid in untimed:
             assert state.chosen[gid].buffer_num == 2
-            assert re.search(r"^BUFFER_NUM_k\d+ = 2$", source, re.M)
+            (case,) = [i for i, c in enumerate(compiled.cases) if c.keys[0].id == gid]
+            assert constants(compiled, case)["BUFFER_NUM"] == 2
         (gid,) = timed
         t_without, t_with = state.duel_times[gid]
         kept = t_with < t_without
