@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from sage.bench.reference.work import Work, cube_tiles, pass_cycles
-from sage.kernels.record import AtenCall, TensorMeta
+from sage.kernels import AtenCall, TensorMeta
 from sage.npu.hardware import HardwareSpec
 
 NAMESPACE = "npu_standin"
