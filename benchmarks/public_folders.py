@@ -18,7 +18,8 @@ The input budget is fixed (--max-input-gb, 4 GB by default) rather than half of 
 machine's free memory, so that the table does not depend on the machine: a case above it is
 `unsupported` with its size and never made.
 
-Columns: files (task files; helper modules excluded), loaded (the reference ran on the CPU),
+Columns: files (task files; helper modules excluded; "(N not run)": a run stopped part-way left
+N of them without a row), loaded (the reference ran on the CPU),
 correct (every judged case of the kernel within the rule of docs/evaluation.md), faster
 (correct and faster than the modelled torch_npu reference end to end), over budget (a case
 over the input budget), torch_npu (the reference needs an accelerator), sage at (the sage
@@ -75,7 +76,8 @@ def main() -> None:
     if not args.report_only:
         for folder in folders:
             run_folder(folder, args)
-    summary = {f.name: folder_summary(args.out / f.name) for f in folders if (args.out / f.name / RESULTS_FILE).exists()}
+    summary = {f.name: folder_summary(args.out / f.name, f) for f in folders
+               if (args.out / f.name / RESULTS_FILE).exists()}
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -104,14 +106,22 @@ def run_folder(folder: Path, args: argparse.Namespace) -> None:
           file=sys.stderr, flush=True)
 
 
-def folder_summary(out: Path) -> dict:
+def folder_summary(out: Path, folder: Path | None = None) -> dict:
+    """The folder's counts from its rows; `unrun` counts the task files of `folder` (the
+    checkout's) that have no row yet, so a run stopped part-way is not read as complete."""
+    from sage.bench.tasks import is_helper_module, task_files
+
     rows = final_rows(read_rows(out / RESULTS_FILE))
+    unrun = 0
+    if folder is not None:
+        names = {r.task.rsplit("/", 1)[-1] for r in rows}   # level folders name tasks "level0/1_add"
+        unrun = sum(1 for f in task_files(folder) if f.stem not in names and not is_helper_module(f))
     loaded = [r for r in rows if r.status not in NOT_LOADED]
     correct = [r for r in rows if r.status == "correct"]
     faster = [r for r in correct if (r.evaluation.speedup or 0) > 1]
     over = [r.task for r in rows if _over_budget(r)]
     missed = not_correct(rows)
-    return {"files": len(rows), "loaded": len(loaded), "correct": len(correct), "faster": len(faster),
+    return {"files": len(rows) + unrun, "unrun": unrun, "loaded": len(loaded), "correct": len(correct), "faster": len(faster),
             "over_budget": over, "torch_npu": sum(r.status == "reference_unavailable" for r in rows),
             "by_reason": [{"reason": g.kind, "count": g.count} for g in by_reason(missed)],
             "not_correct": [m.model_dump() for m in missed], "sage_commits": _run_commits(out)}
@@ -146,7 +156,7 @@ def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = Non
     ]
     totals = dict.fromkeys(("files", "loaded", "correct", "faster", "over", "npu"), 0)
     for name, s in summary.items():
-        lines.append(f"| {name} | {s['files']} | {s['loaded']} | {s['correct']} | {s['faster']} | "
+        lines.append(f"| {name} | {s['files']}{_unrun(s)} | {s['loaded']} | {s['correct']} | {s['faster']} | "
                      f"{len(s['over_budget'])} | {s['torch_npu']} | {', '.join(s['sage_commits']) or '?'} |")
         for key, value in (("files", s["files"]), ("loaded", s["loaded"]), ("correct", s["correct"]),
                            ("faster", s["faster"]), ("over", len(s["over_budget"])), ("npu", s["torch_npu"])):
@@ -165,6 +175,11 @@ def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = Non
     if wall_s is not None:
         lines += ["", f"({wall_s / 60:.1f} min for this invocation.)"]
     return "\n".join(lines)
+
+
+def _unrun(s: dict) -> str:
+    """A folder whose run stopped part-way says how many of its files have no row."""
+    return f" ({s['unrun']} not run)" if s.get("unrun") else ""
 
 
 def _options(args: argparse.Namespace) -> list[str]:
