@@ -141,6 +141,9 @@ def _commits(rows: list[dict]) -> str:
 def write_section(doc: Path, text: str, meta: dict) -> None:
     """Replace (or append) the marked compiler section of `doc`; the rest is kept as it is."""
     title = "" if meta.get("suite") == "npukernelbench" else f", on {meta.get('source') or meta.get('suite')}"
+    cases = meta.get("cases")
+    if cases:   # a sample says so in its heading (every case is the default)
+        title += " (a sample: " + ("the first case" if cases == 1 else f"the first {cases} cases") + " of each task)"
 
     block = (f"{COMPILER_BEGIN}\n## The offline compiler, first answer per task{title}\n\n"
              "Written by `benchmarks/compiler_coverage.py --results docs/results.md` from its report "
