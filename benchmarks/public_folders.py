@@ -78,12 +78,13 @@ def main() -> None:
             run_folder(folder, args)
     summary = {f.name: folder_summary(args.out / f.name, f) for f in folders
                if (args.out / f.name / RESULTS_FILE).exists()}
+    unrun = [f.name for f in folders if f.name not in summary]
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(markdown(summary, args, time.perf_counter() - began))
+        print(markdown(summary, args, time.perf_counter() - began, unrun))
     if args.doc is not None:
-        place_block(args.doc, markdown(summary, args), BEGIN, END)
+        place_block(args.doc, markdown(summary, args, unrun=unrun), BEGIN, END)
         print(f"wrote the public-folders block of {args.doc}", file=sys.stderr)
 
 
@@ -139,7 +140,8 @@ def _over_budget(row) -> bool:  # noqa: ANN001 - a ResultRow
     return any("input budget" in t or "needs more than" in t for t in texts)
 
 
-def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = None) -> str:
+def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = None,
+             unrun: list[str] | None = None) -> str:
     command = "python " + " ".join(shlex.quote(a) for a in ["benchmarks/public_folders.py", "CHECKOUT",
                                                             *_options(args)])
     lines = [
@@ -172,6 +174,8 @@ def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = Non
     over = [t for s in summary.values() for t in s["over_budget"]]
     if over:
         lines += ["", f"Over the input budget: {', '.join(over)}."]
+    if unrun:
+        lines += ["", f"Folders not run yet (no row): {', '.join(unrun)}."]
     if wall_s is not None:
         lines += ["", f"({wall_s / 60:.1f} min for this invocation.)"]
     return "\n".join(lines)

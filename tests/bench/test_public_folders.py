@@ -37,5 +37,6 @@ def test_a_part_run_folder_counts_its_unrun_files_and_names_its_commit(tmp_path)
     class Args:
         cases, workers, max_input_gb, task_timeout, commit, folders = None, 1, 4.0, 300.0, "460a972", None
 
-    table = markdown({"math": summary}, Args())
+    table = markdown({"math": summary}, Args(), unrun=["fuse"])
     assert "| math | 3 (1 not run) | 2 | 2 | 1 | 0 | 0 | abc1234 |" in table
+    assert "Folders not run yet (no row): fuse." in table
