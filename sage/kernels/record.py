@@ -130,6 +130,17 @@ def _meta(t: torch.Tensor, origins: dict[int, str] | None = None) -> TensorMeta:
                       origin=(origins or {}).get(id(t)))
 
 
+def _written_arguments(func: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """The tensor arguments the op's schema marks as written (`Tensor(a!)`), in schema order."""
+    written: list[torch.Tensor] = []
+    for i, arg in enumerate(func._schema.arguments):
+        if arg.alias_info is None or not arg.alias_info.is_write:
+            continue
+        value = args[i] if i < len(args) else kwargs.get(arg.name)
+        written += [t for t in _out_tensors(value) if not any(t is w for w in written)]
+    return written
+
+
 def _out_tensors(out: Any) -> list[torch.Tensor]:
     """The tensors of an aten op's result (a tensor, or a tuple or list of them and None)."""
     if isinstance(out, torch.Tensor):
@@ -237,6 +248,11 @@ class _Recorder(TorchDispatchMode):
             self.graph.writes_through_view = True
         out = func(*args, **kwargs)
         tensors = _out_tensors(out)
+        if not tensors:
+            # An op that returns nothing and writes into its arguments (a custom op declared with
+            # mutates_args, such as a torch_npu stand-in's in-place update): what it wrote is its
+            # result, else the graph would hold the inputs unchanged and drop the op as dead.
+            tensors = _written_arguments(func, args, kwargs)
         free = bool(func.is_view) or is_free(name)
         call = AtenCall(name=name, overload=func._overloadname, inputs=inputs, outputs=[_meta(t) for t in tensors],
                         scalars=scalars, kwargs={k: _plain(v) for k, v in kwargs.items() if not isinstance(v, torch.Tensor)},

@@ -110,3 +110,36 @@ def test_the_note_names_groups_by_what_they_compute_not_by_their_hash():
                            "tile-cc": decision("tile-cc", "reduction", "float32")})
     assert labels == {"tile-aa": "reduction float32 #1", "tile-bb": "pointwise float16",
                       "tile-cc": "reduction float32 #2"}
+
+
+MUTATING_OP_TASK = '''
+import torch
+from torch.library import custom_op
+
+@custom_op("sage_test::bump_", mutates_args=("x",))
+def bump_(x: torch.Tensor) -> None:
+    x.add_(1.0)
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        y = x.clone()
+        bump_(y)
+        return y
+def get_inputs():
+    return [torch.randn(8, 40)]
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_op_that_writes_its_argument_and_returns_nothing_is_not_dropped(tmp_path: Path, memory):
+    # (a torch_npu stand-in such as npu_apply_adam updates out=(var, m, v) in place: compiled
+    # as if it were dead, the kernel copied the old state and was judged incorrect)
+    from sage.bench.tasks import load_task
+
+    path = tmp_path / "bump.py"
+    path.write_text(MUTATING_OP_TASK)
+    task = load_task(path)
+    result = synthesize(task, OfflineBackend(task), memory, AgentConfig(memory_mode="sage"))
+    assert result.status == "no_kernel"
+    assert result.reason.startswith("cannot compile: aten.bump_.default") and "no lowering" in result.reason
