@@ -73,13 +73,17 @@ def test_refinement_moves_one_knob_and_keeps_the_best(tiny_task, memory):
     assert result.best == max(range(3), key=lambda i: result.turns[i].speedup)
 
 
-def test_operator_without_a_lowering_fails_naming_it(tmp_path: Path, memory):
+def _synthesized(tmp_path: Path, memory, source: str):
     from sage.bench.tasks import load_task
 
-    path = tmp_path / "grid_sample.py"
-    path.write_text(NO_LOWERING_TASK)
+    path = tmp_path / "task.py"
+    path.write_text(source)
     task = load_task(path)
-    result = synthesize(task, OfflineBackend(task), memory, AgentConfig(memory_mode="sage"))
+    return synthesize(task, OfflineBackend(task), memory, AgentConfig(memory_mode="sage"))
+
+
+def test_operator_without_a_lowering_fails_naming_it(tmp_path: Path, memory):
+    result = _synthesized(tmp_path, memory, NO_LOWERING_TASK)
     assert result.status == "no_kernel"
     assert result.reason.startswith("cannot compile: aten.grid_sampler_2d") and "no lowering" in result.reason
     assert result.turns == [] and result.best_source is None
@@ -135,11 +139,6 @@ def get_init_inputs():
 def test_an_op_that_writes_its_argument_and_returns_nothing_is_not_dropped(tmp_path: Path, memory):
     # (a torch_npu stand-in such as npu_apply_adam updates out=(var, m, v) in place: compiled
     # as if it were dead, the kernel copied the old state and was judged incorrect)
-    from sage.bench.tasks import load_task
-
-    path = tmp_path / "bump.py"
-    path.write_text(MUTATING_OP_TASK)
-    task = load_task(path)
-    result = synthesize(task, OfflineBackend(task), memory, AgentConfig(memory_mode="sage"))
+    result = _synthesized(tmp_path, memory, MUTATING_OP_TASK)
     assert result.status == "no_kernel"
     assert result.reason.startswith("cannot compile: aten.bump_.default") and "no lowering" in result.reason
