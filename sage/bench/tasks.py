@@ -45,6 +45,8 @@ from pydantic import BaseModel
 
 from sage.bench import torch_npu_hook
 from sage.bench.accelerator import accelerator_reason, runtime_accelerator_reason
+from sage.bench.drawn_inputs import DESCRIPTION as DRAWS_DESCRIPTION
+from sage.bench.drawn_inputs import DrawsAsInputs, cases_with_draws, on_meta, probe_draws
 from sage.bench.forward_args import fill_keyword_tail
 from sage.bench.case_file import CaseFileError, case_specs, read_case_file
 from sage.bench.case_support import case_support, describe_case
@@ -121,6 +123,8 @@ class Task:
     _checked: tuple[int, list[list]] | None = field(default=None, init=False, repr=False, compare=False)
     _sized: tuple[int, list[list]] | None = field(default=None, init=False, repr=False, compare=False)
     _model_fits: bool = field(default=False, init=False, repr=False, compare=False)
+    # Whether the forward draws random tensors (sage.bench.drawn_inputs); None: not probed yet.
+    _draws: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -133,6 +137,24 @@ class Task:
         return self.path.with_suffix(".json")
 
     def make_model(self) -> torch.nn.Module:
+        """The model the evaluation runs: the task's own, or, when its forward draws random
+        tensors, that model replaying the draws each case carries as its last argument."""
+        model = self.plain_model()
+        return DrawsAsInputs(model) if self.draws else model
+
+    @property
+    def draws(self) -> bool:
+        """Whether the forward draws random tensors (a module built inside forward): probed
+        once, on the first case's shapes (every tensor on the meta device: no computing)."""
+        if self._draws is None:
+            try:
+                first = self._raw_sized()[0]
+            except TaskLoadError:
+                first = self._raw_cases()[0]
+            self._draws = bool(probe_draws(self.plain_model(), on_meta(first)))
+        return self._draws
+
+    def plain_model(self) -> torch.nn.Module:
         init = list(self.module.get_init_inputs()) if hasattr(self.module, "get_init_inputs") else []
         if self.input_budget is not None and not self._model_fits:
             # A model's weights are made by its constructor, before any input: sized first too.
@@ -150,7 +172,13 @@ class Task:
         checked, self._checked = self._checked, None
         if checked is not None and checked[0] == self.seed:
             return checked[1]
+        return self._with_draws(self._raw_cases())
+
+    def _raw_cases(self) -> list[list]:
         return budgeted_cases(self)
+
+    def _with_draws(self, cases: list[list]) -> list[list]:
+        return cases_with_draws(self.plain_model(), cases, self.seed, seeded) if self.draws else cases
 
     def make_cases(self, route: Callable[[Callable[[], Any]], Any] | None = None) -> list[list]:
         """The cases made by the task's own code under its seed, each call anew; `route` runs
@@ -167,6 +195,9 @@ class Task:
     def sized_cases(self) -> list[list]:
         """The cases with every large tensor on the meta device: shapes, dtypes and sizes at no
         cost (TaskLoadError when the task code cannot make them so). Kept per seed."""
+        return self._with_draws(self._raw_sized())
+
+    def _raw_sized(self) -> list[list]:
         if self._sized is None or self._sized[0] != self.seed:
             self._sized = (self.seed, sized_cases(self))
         return self._sized[1]
@@ -175,7 +206,7 @@ class Task:
         """What KernelBench's `get_inputs()` gives: that function when the file has it, else
         the first of the cases."""
         if hasattr(self.module, "get_inputs"):
-            return self._seeded_cases("get_inputs()", lambda: [self.module.get_inputs()])[0]
+            return self._with_draws(self._seeded_cases("get_inputs()", lambda: [self.module.get_inputs()]))[0]
         return self.cases()[0]
 
     def _seeded_cases(self, source: str, make: Callable[[], Any]) -> list[list]:
@@ -295,6 +326,8 @@ def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0,
             _raise_if_accelerator(path, exc)
             raise TaskLoadError(path, f"building Model raised {_one_line(exc)}") from exc
         task._checked = (seed, task.cases())
+        if task.draws:
+            task.description = f"{task.description} {DRAWS_DESCRIPTION}".strip()
     return task
 
 

@@ -17,7 +17,9 @@ the compiler computes inside the kernel.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import torch
@@ -506,18 +508,36 @@ def upsample_bilinear2d(x, output_size, align_corners, scales_h=None, scales_w=N
 
 
 # -- convolution ------------------------------------------------------------------------------------
+# Whether a convolution a direct kernel takes is kept whole. The direct kernels are written
+# for one window geometry each; a task whose cases span dozens of geometries would need as
+# many kernels, past the sandbox's source limit, and is traced again with this off: its
+# convolutions become padding, an im2col copy and a product, kernels its cases share.
+_WHOLE_CONVS: ContextVar[bool] = ContextVar("whole_convs", default=True)
+
+
+@contextmanager
+def decomposed_convolutions() -> Iterator[None]:
+    """Inside: every convolution is decomposed, none kept whole for a direct kernel."""
+    token = _WHOLE_CONVS.set(False)
+    try:
+        yield
+    finally:
+        _WHOLE_CONVS.reset(token)
+
+
 def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *flags):
     n = weight.dim() - 2
     stride, padding, dilation = _triple(stride, n), _triple(padding, n), _triple(dilation, n)
+    whole = _WHOLE_CONVS.get()
     if transposed:
         return _conv_transposed(x, weight, bias, stride, padding, dilation, _triple(output_padding, n), groups)
     if groups == x.shape[1] and weight.shape[1] == 1 and weight.shape[0] == groups:
-        if _direct_depthwise(x, weight, bias, stride, padding, dilation):
+        if whole and _direct_depthwise(x, weight, bias, stride, padding, dilation):
             return NotImplemented        # kept whole: one vector-core kernel (library/conv_depthwise.py)
         return _conv_depthwise(x, weight, bias, stride, padding, dilation)
     if groups != 1:
-        return NotImplemented
-    if _direct_gemm(x, weight, bias, stride, padding, dilation):
+        return _conv_grouped(x, weight, bias, stride, padding, dilation, groups)
+    if whole and _direct_gemm(x, weight, bias, stride, padding, dilation):
         return NotImplemented            # kept whole: one implicit-GEMM launch (library/conv_gemm.py)
     return _conv_im2col(x, weight, bias, stride, padding, dilation)
 
@@ -613,6 +633,31 @@ def _conv_im2col(x, weight, bias, stride, padding, dilation):
     return y.reshape(batch, weight.shape[0], *out)
 
 
+def _conv_grouped(x, weight, bias, stride, padding, dilation, groups):
+    """A grouped convolution as one batched product over (batch, group): the im2col of each
+    group's input channels against that group's filters."""
+    n = weight.dim() - 2
+    kernel = list(weight.shape[2:])
+    if any(padding):
+        pad = []
+        for p in reversed(padding):
+            pad += [p, p]
+        x = constant_pad_nd(x, pad, 0.0)
+    x = x.contiguous()
+    out = [(s - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i, s in enumerate(x.shape[2:])]
+    batch, cin_g, cout_g = x.shape[0], x.shape[1] // groups, weight.shape[0] // groups
+    st = x.stride()
+    window = x.as_strided([batch, groups, cin_g, *kernel, *out],
+                          [st[0], st[1] * cin_g, st[1], *(st[2 + i] * dilation[i] for i in range(n)),
+                           *(st[2 + i] * stride[i] for i in range(n))], x.storage_offset())
+    cols = window.reshape(batch * groups, cin_g * math.prod(kernel), math.prod(out))
+    w = weight.reshape(1, groups, cout_g, -1).expand(batch, groups, cout_g, cin_g * math.prod(kernel))
+    y = torch.bmm(w.reshape(batch * groups, cout_g, -1), cols).reshape(batch, groups * cout_g, math.prod(out))
+    if bias is not None:
+        y = y + bias.reshape(1, -1, 1)
+    return y.reshape(batch, weight.shape[0], *out)
+
+
 def _conv_depthwise(x, weight, bias, stride, padding, dilation):
     n = weight.dim() - 2
     views, _ = _windows(_acc(x), list(weight.shape[2:]), stride, padding, dilation, 0.0)
@@ -646,7 +691,9 @@ def _conv_transposed(x, weight, bias, stride, padding, dilation, output_padding,
         lo = k[i] - 1 - padding[i]
         pad += [lo, lo + output_padding[i]]
     zp = constant_pad_nd(z, pad, 0.0)
-    w = flip(weight, list(range(2, 2 + n))).transpose(0, 1)
+    # Every spatial axis flipped is the flattened window reversed: one gather along the last
+    # axis (the lowering writes gathers along the last axis; an inner axis it does not).
+    w = flip(weight.reshape(*weight.shape[:2], -1), [2]).reshape(weight.shape).transpose(0, 1)
     return _conv_im2col(zp, w, bias, [1] * n, [0] * n, [1] * n)
 
 

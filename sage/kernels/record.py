@@ -160,6 +160,19 @@ def _plain(v: Any) -> Any:
     return str(v)
 
 
+def _storage_key(t: torch.Tensor, vid: int) -> int:
+    """What tells t's storage apart: its data pointer; a meta tensor's storage object (all
+    meta storages have a null pointer); an empty storage is its own (`vid`)."""
+    storage = t.untyped_storage()
+    if not storage.nbytes():
+        return -vid - 1
+    return storage._cdata if t.is_meta else storage.data_ptr()
+
+
+def _view_key(t: torch.Tensor, storage_key: int) -> tuple:
+    return (storage_key, t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
+
+
 def _is_tensor_list(a: Any) -> bool:
     return isinstance(a, (list, tuple)) and bool(a) and all(isinstance(x, torch.Tensor) or x is None for x in a)
 
@@ -186,6 +199,8 @@ class _Recorder(TorchDispatchMode):
         self.ids: dict[int, int] = {}
         self.alive: list[torch.Tensor] = []   # keeps id(t) and storages from being reused while values are numbered
         self.storages: dict[int, int] = {}    # storage data pointer -> storage number
+        # (storage pointer, offset, shape, stride, dtype) -> the latest value seen with that view
+        self.views: dict[tuple, int] = {}
 
     def fresh(self, t: torch.Tensor) -> int:
         assert self.graph is not None
@@ -199,16 +214,23 @@ class _Recorder(TorchDispatchMode):
         storage = t.untyped_storage()
         # Empty storages may share a null pointer: each is its own. Meta tensors (a reference
         # timed on sized inputs) all have a null pointer: their storage object tells them apart.
-        ptr = storage._cdata if t.is_meta else storage.data_ptr()
-        key = ptr if storage.nbytes() else -vid - 1
+        key = _storage_key(t, vid)
         self.graph.storage[vid] = self.storages.setdefault(key, len(self.storages))
         self.graph.storage_numel[vid] = storage.nbytes() // max(t.element_size(), 1)
+        self.views[_view_key(t, key)] = vid
         return vid
 
     def value_id(self, t: torch.Tensor) -> int:
-        # A tensor no call we saw produced (a constant captured by the module): a fresh leaf.
         if id(t) in self.ids:
             return self.ids[id(t)]
+        # Another Python object over a value we saw, made without a dispatched call
+        # (nn.Parameter(t), a `.data` rebinding): that value.
+        same = self.views.get(_view_key(t, _storage_key(t, -1)))
+        if same is not None:
+            self.alive.append(t)
+            self.ids[id(t)] = same
+            return same
+        # A tensor no call we saw produced (a constant captured by the module): a fresh leaf.
         vid = self.fresh(t)
         if self.graph is not None:
             data = t.detach().reshape(-1).clone()

@@ -16,6 +16,8 @@ CALLS = []
 
 class Model(torch.nn.Module):
     def forward(self, x):
+        if x.is_meta:                # the load's probe for random draws (no data, no compute)
+            return torch.relu(x)
         CALLS.append(x.shape[0])
         if x.shape[0] == 3:
             raise NotImplementedError("no three-row inputs here")

@@ -31,6 +31,10 @@ class Unsupported(Exception):
     """The compiler cannot lower this program; the message names the op and the reason."""
 
 
+class SourceTooLarge(Unsupported):
+    """The kernel file would pass the sandbox's source limit."""
+
+
 @dataclass
 class Built:
     program: Program

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from sage.agent.compiler.build import Built, Unsupported, build_program, check_dtypes
+from sage.agent.compiler.build import Built, SourceTooLarge, Unsupported, build_program, check_dtypes
 from sage.agent.compiler.generic.casecode import Room, case_code
 from sage.agent.compiler.generic.hostcode import kernel_file
 from sage.agent.compiler.generic.rules import build_rules
@@ -30,7 +30,7 @@ from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, g
 from sage.agent.compiler.tracing import check_static, reference_failure, traced
 from sage.bench.case_support import describe_case
 from sage.bench.evaluate import case_indices
-from sage.kernels import Target, dsl_dtype, flat_args, is_tensor_list, long_rows, target_for, trace_graph
+from sage.kernels import Target, decomposed_convolutions, dsl_dtype, flat_args, is_tensor_list, long_rows, target_for, trace_graph
 from sage.npu.restricted import MAX_SOURCE_BYTES
 
 ScheduleFor = Callable[[GroupKey], Schedule]
@@ -206,7 +206,7 @@ def compile_cases(cases: list[CaseProgram], schedule_for: ScheduleFor | None, ta
     source, kernels = kernel_file(rules, tilings, title, params)
     size = len(source.encode())
     if size > MAX_SOURCE_BYTES:
-        raise Unsupported(f"the kernel file ({size // 1024} KB) exceeds the sandbox's "
+        raise SourceTooLarge(f"the kernel file ({size // 1024} KB) exceeds the sandbox's "
                           f"{MAX_SOURCE_BYTES // 1024} KB")
     return CompiledTask(source, cases, schedules, rules=len(rules), kernels=len(kernels),
                         exact=sum(r.exact for r in rules), codes=codes)
@@ -233,9 +233,25 @@ def _signature(case: list) -> tuple:
     return tuple(sig)
 
 
+def fitting_cases(task: Any, target: Target, evaluated: int | list[int] | None = None) -> list[CaseProgram]:
+    """`trace_cases`, with the convolutions decomposed when the direct kernels would not fit
+    one file: each is written for one window geometry, and a public file spans up to 32 of
+    them (level3/8_conv_standard3d: 355 KB of kernels). The decomposed program's kernels
+    (padding, im2col copy, product) take their sizes at launch and serve every case."""
+    cases = trace_cases(task, evaluated)
+    if not any(g.kind == "conv" for c in cases for g in c.plan.groups):
+        return cases
+    try:
+        compile_cases(cases, None, target, "probe")
+    except SourceTooLarge:
+        with decomposed_convolutions():
+            return trace_cases(task, evaluated)
+    return cases
+
+
 def compile_task(task: Any, target: Target, schedule_for: ScheduleFor | None = None) -> CompiledTask:
-    cases = trace_cases(task)
+    cases = fitting_cases(task, target)
     return compile_cases(cases, schedule_for, target, f"compiled from the aten graph of {task.key}")
 
 
-__all__ = ["CompiledTask", "Unsupported", "compile_task", "trace_cases", "compile_cases"]
+__all__ = ["CompiledTask", "Unsupported", "compile_task", "fitting_cases", "trace_cases", "compile_cases"]

@@ -62,3 +62,57 @@ def test_a_strided_view_input_falls_back_to_the_decomposition(compile_graph):
     (out,) = run(x, w)
     want = F.conv2d(torch.from_numpy(x[:, 1:]).double(), torch.from_numpy(w).double(), padding=1).numpy()
     np.testing.assert_allclose(np.asarray(out, np.float64).reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("x_shape, cout, k, groups, s, p, d", [
+    ((2, 8, 7, 9), 12, (3, 3), 4, 1, 1, 1),       # 2-D, four groups of 2 -> 3 channels
+    ((1, 6, 17), 9, (3,), 3, 2, 1, 2),             # 1-D, stride and dilation
+])
+def test_a_grouped_convolution_is_one_batched_product_per_group(compile_graph, x_shape, cout, k, groups, s, p, d):
+    # Not depthwise, not groups = 1: the decomposition's im2col per group, one bmm over
+    # (batch, group); each output channel sees only its group's input channels.
+    n = len(k)
+    conv = {1: "conv1d", 2: "conv2d"}[n]
+    cin = x_shape[1]
+    compiled, run = compile_graph(
+        "x, w, b", f"torch.nn.functional.{conv}(x, w, b, stride={s}, padding={p}, dilation={d}, groups={groups})",
+        f"torch.randn{x_shape}, torch.randn({cout}, {cin // groups}, *{k!r}), torch.randn({cout})")
+    assert "conv" not in [g.kind for _, g in compiled.groups]
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((cout, cin // groups, *k)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    (out,) = run(x, w, b)
+    want = CONV[n](torch.from_numpy(x).double(), torch.from_numpy(w).double(), torch.from_numpy(b).double(),
+                   stride=s, padding=p, dilation=d, groups=groups).numpy()
+    np.testing.assert_allclose(np.asarray(out, np.float64).reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_transposed_convolution_flips_its_window_with_one_last_axis_gather(compile_graph):
+    # The flipped kernel is the flattened window reversed: a gather along the last axis,
+    # which the lowering writes (an inner-axis one, as flipping H then W took, it does not).
+    compiled, run = compile_graph("x, w, b", "torch.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1)",
+                                  "torch.randn(1, 4, 5, 6), torch.randn(4, 3, 3, 3), torch.randn(3)")
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 4, 5, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    (out,) = run(x, w, b)
+    want = F.conv_transpose2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(), torch.from_numpy(b).double(),
+                              stride=2, padding=1).numpy()
+    np.testing.assert_allclose(np.asarray(out, np.float64).reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+
+
+def test_convolutions_are_decomposed_when_their_direct_kernels_overflow_the_file(task_file, monkeypatch):
+    # Two window geometries: two direct kernels. Under a limit too small for them, the task is
+    # traced again with its convolutions decomposed (no conv group left).
+    from sage.agent.compiler import compiler
+    from sage.kernels import target_for
+
+    task = task_file("x, w, k", "torch.nn.functional.conv2d(x, w, padding=k // 2)",
+                     ["torch.randn(1, 3, 12, 12), torch.randn(8, 3, 3, 3), 3",
+                      "torch.randn(1, 3, 12, 12), torch.randn(8, 3, 5, 5), 5"])
+    kinds = lambda cases: {g.kind for c in cases for g in c.plan.groups}   # noqa: E731
+    assert "conv" in kinds(compiler.fitting_cases(task, target_for()))
+    monkeypatch.setattr(compiler, "MAX_SOURCE_BYTES", 4096)
+    assert "conv" not in kinds(compiler.fitting_cases(task, target_for()))

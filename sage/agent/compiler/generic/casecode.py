@@ -81,7 +81,7 @@ class Room:
         self.host = self.limit
 
     def spend(self, launch: TracedLaunch, launches: int) -> None:
-        from sage.agent.compiler.build import Unsupported
+        from sage.agent.compiler.build import SourceTooLarge
         from sage.agent.compiler.generic.hostexpr import literal
 
         if launch.kernel not in self.seen:
@@ -91,7 +91,7 @@ class Room:
         self.host -= 60 + len(launch.entry) + sum(len(literal(v)) + 2 for v in launch.values) + \
             sum(len(a) + 2 for a in launch.args)
         if self.kernels < 0 or self.host < 0:
-            raise Unsupported(f"the kernel file would exceed the sandbox's {self.limit // 1024} KB "
+            raise SourceTooLarge(f"the kernel file would exceed the sandbox's {self.limit // 1024} KB "
                               f"({launches} kernel launches for one case)")
 
 
