@@ -76,8 +76,8 @@ def results_file(folder: Path) -> Path:
 
 def task_times(row, specs: dict[str, HardwareSpec], cases: int) -> dict:
     """Per variant, the end-to-end speedup of each re-timed case, and the reference's times."""
-    task = load_task(row.path if Path(row.path).is_file() else ROOT / "sage/bench/npukernelbench" / f"{row.task}.py",
-                     seed=row.seed or 0)
+    own = ROOT / "sage/bench/npukernelbench" / f"{row.task}.py"      # this checkout's task file, else the row's
+    task = load_task(own if own.is_file() else row.path, seed=row.seed or 0)
     model, selected = select_cases(task, cases)
     stored = {c.index: c.speedup for c in row.evaluation.cases} if row.evaluation else {}
     out = {"task": row.task, "cases": [], "problem": None}
