@@ -330,6 +330,17 @@ def render(rows: list[Row], spec: HardwareSpec, matmul: tuple | None, size: int)
     return "\n".join(lines) + "\n"
 
 
+# What benchmarks/sensitivity.py writes below this heading (its prose and its generated block)
+# outlives a rerun of this script.
+KEPT_FROM = "## Sensitivity to the unsourced constants"
+
+
+def kept_section(path: Path) -> str:
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    at = text.find(KEPT_FROM)
+    return "" if at < 0 else "\n" + text[at:]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="ascend910b2")
@@ -341,7 +352,7 @@ def main() -> int:
     rows = [row for section in SECTIONS for row in section(spec)]
     matmul = None if args.quick else matmul_comparison(spec, args.matmul_size)
     text = render(rows, spec, matmul, args.matmul_size)
-    args.out.write_text(text)
+    args.out.write_text(text + kept_section(args.out))
     print(text)
     return 0
 

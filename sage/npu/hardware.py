@@ -59,6 +59,12 @@ class ScalarSpec(_Frozen):
     gm_access_cycles: float
     flag_cycles: float
     event_ids: int
+    # What a CrossCoreSetFlag/WaitFlag record and a SyncAll record occupy their pipe for: a set's
+    # increment reaches the other core when the set ends (sim/engine_sync.py), so the set's cost is
+    # also the flag's delivery latency. Separate from flag_cycles (the in-core SetFlag/WaitFlag
+    # figure) so that the sensitivity study (benchmarks/sensitivity.py) can vary them alone.
+    cross_core_flag_cycles: float = 1.0
+    sync_all_cycles: float = 1.0
 
 
 class InstrCost(_Frozen):

@@ -24,8 +24,8 @@ from sage.npu.sim.costs import CostModel
 from sage.npu.sim.engine import Engine, LaunchTiming
 from sage.npu.sim.engine_stream import CostedStream
 from sage.npu.sim.l2 import L2Cache
-from sage.npu.sim.opcodes import (FLAG, GM_COPY, GM_READ_PATHS, LOCAL_COPY, MAD, MARK, PATHS, SCALAR_GM, SCALAR_LOCAL,
-                                  VEC, vector_keys)
+from sage.npu.sim.opcodes import (CROSS_SET, CROSS_WAIT, FLAG, GM_COPY, GM_READ_PATHS, LOCAL_COPY, MAD, MARK, PATHS,
+                                  SCALAR_GM, SCALAR_LOCAL, SYNC_ALL, VEC, vector_keys)
 from sage.npu.sim.runtrace import LaunchTrace, RunTrace
 from sage.npu.sim.session import gm_addresses
 
@@ -124,9 +124,13 @@ class _Coster:
             body = costs.gm_access
         elif op == MARK:
             body = 0.0
-        else:
-            assert op == FLAG or op > MARK  # flags, cross-core sets and waits, SyncAll
+        elif op == FLAG:
             body = costs.flag
+        elif op == SYNC_ALL:
+            body = costs.sync_all
+        else:
+            assert op in (CROSS_SET, CROSS_WAIT)
+            body = costs.cross_flag
         return (pipe, kind, op, head, body, 0, 0.0, deps, a, b, work)
 
 

@@ -67,8 +67,33 @@ def run_sandboxed(
     """
     from sage.npu.execute import FunctionalRun, time_run
     from sage.npu.hardware import load_preset
-    from sage.npu.restricted import MAX_SOURCE_BYTES
+
+    spec = load_preset(preset) if isinstance(preset, str) else preset
+    reply = run_functional_sandboxed(source, args, kwargs, preset=spec, filename=filename, expected=expected,
+                                     limits=limits, instruction_budget=instruction_budget)
+    if isinstance(reply, FunctionalRun):
+        return time_run(reply, spec, trace=trace)
+    return reply
+
+
+def run_functional_sandboxed(
+    source: str,
+    args: list[Any],
+    kwargs: dict[str, Any] | None = None,
+    *,
+    preset: str | HardwareSpec = "ascend910b2",
+    filename: str = "kernel.py",
+    expected: list[OutputSpec] | None = None,
+    limits: Limits | None = None,
+    instruction_budget: int = DEFAULT_INSTRUCTION_BUDGET,
+) -> Any:
+    """The child's half of `run_sandboxed`: its checked outputs and instruction records (a
+    `FunctionalRun`), not yet timed, or the `KernelRun` of what went wrong. The records do not
+    depend on the preset's costs, so one run can be timed on several presets
+    (`execute.time_run`; benchmarks/sensitivity.py does)."""
     from sage.npu.errors import SandboxError
+    from sage.npu.hardware import load_preset
+    from sage.npu.restricted import MAX_SOURCE_BYTES
 
     limits = limits or Limits()
     spec = load_preset(preset) if isinstance(preset, str) else preset
@@ -77,10 +102,7 @@ def run_sandboxed(
     header = {"source": source, "filename": filename, "preset": spec.model_dump(mode="json"),
               "expected": None if expected is None else [e.model_dump(mode="json") for e in expected],
               "limits": limits.model_dump(), "instruction_budget": instruction_budget}
-    reply = _run_child(header, list(args), dict(kwargs or {}), limits, expected)
-    if isinstance(reply, FunctionalRun):
-        return time_run(reply, spec, trace=trace)
-    return reply
+    return _run_child(header, list(args), dict(kwargs or {}), limits, expected)
 
 
 def _run_child(header: dict, args: list, kwargs: dict, limits: Limits,

@@ -69,6 +69,8 @@ class CostModel:
         self.local_access = spec.scalar.local_access_cycles
         self.gm_access = spec.scalar.gm_access_cycles
         self.flag = spec.scalar.flag_cycles
+        self.cross_flag = spec.scalar.cross_core_flag_cycles
+        self.sync_all = spec.scalar.sync_all_cycles
         c = spec.cube
         self.fractal = c.fractal
         self.mad_fixed = c.fixed_cycles
