@@ -44,6 +44,7 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from sage.npu.errors import KernelRuntimeError, KernelSyntaxError, SandboxError
+from sage.npu import masked_if
 from sage.npu.sim import masks, tries
 from sage.npu.sim.lanes import lane_isinstance, lane_max, lane_min, lane_range, per_lane_call
 
@@ -119,26 +120,10 @@ class KernelPolicy(RestrictingNodeTransformer):
         return self.node_contents_visit(node)
 
     def visit_If(self, node: ast.If):
-        # An `if` whose arms are only calls may run both arms in a lane group, each under a lane
-        # mask, where the lanes disagree on its test (sage/npu/sim/masks.py):
-        #     for _sage_arm_ in _arms_(test):
-        #         if _sage_arm_: _callee_(f)(...) ...
-        #         else: _callee_(g)(...) ...
-        # Outside a lane group `_arms_` gives (bool(test),), the `if` as written.
-        maskable = _maskable_arm(node.body) and _maskable_arm(node.orelse)
+        # an `if` whose arms are only calls may run both arms under lane masks (sage/npu/masked_if.py)
+        maskable = masked_if.eligible(node)
         new = self.node_contents_visit(node)
-        if not maskable:
-            return new
-        for stmt in (*new.body, *new.orelse):
-            func = stmt.value.func
-            name = ast.copy_location(ast.Name("_callee_", ast.Load()), func)
-            stmt.value.func = ast.copy_location(ast.Call(func=name, args=[func], keywords=[]), func)
-        at = lambda part: ast.copy_location(part, node)  # noqa: E731 - the `if`'s own line for the new nodes
-        loop = at(ast.For(target=at(ast.Name("_sage_arm_", ast.Store())),
-                          iter=at(ast.Call(func=at(ast.Name("_arms_", ast.Load())), args=[new.test], keywords=[])),
-                          body=[at(ast.If(test=at(ast.Name("_sage_arm_", ast.Load())), body=new.body,
-                                          orelse=new.orelse))], orelse=[]))
-        return ast.fix_missing_locations(loop)
+        return masked_if.rewrite(node, new) if maskable else new
 
     def visit_ClassDef(self, node: ast.ClassDef):
         for kw in node.keywords:
@@ -156,31 +141,6 @@ for _name, _why in _NO_STATEMENT.items():
         self.error(node, _why)
         return node
     setattr(KernelPolicy, f"visit_{_name}", _refuse)
-
-
-_CALL_FREE_DENY = (ast.Call, ast.NamedExpr, ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp,
-                   ast.Await, ast.Yield, ast.YieldFrom, ast.Starred)
-
-
-def _maskable_arm(body: list) -> bool:
-    """An `if` arm that may run under a lane mask: one or more statements, each a call of a name or
-    an attribute (``Mins(...)``, ``self.ops.Mins(...)``) whose arguments call nothing and bind
-    nothing, so the arm's only effects are those calls (checked per call: sim/masks.py)."""
-    if not body:
-        return False
-    for stmt in body:
-        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-            return False
-        func = stmt.value.func
-        while isinstance(func, ast.Attribute):
-            func = func.value
-        if not isinstance(func, ast.Name):
-            return False
-        parts = [*stmt.value.args, *(k.value for k in stmt.value.keywords)]
-        if any(k.arg is None for k in stmt.value.keywords) or any(
-                isinstance(n, _CALL_FREE_DENY) for p in parts for n in ast.walk(p)):
-            return False
-    return True
 
 
 def dsl_names() -> frozenset[str]:

@@ -145,3 +145,22 @@ def test_the_same_if_outside_a_lane_group_is_the_plain_if():
         "    y = empty_like(x)\n    if rows > 1:\n        print('rows', rows)\n    else:\n        print('one row')\n")
     run = both(body, [mixed()])
     assert run.error is None and run.printed == "rows 32\n"
+
+
+def test_which_ifs_the_compiler_runs_under_masks():
+    import ast
+
+    from sage.npu.masked_if import eligible
+
+    def one(src: str) -> bool:
+        return eligible(ast.parse(src).body[0])
+    assert one("if t:\n    Mins(y, x, 1.0, n)\nelse:\n    Adds(y, x, 0.0, n)")
+    assert one("if t:\n    self.ops.Mins(y, x[i * d], -s, n)\n    Exp(y, y, n)\nelse:\n    Adds(y, x, s + 1, n)")
+    assert not one("if t:\n    Mins(y, x, 1.0, n)")                                  # no else: nothing to match
+    assert not one("if t:\n    Mins(y, x, 1.0, n)\nelif u:\n    Adds(y, x, 0.0, n)\nelse:\n    Exp(y, x, n)")
+    assert not one("if t:\n    s = 1.0\nelse:\n    s = 0.0")                             # a binding
+    assert not one("if t:\n    Mins(y, x, f(1.0), n)\nelse:\n    Adds(y, x, 0.0, n)")   # a call in an argument
+    assert not one("if t:\n    Mins(y, x, [g for g in h], n)\nelse:\n    Adds(y, x, 0.0, n)")
+    assert not one("if t:\n    Mins(**kw)\nelse:\n    Adds(y, x, 0.0, n)")
+    assert not one("if t:\n    ops[0](y, x)\nelse:\n    Adds(y, x, 0.0, n)")            # callee not a name/attribute
+    assert not one("if t:\n    Mins(y, x, (s := 2), n)\nelse:\n    Adds(y, x, 0.0, n)")

@@ -7,7 +7,7 @@ Most such branches pick one vector instruction or another (``Mins(y, x, 1.0, n)`
 ``Adds(y, x, 0.0, n)``): the same shape of work, on the same bytes, through the same pipe.
 Such an `if` is run here without leaving the group:
 
-- the restricted compiler (sage.npu.restricted) marks the `if` statements whose two arms are
+- the kernel compiler (sage.npu.masked_if) marks the `if` statements whose two arms are
   only calls (``Name(args)`` or ``obj.attr(args)`` with call-free arguments) and runs them as
   ``for arm in _arms_(test): if arm: ... else: ...``;
 - where `test` differs per lane, `arms` yields True with the mask of the lanes that take the
