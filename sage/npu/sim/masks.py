@@ -132,7 +132,7 @@ def _merge(core: Any, test: LaneValue, truth: tuple, first: list, second: list) 
     for x, y in zip(first, second):
         fields = list(x)
         for i in _PER_LANE:
-            if x[i] is not y[i] and x[i] != y[i]:
+            if x[i] is not y[i]:  # (lanes() keeps one value where every lane's has one type and value)
                 fields[i] = lanes_mod.lanes(_lane(x[i] if t else y[i], k) for k, t in enumerate(truth))
         pipe, name, op, a, b, c, d, gm, reads, writes, deps, kind, line = fields
         idx = core.instr(pipe, name, op, a, b, c, d, gm, reads, writes, deps, kind, line=line)
