@@ -3,8 +3,8 @@
 The workloads are the kernels the suite and the agent simulate over and over: a 4096 x 4096
 fp16 row softmax on 48 blocks (examples/kernels/softmax.py, the headline), the cube matmul
 and the vector-unit matmul examples, a 4 M-element add, the layer norm example, a kernel
-that branches on each row's maximum (benchmarks/kernels/row_clip.py: its lane groups split
-on data), the MIX matmul with its GELU epilogue, and a causal flash-attention forward
+that branches on each row's maximum (benchmarks/kernels/row_clip.py: a data-dependent
+branch, run under lane masks), the MIX matmul with its GELU epilogue, and a causal flash-attention forward
 (examples/kernels/flash_attention.py, when the checkout has it). Each is run `--repeat`
 times and the median CPU time of the functional run (`run_functional`: the kernel's numpy
 work and its records) and of the replay (`time_run`: costing and scheduling the records) is

@@ -2,9 +2,10 @@
 are clipped to 1.0, the others copied as they are (fp32, one row at a time).
 
 Each row's maximum is read as a scalar (ReduceMax, V_S sync, GetValue) and the kernel
-branches on it, so the blocks' control flow depends on the data: the lane groups of the
-simulator split on it (sage/npu/sim/lanes.py). Not an example of a fast kernel (one
-scalar round trip per row).
+branches on it, so the blocks' control flow depends on the data. Both arms are one vector
+instruction on the same bytes, so a lane group of the simulator runs them under lane masks
+(sage/npu/sim/masks.py) instead of splitting on every row (sage/npu/sim/lanes.py). Not an
+example of a fast kernel (one scalar round trip per row).
 """
 
 from sage.npu.ascendc import *

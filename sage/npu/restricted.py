@@ -44,7 +44,8 @@ from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
 from sage.npu.errors import KernelRuntimeError, KernelSyntaxError, SandboxError
-from sage.npu.sim import tries
+from sage.npu import masked_if
+from sage.npu.sim import masks, tries
 from sage.npu.sim.lanes import lane_isinstance, lane_max, lane_min, lane_range, per_lane_call
 
 DSL_MODULE = "sage.npu.ascendc"
@@ -117,6 +118,12 @@ class KernelPolicy(RestrictingNodeTransformer):
                     isinstance(x, ast.Constant) and x.value is None for x in operands[i:i + 2]):
                 self.error(node, "`is` / `is not` may only compare with None in a kernel: use == to compare values")
         return self.node_contents_visit(node)
+
+    def visit_If(self, node: ast.If):
+        # an `if` whose arms are only calls may run both arms under lane masks (sage/npu/masked_if.py)
+        maskable = masked_if.eligible(node)
+        new = self.node_contents_visit(node)
+        return masked_if.rewrite(node, new) if maskable else new
 
     def visit_ClassDef(self, node: ast.ClassDef):
         for kw in node.keywords:
@@ -337,6 +344,8 @@ class KernelNamespace:
             "__builtins__": self.builtins(),
             "__metaclass__": self.build_class,
             "_getattr_": self.guarded_getattr(),
+            "_arms_": masks.arms,
+            "_callee_": masks.callee,
             "_write_": self.write,
             "_getitem_": self.getitem,
             "_getiter_": iter,

@@ -4,7 +4,8 @@ nothing it does in one can change what is judged in the other (issue: integrity,
 Each generated kernel gives every block one tile of GM and then runs a random sequence of
 steps, each of which decides with a probe whether to change the tile: probes of the mode
 (isinstance, repr and == of ranges and of the block index), module-level and class state
-written inside the launch, branches on the block index and on data, calls lanes cannot run
+written inside the launch, branches on the block index and on data (with and without arms
+a lane group runs under lane masks), calls lanes cannot run
 (printf, a GM scalar read), an error in one block, lists that differ per lane, GM writes
 between the steps; then, sometimes, a second launch in place whose scale the host reads from
 the state the first left. Lanes (the default) and block by block must give the same verdict,
@@ -55,6 +56,16 @@ PROBES = {
     "math_per_lane": "flag = math.sqrt(b + 1) > 1.5",
 }
 WRITE = "DataCopy(zg, a, {tile})\n    PipeBarrier(PIPE_ALL)"
+# What a step does with `flag`: an `if` alone, or with arms a lane group may run under lane masks
+# (sim/masks.py): one instruction each, two against one, another length and a per-lane scalar
+# (lane groups split on the last two, as before masks)
+ARMS = (
+    "\n    if flag:\n        Adds(a, a, 1.0, {tile})\n        PipeBarrier(PIPE_ALL)",
+    "\n    if flag:\n        Adds(a, a, 1.0, {tile})\n    else:\n        Muls(a, a, 0.5, {tile})\n    PipeBarrier(PIPE_ALL)",
+    "\n    if flag:\n        Adds(a, a, 1.0, {tile})\n        Muls(a, a, 2.0, {tile})\n    else:\n"
+    "        Maxs(a, a, 0.0, {tile})\n    PipeBarrier(PIPE_ALL)",
+    "\n    if flag:\n        Adds(a, a, b, {tile})\n    else:\n        Mins(a, a, b, {half})\n    PipeBarrier(PIPE_ALL)",
+)
 
 KERNEL = """from sage.npu.ascendc import *
 import math
@@ -102,8 +113,8 @@ def kernels(draw) -> str:
             steps.append(WRITE.format(tile=TILE))
         probe = draw(st.sampled_from(sorted(PROBES)))
         k = draw(st.integers(0, blocks - 1))
-        steps.append(PROBES[probe].format(k=k) + f"\n    if flag:\n        Adds(a, a, 1.0, {TILE})\n"
-                     "        PipeBarrier(PIPE_ALL)")
+        arms = draw(st.sampled_from(ARMS))
+        steps.append(PROBES[probe].format(k=k) + arms.format(tile=TILE, half=TILE // 2))
     body = "\n".join("    " + s for s in steps)
     host = SECOND_LAUNCH.format(blocks=blocks) if draw(st.booleans()) else ""
     return KERNEL.format(tile=TILE, steps=body, blocks=blocks, host=host)
@@ -137,9 +148,10 @@ def test_lanes_and_blocks_alone_cannot_be_told_apart(src):
 
 
 def test_every_probe_alone():
-    """Each probe once, after a GM write and with the second launch, so none is left to chance."""
+    """Each probe once with each kind of arms, after a GM write and with the second launch, so
+    none is left to chance."""
     for name, probe in sorted(PROBES.items()):
-        steps = "\n".join("    " + s for s in (WRITE.format(tile=TILE), probe.format(k=1) +
-                                                f"\n    if flag:\n        Adds(a, a, 1.0, {TILE})\n"
-                                                "        PipeBarrier(PIPE_ALL)"))
-        same_run(KERNEL.format(tile=TILE, steps=steps, blocks=4, host=SECOND_LAUNCH.format(blocks=4)))
+        for arms in ARMS:
+            steps = "\n".join("    " + s for s in (WRITE.format(tile=TILE), probe.format(k=1) +
+                                                    arms.format(tile=TILE, half=TILE // 2)))
+            same_run(KERNEL.format(tile=TILE, steps=steps, blocks=4, host=SECOND_LAUNCH.format(blocks=4)))

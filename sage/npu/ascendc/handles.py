@@ -36,6 +36,7 @@ from sage.npu.errors import LaunchError
 from sage.npu.sim import core as core_mod
 from sage.npu.sim import lanes
 from sage.npu.sim.lanes import LANE_READY, LaneValue, NotLaneable
+from sage.npu.sim.masks import CALLS, MASKABLE
 
 # handle id -> (simulator object, the core it belongs to or None: valid anywhere in the run); one
 # table, so translating a handle is one lookup
@@ -169,8 +170,11 @@ def api(fn: Callable) -> Callable:
     def call(*args, **kwargs):
         core = core_mod._current
         if core is not None:
-            if core.lanes is not None and fn not in LANE_READY:
-                raise NotLaneable(fn.__name__)
+            if core.lanes is not None:
+                if fn not in LANE_READY:
+                    raise NotLaneable(fn.__name__)
+                if core.mask is not None and fn not in MASKABLE:  # (an arm under a lane mask: sim/masks.py)
+                    raise core.mask.diverge()
             outer, core.caller = core.caller, sys._getframe(1)
         try:
             if kwargs:
@@ -181,6 +185,8 @@ def api(fn: Callable) -> Callable:
             if core is not None:
                 core.caller = outer
         return None if result is None else wrap(result)
+    if fn in MASKABLE:
+        CALLS.add(call)
     return call
 
 
@@ -227,8 +233,10 @@ def _constructor(impl: type) -> Callable:
     def __init__(self, *args, **kwargs):
         core = core_mod._current
         if core is not None:
-            if core.lanes is not None and impl not in LANE_READY:
-                raise NotLaneable(impl.__name__)
+            if core.lanes is not None and (impl not in LANE_READY or core.mask is not None):
+                if impl not in LANE_READY:
+                    raise NotLaneable(impl.__name__)
+                raise core.mask.diverge()  # (only maskable calls run under a lane mask: sim/masks.py)
             outer, core.caller = core.caller, sys._getframe(1)
         try:
             obj = impl(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
@@ -248,8 +256,10 @@ def _forward_method(fn: Callable, passthrough: bool) -> Callable:
         def method(self, *args, **kwargs):
             core = core_mod._current
             if core is not None:
-                if core.lanes is not None and fn not in LANE_READY:
-                    raise NotLaneable(fn.__name__)
+                if core.lanes is not None and (fn not in LANE_READY or core.mask is not None):
+                    if fn not in LANE_READY:
+                        raise NotLaneable(fn.__name__)
+                    raise core.mask.diverge()  # (only maskable calls run under a lane mask: sim/masks.py)
                 outer, core.caller = core.caller, sys._getframe(1)
             try:
                 return wrap(fn(unwrap(self), *args, **kwargs))
@@ -265,8 +275,10 @@ def _forward_property(fget: Callable) -> Callable:
     def get(self):
         core = core_mod._current
         if core is not None:
-            if core.lanes is not None and fget not in LANE_READY:
-                raise NotLaneable(fget.__name__)
+            if core.lanes is not None and (fget not in LANE_READY or core.mask is not None):
+                if fget not in LANE_READY:
+                    raise NotLaneable(fget.__name__)
+                raise core.mask.diverge()  # (only maskable calls run under a lane mask: sim/masks.py)
             outer, core.caller = core.caller, sys._getframe(1)
         try:
             return wrap(fget(unwrap(self)))

@@ -15,6 +15,7 @@ from sage.npu.ascendc._vecbase import indexed, issue, repeat_form, repeat_index,
 from sage.npu.ascendc.tensors import LocalTensor
 from sage.npu.ascendc.params import BinaryRepeatParams, UnaryRepeatParams
 from sage.npu.sim.lanes import as_array, lane_ready
+from sage.npu.sim.masks import maskable
 
 _F32 = np.float32
 
@@ -60,7 +61,7 @@ def _binary(name: str, key: str, fn, what: str):
     op.__name__ = name
     op.__doc__ = f"dst = {what}; also {name}(dst, src0, src1, mask, repeatTimes, BinaryRepeatParams)."
     op.what, op.cost_key = what, key
-    return lane_ready(op)
+    return maskable(lane_ready(op))  # (one record, bytes of dst only: may run under a lane mask)
 
 
 def _unary(name: str, key: str, fn, what: str):
@@ -89,7 +90,7 @@ def _unary(name: str, key: str, fn, what: str):
     op.__name__ = name
     op.__doc__ = f"dst = {what}; also {name}(dst, src, mask, repeatTimes, UnaryRepeatParams)."
     op.what, op.cost_key = what, key
-    return lane_ready(op)
+    return maskable(lane_ready(op))  # (one record, bytes of dst only: may run under a lane mask)
 
 
 def _scalar(name: str, key: str, fn, what: str):
@@ -120,7 +121,7 @@ def _scalar(name: str, key: str, fn, what: str):
     op.__name__ = name
     op.__doc__ = f"dst = {what} (scalar rounded to the dtype); also {name}(dst, src, scalar, mask, repeatTimes, UnaryRepeatParams)."
     op.what, op.cost_key = what, key
-    return lane_ready(op)
+    return maskable(lane_ready(op))  # (one record, bytes of dst only: may run under a lane mask)
 
 
 Add = _binary("Add", "vadd", np.add, "src0 + src1")
@@ -148,6 +149,7 @@ Mins = _scalar("Mins", "vmins", np.minimum, "min(src, scalar)")
 LeakyRelu = _scalar("LeakyRelu", "vmuls", lambda x, a: np.where(x >= 0, x, x * a), "src if src >= 0 else src * scalar")
 
 
+@maskable
 @lane_ready
 def Duplicate(dst, scalar, count_or_mask, repeatTimes=None, dstBlockStride=1, dstRepeatStride=8) -> None:
     """Duplicate(dst, scalar, count): dst[:count] = scalar. Cost: vector_dup."""

@@ -131,6 +131,8 @@ class CoreState:
         self._varying: list[int] | None = None  # which records differ between lanes (lane_records)
         self._lane_names: tuple | None = None   # (core type, each lane's name in GM hazard messages)
         self._knows_cache: tuple | None = None  # (a knowledge dict, what each lane knows of it: _lane_knows)
+        self.mask = None  # while an arm of an `if` the lanes disagree on runs: its sim.masks.Mask
+        self.masked_records: list[int] = []  # records merged from two arms, fields per lane (sim/masks.py)
         rows = None
         if lanes is not None:
             self.block_idx, self.weight, rows = LaneValue(tuple(lanes), self), len(lanes), len(lanes)
@@ -189,14 +191,19 @@ class CoreState:
 
     # -- instructions -----------------------------------------------------------------------
     def instr(self, pipe: int, name: str, op: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0,
-              gm: tuple | None = None, reads=(), writes=(), deps: tuple | None = None, kind: int = NORMAL) -> int:
+              gm: tuple | None = None, reads=(), writes=(), deps: tuple | None = None, kind: int = NORMAL,
+              line=None) -> int:
         """Check sync and races for the byte ranges ``(slot, lo, hi)`` touched, then record.
 
         ``op, a..d`` describe the work (``opcodes.py``); ``gm`` is ``(allocation id, byte lo,
         byte hi)`` of the GM bytes a transfer touches. The common case, one access covering a
         buffer's single tracked segment, is handled inline; everything else goes through
-        RangeTracker.
+        RangeTracker. ``line``: given for a record merged from two masked arms (sim/masks.py),
+        whose line may differ per lane; otherwise the calling kernel line.
         """
+        if self.mask is not None:  # an arm under a lane mask: held back, recorded when both arms are done
+            return self.mask.hold((pipe, name, op, a, b, c, d, gm, tuple(reads), tuple(writes), deps, kind,
+                                   self.kernel_line()))
         if kind == NORMAL:
             need = PIPE_CORE[pipe]
             if need is not None and need is not self.core_type:
@@ -252,7 +259,9 @@ class CoreState:
         idx = len(records)
         # The kernel line (kernel_line(), its common case inline: this runs once per record)
         f = self.caller
-        if f is not None and f.f_code.co_filename == self.kernel_file:
+        if line is not None:
+            self.last_line = line
+        elif f is not None and f.f_code.co_filename == self.kernel_file:
             line = self.lines.get((id(f.f_code), f.f_lasti))
             if line is None:
                 line = self._new_site(f)
@@ -410,6 +419,8 @@ class CoreState:
             lo, hi = r[8], r[9]
             out[i] = (*r[:8], lo.v[lane] if lo.__class__ is LaneValue else lo,
                       hi.v[lane] if hi.__class__ is LaneValue else hi, *r[10:])
+        for i in self.masked_records:  # (merged arms: instruction, sizes, name, line per lane)
+            out[i] = tuple(x.v[lane] if x.__class__ is LaneValue else x for x in out[i])
         return out
 
     def payload(self, pipe: int) -> dict:
