@@ -14,6 +14,7 @@ the offline compiler also needs which call's output feeds which call's input
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,12 +123,24 @@ def dtype_size(name: str) -> int:
     return _DTYPE_SIZES.get(name, 4)
 
 
-def _meta(t: torch.Tensor, origins: dict[int, str] | None = None) -> TensorMeta:
+def _meta(t: torch.Tensor, origins: dict[int, str] | None = None,
+          made: dict[tuple, TensorMeta] | None = None) -> TensorMeta:
+    """The tensor's metadata; with `made`, one TensorMeta per distinct content (nms's 120,000
+    operands have 11,000 distinct ones, and validating a new model each time was a fifth of
+    its trace). Nothing changes a TensorMeta once made, so the calls may share it."""
     value = None
     if t.numel() == 1 and t.is_cpu and not t.is_complex():
         value = float(t.item())
-    return TensorMeta(shape=tuple(t.shape), dtype=dtype_name(t.dtype), contiguous=t.is_contiguous(), value=value,
-                      origin=(origins or {}).get(id(t)))
+    shape, contiguous, origin = tuple(t.shape), t.is_contiguous(), (origins or {}).get(id(t))
+    if made is None:
+        return TensorMeta(shape=shape, dtype=dtype_name(t.dtype), contiguous=contiguous, value=value, origin=origin)
+    # -0.0 == 0.0 (and hashes alike) but prints apart: the sign is part of the key.
+    key = (shape, t.dtype, contiguous, value, value is not None and math.copysign(1.0, value) < 0, origin)
+    meta = made.get(key)
+    if meta is None:
+        meta = made[key] = TensorMeta(shape=shape, dtype=dtype_name(t.dtype), contiguous=contiguous, value=value,
+                                      origin=origin)
+    return meta
 
 
 def _written_arguments(func: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:
@@ -186,6 +199,7 @@ class _Recorder(TorchDispatchMode):
         self.ids: dict[int, int] = {}
         self.alive: list[torch.Tensor] = []   # keeps id(t) and storages from being reused while values are numbered
         self.storages: dict[int, int] = {}    # storage data pointer -> storage number
+        self.metas: dict[tuple, TensorMeta] = {}   # _meta's: one TensorMeta per distinct content
 
     def fresh(self, t: torch.Tensor) -> int:
         assert self.graph is not None
@@ -197,12 +211,13 @@ class _Recorder(TorchDispatchMode):
         self.graph.strides[vid] = tuple(t.stride())
         self.graph.offsets[vid] = t.storage_offset()
         storage = t.untyped_storage()
+        nbytes = storage.nbytes()
         # Empty storages may share a null pointer: each is its own. Meta tensors (a reference
         # timed on sized inputs) all have a null pointer: their storage object tells them apart.
         ptr = storage._cdata if t.is_meta else storage.data_ptr()
-        key = ptr if storage.nbytes() else -vid - 1
+        key = ptr if nbytes else -vid - 1
         self.graph.storage[vid] = self.storages.setdefault(key, len(self.storages))
-        self.graph.storage_numel[vid] = storage.nbytes() // max(t.element_size(), 1)
+        self.graph.storage_numel[vid] = nbytes // max(t.element_size(), 1)
         return vid
 
     def value_id(self, t: torch.Tensor) -> int:
@@ -241,7 +256,7 @@ class _Recorder(TorchDispatchMode):
                 scalars.append(_plain(a))
                 kinds.append("scalar")
         operands += [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
-        inputs = [_meta(t, self.origins) for t in operands]
+        inputs = [_meta(t, self.origins, self.metas) for t in operands]
         in_ids = [self.value_id(t) for t in operands] if self.graph is not None else []
         if self.graph is not None and name.endswith("_") and args and isinstance(args[0], torch.Tensor) \
                 and args[0]._is_view():
@@ -254,7 +269,8 @@ class _Recorder(TorchDispatchMode):
             # result, else the graph would hold the inputs unchanged and drop the op as dead.
             tensors = _written_arguments(func, args, kwargs)
         free = bool(func.is_view) or is_free(name)
-        call = AtenCall(name=name, overload=func._overloadname, inputs=inputs, outputs=[_meta(t) for t in tensors],
+        outputs = [_meta(t, None, self.metas) for t in tensors]
+        call = AtenCall(name=name, overload=func._overloadname, inputs=inputs, outputs=outputs,
                         scalars=scalars, kwargs={k: _plain(v) for k, v in kwargs.items() if not isinstance(v, torch.Tensor)},
                         arg_kinds=kinds, free=free)
         self.calls.append(call)
