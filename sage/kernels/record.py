@@ -177,6 +177,19 @@ def _is_tensor_list(a: Any) -> bool:
     return isinstance(a, (list, tuple)) and bool(a) and all(isinstance(x, torch.Tensor) or x is None for x in a)
 
 
+_OP_FACTS: dict[Any, tuple[str, str, bool]] = {}
+
+
+def _op_facts(func: Any) -> tuple[str, str, bool]:
+    """An aten overload's name, overload name and whether it launches nothing, looked up once
+    per overload (the recorder asks for every dispatched call)."""
+    facts = _OP_FACTS.get(func)
+    if facts is None:
+        name = func.overloadpacket.__name__
+        facts = _OP_FACTS[func] = (name, func._overloadname, bool(func.is_view) or is_free(name))
+    return facts
+
+
 class _Recorder(TorchDispatchMode):
     """Records every dispatched call; with a `graph`, also numbers the tensor values."""
 
@@ -199,7 +212,7 @@ class _Recorder(TorchDispatchMode):
         self.ids: dict[int, int] = {}
         self.alive: list[torch.Tensor] = []   # keeps id(t) and storages from being reused while values are numbered
         self.storages: dict[int, int] = {}    # storage data pointer -> storage number
-        self.metas: dict[tuple, TensorMeta] = {}   # _meta's: one TensorMeta per distinct content
+        self.metas: dict[tuple, TensorMeta] | None = {}   # _meta's: one TensorMeta per distinct content
 
     def fresh(self, t: torch.Tensor) -> int:
         assert self.graph is not None
@@ -235,7 +248,7 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = func.overloadpacket.__name__
+        name, overload, free = _op_facts(func)
         if self.decompose:
             out = self._decomposed(func, name, args, kwargs)
             if out is not NotImplemented:
@@ -268,9 +281,8 @@ class _Recorder(TorchDispatchMode):
             # mutates_args, such as a torch_npu stand-in's in-place update): what it wrote is its
             # result, else the graph would hold the inputs unchanged and drop the op as dead.
             tensors = _written_arguments(func, args, kwargs)
-        free = bool(func.is_view) or is_free(name)
         outputs = [_meta(t, None, self.metas) for t in tensors]
-        call = AtenCall(name=name, overload=func._overloadname, inputs=inputs, outputs=outputs,
+        call = AtenCall(name=name, overload=overload, inputs=inputs, outputs=outputs,
                         scalars=scalars, kwargs={k: _plain(v) for k, v in kwargs.items() if not isinstance(v, torch.Tensor)},
                         arg_kinds=kinds, free=free)
         self.calls.append(call)
