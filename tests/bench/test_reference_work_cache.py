@@ -72,3 +72,15 @@ def test_elementwise_passes_are_the_same_cached_or_not():
     work_mod._lowered_passes.cache_clear()
     assert [work_mod.elementwise_passes(c) for c in calls] == cached
     assert any(p is not None and p > 1 for p in cached)     # gelu's chain lowers to several passes
+
+
+def test_the_content_cache_is_emptied_when_full_and_the_work_stays_the_same(monkeypatch):
+    hw = load_preset()
+    calls = _calls()
+    monkeypatch.setattr(work_mod, "_BY_CONTENT", {})
+    want = [work_of(c, hw) for c in calls]
+    monkeypatch.setattr(work_mod, "_BY_CONTENT", {})
+    monkeypatch.setattr(work_mod, "_BY_CONTENT_MAX", 2)
+    got = [work_of(c, hw) for c in calls]
+    assert len(work_mod._BY_CONTENT) == 1            # full at the third call: emptied, then it alone
+    assert got == want

@@ -136,7 +136,7 @@ def shared_work() -> Iterator[None]:
 # function of the two, and a forward's Python loop repeats calls (nms: 28,000 launching calls
 # in four cases, 15,000 distinct). Emptied when full: a cache, never a record.
 _BY_CONTENT: dict[tuple, Work] = {}
-_BY_CONTENT_MAX = 200_000
+_BY_CONTENT_MAX = 50_000            # about 1.4 kB an entry (tracemalloc, nms): 70 MB at most
 _PRESETS: dict[int, HardwareSpec] = {}     # the presets keyed by id, kept alive so no id is reused
 
 
