@@ -27,8 +27,8 @@ import torch
 from pydantic import BaseModel, computed_field
 
 from sage.bench.reference.cache import ReferenceCache, default_cache
-from sage.bench.reference.cycles import without_cycle_collection
 from sage.bench.reference.chain import ChainCall, chain_steps, eager_chain
+from sage.bench.reference.cycles import without_cycle_collection
 from sage.bench.reference.essential import essential_work
 from sage.bench.reference.expert import expert_time
 from sage.bench.reference.vendor import group_of, resource_us, vendor_time
