@@ -27,6 +27,7 @@ from sage.bench.case_support import describe_case
 from sage.bench.evaluate import (ReferenceFailure, case_indices, describe_inputs, reference_outputs,
                                  reference_time_for)
 from sage.bench.input_size import InputsTooLarge, has_meta, on_meta, sized_support
+from sage.bench.reference.cycles import without_cycle_collection
 from sage.bench.tasks import ReferenceUnavailable, Task, TaskLoadError, runtime_accelerator_reason
 
 
@@ -85,7 +86,10 @@ def measure_reference(task: Task, preset: str, cases: int | list[int] | None, *,
         indices = case_indices(len(sized), cases)
         if shard is not None:
             indices = indices[shard[0]::shard[1]]
-        out = [_measure_case(task, model, index, sized[index], real, preset, detail) for index in indices]
+        # The collector off across the cases: their rows (breakdowns of thousands of calls)
+        # stay alive to the end, so its passes would scan them again and again (cycles.py).
+        with without_cycle_collection():
+            out = [_measure_case(task, model, index, sized[index], real, preset, detail) for index in indices]
     except IndexError as exc:
         return ReferenceRun(status="reference_error", reason=str(exc))
     except ReferenceUnavailable as exc:

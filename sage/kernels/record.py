@@ -14,6 +14,7 @@ the offline compiler also needs which call's output feeds which call's input
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,12 +123,24 @@ def dtype_size(name: str) -> int:
     return _DTYPE_SIZES.get(name, 4)
 
 
-def _meta(t: torch.Tensor, origins: dict[int, str] | None = None) -> TensorMeta:
+def _meta(t: torch.Tensor, origins: dict[int, str] | None = None,
+          made: dict[tuple, TensorMeta] | None = None) -> TensorMeta:
+    """The tensor's metadata; with `made`, one TensorMeta per distinct content (nms's 120,000
+    operands have 11,000 distinct ones, and validating a new model each time was a fifth of
+    its trace). Nothing changes a TensorMeta once made, so the calls may share it."""
     value = None
     if t.numel() == 1 and t.is_cpu and not t.is_complex():
         value = float(t.item())
-    return TensorMeta(shape=tuple(t.shape), dtype=dtype_name(t.dtype), contiguous=t.is_contiguous(), value=value,
-                      origin=(origins or {}).get(id(t)))
+    shape, contiguous, origin = tuple(t.shape), t.is_contiguous(), (origins or {}).get(id(t))
+    if made is None:
+        return TensorMeta(shape=shape, dtype=dtype_name(t.dtype), contiguous=contiguous, value=value, origin=origin)
+    # -0.0 == 0.0 (and hashes alike) but prints apart: the sign is part of the key.
+    key = (shape, t.dtype, contiguous, value, value is not None and math.copysign(1.0, value) < 0, origin)
+    meta = made.get(key)
+    if meta is None:
+        meta = made[key] = TensorMeta(shape=shape, dtype=dtype_name(t.dtype), contiguous=contiguous, value=value,
+                                      origin=origin)
+    return meta
 
 
 def _written_arguments(func: Any, args: tuple, kwargs: dict) -> list[torch.Tensor]:
@@ -177,6 +190,19 @@ def _is_tensor_list(a: Any) -> bool:
     return isinstance(a, (list, tuple)) and bool(a) and all(isinstance(x, torch.Tensor) or x is None for x in a)
 
 
+_OP_FACTS: dict[Any, tuple[str, str, bool]] = {}
+
+
+def _op_facts(func: Any) -> tuple[str, str, bool]:
+    """An aten overload's name, overload name and whether it launches nothing, looked up once
+    per overload (the recorder asks for every dispatched call)."""
+    facts = _OP_FACTS.get(func)
+    if facts is None:
+        name = func.overloadpacket.__name__
+        facts = _OP_FACTS[func] = (name, func._overloadname, bool(func.is_view) or is_free(name))
+    return facts
+
+
 class _Recorder(TorchDispatchMode):
     """Records every dispatched call; with a `graph`, also numbers the tensor values."""
 
@@ -201,6 +227,7 @@ class _Recorder(TorchDispatchMode):
         self.storages: dict[int, int] = {}    # storage data pointer -> storage number
         # (storage pointer, offset, shape, stride, dtype) -> the latest value seen with that view
         self.views: dict[tuple, int] = {}
+        self.metas: dict[tuple, TensorMeta] | None = {}   # _meta's: one TensorMeta per distinct content
 
     def fresh(self, t: torch.Tensor) -> int:
         assert self.graph is not None
@@ -212,11 +239,12 @@ class _Recorder(TorchDispatchMode):
         self.graph.strides[vid] = tuple(t.stride())
         self.graph.offsets[vid] = t.storage_offset()
         storage = t.untyped_storage()
+        nbytes = storage.nbytes()
         # Empty storages may share a null pointer: each is its own. Meta tensors (a reference
         # timed on sized inputs) all have a null pointer: their storage object tells them apart.
-        key = _storage_key(t, vid)
+        key = (storage._cdata if t.is_meta else storage.data_ptr()) if nbytes else -vid - 1
         self.graph.storage[vid] = self.storages.setdefault(key, len(self.storages))
-        self.graph.storage_numel[vid] = storage.nbytes() // max(t.element_size(), 1)
+        self.graph.storage_numel[vid] = nbytes // max(t.element_size(), 1)
         self.views[_view_key(t, key)] = vid
         return vid
 
@@ -242,7 +270,7 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = func.overloadpacket.__name__
+        name, overload, free = _op_facts(func)
         if self.decompose:
             out = self._decomposed(func, name, args, kwargs)
             if out is not NotImplemented:
@@ -263,7 +291,7 @@ class _Recorder(TorchDispatchMode):
                 scalars.append(_plain(a))
                 kinds.append("scalar")
         operands += [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
-        inputs = [_meta(t, self.origins) for t in operands]
+        inputs = [_meta(t, self.origins, self.metas) for t in operands]
         in_ids = [self.value_id(t) for t in operands] if self.graph is not None else []
         if self.graph is not None and name.endswith("_") and args and isinstance(args[0], torch.Tensor) \
                 and args[0]._is_view():
@@ -275,8 +303,8 @@ class _Recorder(TorchDispatchMode):
             # mutates_args, such as a torch_npu stand-in's in-place update): what it wrote is its
             # result, else the graph would hold the inputs unchanged and drop the op as dead.
             tensors = _written_arguments(func, args, kwargs)
-        free = bool(func.is_view) or is_free(name)
-        call = AtenCall(name=name, overload=func._overloadname, inputs=inputs, outputs=[_meta(t) for t in tensors],
+        outputs = [_meta(t, None, self.metas) for t in tensors]
+        call = AtenCall(name=name, overload=overload, inputs=inputs, outputs=outputs,
                         scalars=scalars, kwargs={k: _plain(v) for k, v in kwargs.items() if not isinstance(v, torch.Tensor)},
                         arg_kinds=kinds, free=free)
         self.calls.append(call)

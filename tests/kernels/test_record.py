@@ -3,6 +3,7 @@ the offline compiler reads come from the same recording."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -101,3 +102,17 @@ class SwallowsErrors(torch.nn.Module):
 def test_max_launches_holds_when_the_forward_catches_the_stop():
     with pytest.raises(TooManyLaunches):
         record_forward(SwallowsErrors(), [torch.randn(4, 4)], max_launches=1)
+
+
+def test_equal_operand_metadata_is_one_object_and_a_negative_zero_stays_negative():
+    class Twice(torch.nn.Module):
+        def forward(self, x, pos):
+            zero, negative_zero = pos * 1.0, -pos      # 0.0 first: a -0.0 must not be taken for it
+            return (x + zero) * negative_zero + x
+
+    graph = trace_graph(Twice(), [torch.randn(4, 3), torch.tensor(0.0)])
+    calls = [n.call for n in graph.nodes]
+    assert [c.name for c in calls] == ["mul", "neg", "add", "mul", "add"]
+    assert calls[2].inputs[0] is calls[4].inputs[1]              # x, the same content: one object
+    assert math.copysign(1.0, calls[2].inputs[1].value) == 1.0
+    assert math.copysign(1.0, calls[3].inputs[1].value) == -1.0

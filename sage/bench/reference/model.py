@@ -28,6 +28,7 @@ from pydantic import BaseModel, computed_field
 
 from sage.bench.reference.cache import ReferenceCache, default_cache
 from sage.bench.reference.chain import ChainCall, chain_steps, eager_chain
+from sage.bench.reference.cycles import without_cycle_collection
 from sage.bench.reference.essential import essential_work
 from sage.bench.reference.expert import expert_time
 from sage.bench.reference.vendor import group_of, resource_us, vendor_time
@@ -98,10 +99,11 @@ def reference_time(task: Any, args: list, preset: str | HardwareSpec = "ascend91
     model = task.make_model()
     # Clones: a reference that mutates its inputs must not change the caller's case.
     args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-    with torch.no_grad():
-        graph = trace_graph(model, args)
-    with shared_work():
-        return _time_graph(task, graph, hw, expert, cache)
+    with without_cycle_collection():
+        with torch.no_grad():
+            graph = trace_graph(model, args)
+        with shared_work():
+            return _time_graph(task, graph, hw, expert, cache)
 
 
 def _time_graph(task: Any, graph: Graph, hw: HardwareSpec, expert: bool, cache: ReferenceCache | None) -> ReferenceTime:
