@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from sage.kernels import aten_rules as r
 from sage.kernels import decompose as d
 from sage.kernels.decompose_index import embedding_dense_backward
+from sage.kernels.decompose_interp import upsample_bicubic2d
 from sage.kernels.decompose_pointwise import DECOMPOSED as POINTWISE_DECOMPOSED
 
 if TYPE_CHECKING:
@@ -334,6 +335,7 @@ _DECOMPOSED: dict[str, Callable] = {
     "max_pool2d_with_indices": d.max_pool_with_indices, "max_pool3d_with_indices": d.max_pool_with_indices,
     "upsample_nearest1d": d.upsample_nearest, "upsample_nearest2d": d.upsample_nearest,
     "upsample_nearest3d": d.upsample_nearest, "upsample_bilinear2d": d.upsample_bilinear2d,
+    "upsample_bicubic2d": upsample_bicubic2d,
     "convolution": d.convolution, "_convolution": d.convolution,
     "sum": d.sum_, "mean": d.mean, "amax": d.amax, "amin": d.amin,
     **POINTWISE_DECOMPOSED,
