@@ -1,4 +1,5 @@
-"""Bicubic upsampling in gathers and multiply-adds (aten.upsample_bicubic2d).
+"""Bicubic upsampling and adaptive average pooling (F.interpolate's "bicubic" and "area"
+modes) in gathers and multiply-adds.
 
 torch's own decomposition (torch/_decomp/decompositions.py, `upsample_bicubic2d_default`)
 gathers 16 source pixels per output pixel with 2-D index grids. The cubic filter is
@@ -65,4 +66,31 @@ def upsample_bicubic2d(x, output_size, align_corners, scales_h=None, scales_w=No
     return y.to(x.dtype)
 
 
-__all__ = ["upsample_bicubic2d"]
+def adaptive_avg_pool(x, output_size):
+    """aten._adaptive_avg_pool2d/3d: output i of an axis of n is the mean of source
+    [floor(i n / m), ceil((i + 1) n / m)) (ATen's start_index/end_index in
+    aten/src/ATen/native/AdaptivePooling.h). The window is a box, so its mean is the mean
+    along each axis in turn: per axis, the k-th member of every window gathered
+    (`index_select`, clamped) and weighted by 1/length where it lies inside its window."""
+    y = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+    n = len(output_size)
+    for i, size in reversed(list(enumerate(output_size))):
+        d = x.dim() - n + i
+        src = x.shape[d]
+        start = [(j * src) // size for j in range(size)]
+        end = [-((-(j + 1) * src) // size) for j in range(size)]
+        if src == size:
+            continue
+        shape = [1] * y.dim()
+        shape[d] = size
+        out = None
+        for k in range(max(e - s for s, e in zip(start, end))):
+            idx = torch.tensor([min(s + k, src - 1) for s in start])
+            w = torch.tensor([1.0 / (e - s) if s + k < e else 0.0 for s, e in zip(start, end)], dtype=y.dtype)
+            term = torch.index_select(y, d, idx) * w.reshape(shape)
+            out = term if out is None else out + term
+        y = out
+    return y.to(x.dtype)
+
+
+__all__ = ["adaptive_avg_pool", "upsample_bicubic2d"]

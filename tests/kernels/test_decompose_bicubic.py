@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sage.kernels.decompose_interp import upsample_bicubic2d
+from sage.kernels.decompose_interp import adaptive_avg_pool, upsample_bicubic2d
 
 
 @settings(max_examples=60, deadline=None)
@@ -42,3 +42,21 @@ def test_half_inputs_are_computed_in_float32() -> None:
     assert got.dtype == torch.bfloat16
     want = F.interpolate(x.float(), size=(9, 4), mode="bicubic", align_corners=False).to(torch.bfloat16)
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(h=st.integers(1, 12), w=st.integers(1, 12), oh=st.integers(1, 20), ow=st.integers(1, 20),
+       seed=st.integers(0, 2**16))
+def test_area_matches_adaptive_avg_pool(h, w, oh, ow, seed) -> None:
+    # F.interpolate(mode="area") is adaptive_avg_pool2d: windows of uneven length, up and down
+    x = torch.randn(2, 3, h, w, generator=torch.Generator().manual_seed(seed))
+    want = F.interpolate(x, size=(oh, ow), mode="area")
+    torch.testing.assert_close(adaptive_avg_pool(x, [oh, ow]), want, rtol=1e-5, atol=1e-6)
+
+
+def test_area_3d_and_half() -> None:
+    x = torch.randn(1, 2, 5, 6, 7, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(adaptive_avg_pool(x, [3, 6, 2]), F.adaptive_avg_pool3d(x, (3, 6, 2)), rtol=1e-5, atol=1e-6)
+    h = x[0].to(torch.float16)
+    want = F.adaptive_avg_pool2d(h.float(), (4, 3)).to(torch.float16)
+    torch.testing.assert_close(adaptive_avg_pool(h, [4, 3]), want, rtol=1e-3, atol=1e-3)

@@ -1,4 +1,4 @@
-"""level1/28_interpolate's bicubic cases compile (aten.upsample_bicubic2d had no lowering):
+"""level1/28_interpolate's bicubic and area cases compile (upsample_bicubic2d and _adaptive_avg_pool2d had no lowering):
 the kernel file's outputs against torch's F.interpolate on small inputs, up and down, with
 and without align_corners."""
 
@@ -18,3 +18,13 @@ def test_bicubic_kernel_matches_torch(compile_graph, size, align) -> None:
     (out,) = run(x.numpy())
     want = F.interpolate(x.double(), size=size, mode="bicubic", align_corners=align).numpy()
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("size", [(5, 3), (14, 16)])
+def test_area_kernel_matches_torch(compile_graph, size) -> None:
+    # mode "area" is aten._adaptive_avg_pool2d (no lowering before): uneven windows down, repeats up
+    x = torch.randn(1, 2, 7, 8, generator=torch.Generator().manual_seed(sum(size)))
+    _, run = compile_graph("x", f"torch.nn.functional.interpolate(x, size={size}, mode='area')", "torch.randn(1, 2, 7, 8)")
+    (out,) = run(x.numpy())
+    want = F.interpolate(x.double(), size=size, mode="area").numpy()
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
