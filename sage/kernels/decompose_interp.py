@@ -77,16 +77,20 @@ def adaptive_avg_pool(x, output_size):
     for i, size in reversed(list(enumerate(output_size))):
         d = x.dim() - n + i
         src = x.shape[d]
-        start = [(j * src) // size for j in range(size)]
-        end = [-((-(j + 1) * src) // size) for j in range(size)]
         if src == size:
             continue
+        # the windows from arange (traced ops; a torch.tensor() constant is refused)
+        pos = torch.arange(size)
+        start = torch.div(pos * src, size, rounding_mode="floor")
+        end = -torch.div(-(pos + 1) * src, size, rounding_mode="floor")
+        inv = 1.0 / (end - start).to(y.dtype)
         shape = [1] * y.dim()
         shape[d] = size
         out = None
-        for k in range(max(e - s for s, e in zip(start, end))):
-            idx = torch.tensor([min(s + k, src - 1) for s in start])
-            w = torch.tensor([1.0 / (e - s) if s + k < e else 0.0 for s, e in zip(start, end)], dtype=y.dtype)
+        longest = max(-((-(j + 1) * src) // size) - (j * src) // size for j in range(size))
+        for k in range(longest):
+            idx = torch.clamp(start + k, max=src - 1)
+            w = torch.where(start + k < end, inv, torch.zeros((), dtype=y.dtype))
             term = torch.index_select(y, d, idx) * w.reshape(shape)
             out = term if out is None else out + term
         y = out
