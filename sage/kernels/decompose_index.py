@@ -32,3 +32,21 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
         grad = (grad.float() * scale.unsqueeze(1)).to(grad.dtype)
     grad = torch.where(keep.unsqueeze(1), grad, torch.zeros((), dtype=grad.dtype))
     return torch.zeros(num_weights, dim, dtype=grad.dtype).index_add_(0, safe, grad)
+
+
+def gather(x, dim, index, sparse_grad=False):
+    """torch.gather with an index smaller than the source off the gathered axis (torch
+    allows index.size(d) <= x.size(d) for d != dim, and out[.., j, ..] reads x[.., j, ..]
+    there): the source narrowed to the index's extent on those axes (a dense copy, as the
+    gather kernel reads a dense source), then the gather whose shapes agree. Shapes that
+    agree already are the gather primitive itself (NotImplemented)."""
+    if x.dim() != index.dim() or x.dim() == 0:
+        return NotImplemented
+    d = dim % x.dim()
+    if all(a == b for j, (a, b) in enumerate(zip(index.shape, x.shape)) if j != d):
+        return NotImplemented
+    narrowed = x
+    for j in range(x.dim()):
+        if j != d and index.shape[j] < x.shape[j]:
+            narrowed = narrowed.narrow(j, 0, index.shape[j])
+    return torch.gather(narrowed.contiguous(), d, index)

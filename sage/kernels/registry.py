@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from sage.kernels import aten_rules as r
 from sage.kernels import decompose as d
 from sage.kernels import decompose_pool as pool
-from sage.kernels.decompose_index import embedding_dense_backward
+from sage.kernels.decompose_index import embedding_dense_backward, gather
 from sage.kernels.decompose_interp import adaptive_avg_pool, upsample_bicubic2d
 from sage.kernels.decompose_pointwise import DECOMPOSED as POINTWISE_DECOMPOSED
 
@@ -336,7 +336,7 @@ _DECOMPOSED: dict[str, Callable] = {
     "max_pool2d_with_indices": pool.max_pool_with_indices, "max_pool3d_with_indices": pool.max_pool_with_indices,
     "upsample_nearest1d": d.upsample_nearest, "upsample_nearest2d": d.upsample_nearest,
     "upsample_nearest3d": d.upsample_nearest, "upsample_bilinear2d": d.upsample_bilinear2d,
-    "upsample_bicubic2d": upsample_bicubic2d,
+    "upsample_bicubic2d": upsample_bicubic2d, "gather": gather,
     "_adaptive_avg_pool2d": adaptive_avg_pool, "_adaptive_avg_pool3d": adaptive_avg_pool,
     "convolution": d.convolution, "_convolution": d.convolution,
     "sum": d.sum_, "mean": d.mean, "amax": d.amax, "amin": d.amin,
