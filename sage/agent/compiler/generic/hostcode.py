@@ -70,7 +70,7 @@ def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[st
     head = rules[0].code
     forward_params = [f"x{i}" for i in range(len(head.packing))] + params
     for j, rule in enumerate(rules):
-        parts.append(_rule_function(j, rule, kernels, forward_params))
+        parts.append(_rule_function(j, rule, kernels, forward_params, _mixed_kinds(rules)))
     parts.append(_forward(len(rules), forward_params))
     return "\n".join(parts).rstrip() + "\n", kernels
 
@@ -87,7 +87,24 @@ def _flat_exprs(packing: tuple[int | None, ...]) -> list[str]:
     return [e for i, n in enumerate(packing) for e in ([f"x{i}"] if n is None else [f"x{i}[{j}]" for j in range(n)])]
 
 
-def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str]) -> str:
+def _kind(a: object) -> str:
+    if hasattr(a, "dtype") and hasattr(a, "dim"):
+        return "tensor"
+    return "none" if a is None else "list" if isinstance(a, (list, tuple)) else "scalar"
+
+
+def _mixed_kinds(rules: list[Rule]) -> set[int]:
+    """The arguments some classes' cases pass as a tensor or a list and others as None or
+    an int (layer_norm's bias, avg_pool3d's kernel_size): their class checks test the kind
+    before reading a dtype, dims or items."""
+    kinds: dict[int, set[str]] = {}
+    for rule in rules:
+        for i, a in enumerate(rule.code.flat):
+            kinds.setdefault(i, set()).add(_kind(a))
+    return {i for i, ks in kinds.items() if len(ks) > 1}
+
+
+def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str], mixed: set[int]) -> str:
     code = rule.code
     lines = [f"def class_{j}({', '.join(params)}):"]
     if rule.exact:
@@ -103,7 +120,7 @@ def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str]) ->
         body += [f"{a} = {e}" for a, e in zip(flat, exprs)]
     else:           # no list arguments: forward's x<i> is a<i>, taken under that name
         lines[0] = lines[0].replace(f"def class_{j}({', '.join(params)})", f"def class_{j}({', '.join(flat + params[len(flat):])})")
-    body += _checks(rule)
+    body += _checks(rule, mixed)
     chosen = rule.chosen()
     names: dict[HostExpr, str] = {}
     for e in chosen:
@@ -145,12 +162,17 @@ def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str]) ->
     return "\n".join(lines + ["    " + ln for b in body for ln in b.split("\n")]) + "\n"
 
 
-def _checks(rule: Rule) -> list[str]:
+def _checks(rule: Rule, mixed: set[int]) -> list[str]:
     """The case class's dtypes, ranks and the scalar arguments it is specific to."""
     code = rule.code
-    tests = []
+    tests: list[str] = []
+    # an optional tensor is None in another class's cases (layer_norm's bias): tested first,
+    # as the shape tests below read every tensor's dims (bshape), which None has not
+    present: list[str] = []
     for i, a in enumerate(code.flat):
         if hasattr(a, "dtype") and hasattr(a, "dim"):
+            if i in mixed:
+                present.append(f"a{i} is not None")
             tests.append(f"a{i}.dtype == {dsl_dtype(str(a.dtype).removeprefix('torch.'))}")
             if rule.exact:
                 tests.append(f"tuple(a{i}.shape) == {tuple(int(d) for d in a.shape)!r}")
@@ -165,6 +187,10 @@ def _checks(rule: Rule) -> list[str]:
                     tests.append(f"tuple(bshape(({tensors},))) == tuple(a{i}.shape)")
         elif a is None:
             tests.append(f"a{i} is None")
+        elif isinstance(a, (list, tuple)) and i in mixed:
+            # the host reads its items (v = a1[1]); another class's cases may pass an int
+            # here (avg_pool3d's kernel_size: 2 or [2, 2, 2])
+            present.append(f"isinstance(a{i}, (list, tuple)) and len(a{i}) == {len(a)}")
     for i, v in rule.scalar_checks().items():
         if isinstance(v, (list, tuple)):
             tests.append(f"list(a{i}) == {list(v)!r}")
@@ -172,6 +198,7 @@ def _checks(rule: Rule) -> list[str]:
             tests.append(f"a{i} != a{i}")
         elif v is not None:
             tests.append(f"a{i} == {literal(v)}")
+    tests = present + tests
     return [f"if not ({' and '.join(tests)}):", "    return None"] if tests else []
 
 
