@@ -409,65 +409,6 @@ def _spatial_rank(x, kernel_size) -> int:
     return 3 if x.dim() >= 5 else 2 if x.dim() >= 4 else 1
 
 
-def _windows(x, kernel, stride, padding, dilation, fill):
-    """Every window offset as one strided view of the (padded) input, and the output shape."""
-    n = len(kernel)
-    if any(padding):
-        pad = []
-        for p in reversed(padding):
-            pad += [p, p]
-        x = constant_pad_nd(x, pad, fill)
-    spatial = x.shape[-n:]
-    out = [(s - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i, s in enumerate(spatial)]
-    views = []
-    for offs in _offsets(kernel):
-        v = x
-        for i, o in enumerate(offs):
-            d = x.dim() - n + i
-            start = o * dilation[i]
-            v = v.narrow(d, start, (out[i] - 1) * stride[i] + 1)
-            if stride[i] > 1:
-                v = v.unfold(d, 1, stride[i]).squeeze(-1)
-        views.append(v)
-    return views, out
-
-
-def _offsets(kernel: list[int]) -> list[tuple[int, ...]]:
-    offs: list[tuple[int, ...]] = [()]
-    for k in kernel:
-        offs = [o + (i,) for o in offs for i in range(k)]
-    return offs
-
-
-def avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-             divisor_override=None):
-    n = _spatial_rank(x, kernel_size)
-    kernel = _triple(kernel_size, n)
-    stride = _triple(stride if stride else kernel_size, n)
-    padding = _triple(padding, n)
-    if ceil_mode or not count_include_pad:
-        return NotImplemented
-    views, _ = _windows(_acc(x), kernel, stride, padding, [1] * n, 0.0)
-    total = views[0]
-    for v in views[1:]:
-        total = total + v
-    div = divisor_override or math.prod(kernel)
-    return (total * (1.0 / div)).to(x.dtype)
-
-
-def max_pool_with_indices(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    n = _spatial_rank(x, kernel_size)
-    kernel = _triple(kernel_size, n)
-    stride = _triple(stride if stride else kernel_size, n)
-    if ceil_mode:
-        return NotImplemented
-    views, _ = _windows(x, kernel, stride, _triple(padding, n), _triple(dilation, n), float("-inf"))
-    best = views[0]
-    for v in views[1:]:
-        best = torch.maximum(best, v)
-    return best, torch.zeros(best.shape, dtype=torch.int64)
-
-
 def upsample_nearest(x, output_size, *scales):
     """out[..., i] = x[..., floor(i * in / out)] along each spatial axis."""
     out = x

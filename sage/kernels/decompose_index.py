@@ -1,5 +1,5 @@
-"""Decompositions of the indexed backward operators into the scatter primitives the compiler
-lowers (index_add, bincount, index_select), written as torch's CPU kernels compute them."""
+"""Decompositions of the indexed operators into the primitives the compiler lowers
+(index_add, index_select, gather), written as torch's CPU kernels compute them."""
 
 from __future__ import annotations
 
@@ -26,9 +26,30 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
     safe = torch.where(keep, idx, torch.zeros_like(idx))
     if scale_grad_by_freq:
         # Dropped indices are counted in an extra last bin, so they leave the counts of kept rows alone.
+        # Counted by index_add of ones (exact in float32 below 2^24 occurrences), not bincount,
+        # whose kernel keeps its bins in UB (8192 at most; level1's tables have 64001 rows).
         binned = torch.where(keep, idx, torch.full_like(idx, num_weights))
-        counts = torch.bincount(binned, minlength=num_weights + 1)
-        scale = 1.0 / torch.index_select(counts, 0, safe).to(torch.float32)
+        ones = torch.ones(idx.shape, dtype=torch.float32)
+        counts = torch.zeros(num_weights + 1, dtype=torch.float32).index_add_(0, binned, ones)
+        scale = 1.0 / torch.index_select(counts, 0, safe)
         grad = (grad.float() * scale.unsqueeze(1)).to(grad.dtype)
     grad = torch.where(keep.unsqueeze(1), grad, torch.zeros((), dtype=grad.dtype))
     return torch.zeros(num_weights, dim, dtype=grad.dtype).index_add_(0, safe, grad)
+
+
+def gather(x, dim, index, sparse_grad=False):
+    """torch.gather with an index smaller than the source off the gathered axis (torch
+    allows index.size(d) <= x.size(d) for d != dim, and out[.., j, ..] reads x[.., j, ..]
+    there): the source narrowed to the index's extent on those axes (a dense copy, as the
+    gather kernel reads a dense source), then the gather whose shapes agree. Shapes that
+    agree already are the gather primitive itself (NotImplemented)."""
+    if x.dim() != index.dim() or x.dim() == 0:
+        return NotImplemented
+    d = dim % x.dim()
+    if all(a == b for j, (a, b) in enumerate(zip(index.shape, x.shape)) if j != d):
+        return NotImplemented
+    narrowed = x
+    for j in range(x.dim()):
+        if j != d and index.shape[j] < x.shape[j]:
+            narrowed = narrowed.narrow(j, 0, index.shape[j])
+    return torch.gather(narrowed.contiguous(), d, index)

@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from sage.kernels.chain import Const, Expr, Inp, Kind, Op, Reduce
+from sage.kernels.repeat_rows import PITCH, broadcast_lines, reduce_lines
 from sage.kernels.symbolic import active, is_sym
 from sage.kernels.vector_ops import (
     Count, Operand, Param, Recipe, Reg, ScalarOf, Temp, VectorOp, inplace_safe, select_recipe, temps_of, vector_op,
@@ -382,9 +383,7 @@ class Lowerer:
         d = self.temp(kind)
         if self.repeat_form and kind == "full" and v.kind in ("row", "col"):
             src = self._spread(v) if v.kind == "col" else v
-            blk, rep = ("0", "1") if v.kind == "col" else ("1", "0")
-            self._columns(f"Adds({d}[k], {src.ref}{'' if v.kind == 'col' else '[k]'}, 0, {{w}}, nr, "
-                          f"UnaryRepeatParams(1, {blk}, {PITCH}, {rep}))")
+            self._columns("Adds", d, [(src.ref, "brcb" if v.kind == "col" else "row")], "0")
             if src is not v:
                 self.release(src)
             return Val(kind, d, temp=True)
@@ -404,11 +403,12 @@ class Lowerer:
 
 
     # -- repeat forms (tile programs) ------------------------------------------------------
-    def _columns(self, line: str) -> None:
-        """`line` once per 256 B chunk of the columns, every row of the tile at once
-        (`{w}`: the chunk's valid lanes)."""
-        self.emit("for k in range(0, nc, LANES):")
-        self.emit("    " + line.format(w="min(LANES, nc - k)"))
+    def _columns(self, op: str, dst: str, srcs: list[tuple[str, str]], scalar: str | None = None) -> None:
+        """`op` into full `dst` over the tile, each source (ref, kind "full"/"row"/"brcb"):
+        once per 256 B chunk of the columns over every row, or once per row over its chunks
+        when the tile has few long rows (repeat_rows.py)."""
+        for line in broadcast_lines(op, dst, srcs, scalar):
+            self.emit(line)
 
     def _spread(self, v: Val) -> Val:
         """A column value (one per row) with each row's value filling one 32 B block."""
@@ -423,19 +423,15 @@ class Lowerer:
             self._mixed_repeat(v, d, a, b)
             self.release(full)
             return
-        # (operand, block stride, repeat stride) of each source
-        srcs: list[tuple[str, str, str]] = []
+        srcs: list[tuple[str, str]] = []
         spread: list[Val] = []
         for x in (a, b):
             if x.kind == "col":
                 spread.append(self._spread(x))
-                srcs.append((spread[-1].ref, "0", "1"))
-            elif x.kind == "row":
-                srcs.append((f"{x.ref}[k]", "1", "0"))
+                srcs.append((spread[-1].ref, "brcb"))
             else:
-                srcs.append((f"{x.ref}[k]", "1", PITCH))
-        (ra, ba, pa), (rb, bb, pb) = srcs
-        self._columns(f"{v.vector}({d}[k], {ra}, {rb}, {{w}}, nr, BinaryRepeatParams(1, {ba}, {bb}, {PITCH}, {pa}, {pb}))")
+                srcs.append((x.ref, x.kind))
+        self._columns(v.vector, d, srcs)
         for t in spread:
             self.release(t)
 
@@ -452,15 +448,8 @@ class Lowerer:
         c = self.temp("col")
         # A dying operand folds in place (its first LANES columns); else into a fresh temp.
         acc = x.ref if any(d.ref == x.ref for d in self.dying) else self.temp("full")
-        self.emit("if nc <= LANES:")
-        self.emit(f"    {whole}({c}, {x.ref}, nc, nr, 1, 1, {PITCH}{order})")
-        self.emit("else:")
-        if acc != x.ref:
-            self.emit(f"    Adds({acc}, {x.ref}, 0, LANES, nr, UnaryRepeatParams(1, 1, {PITCH}, {PITCH}))")
-        self.emit("    for k in range(LANES, nc, LANES):")
-        self.emit(f"        {fold}({acc}, {acc}, {x.ref}[k], min(LANES, nc - k), nr, "
-                  f"BinaryRepeatParams(1, 1, 1, {PITCH}, {PITCH}, {PITCH}))")
-        self.emit(f"    {whole}({c}, {acc}, LANES, nr, 1, 1, {PITCH}{order})")
+        for line in reduce_lines(whole, fold, c, x.ref, acc, order):
+            self.emit(line)
         if acc != x.ref:
             self.free["full"].append(acc)
         return Val("col", c, temp=True)
@@ -525,8 +514,6 @@ def literal(v: float | int) -> str:
     return repr(v)
 
 
-# The row pitch of a tile in 32 B blocks of the compute dtype (tile programs).
-PITCH = "s // EPB"
 
 
 def _joint(a: Kind, b: Kind) -> Kind:

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING
 
 from sage.kernels import aten_rules as r
 from sage.kernels import decompose as d
-from sage.kernels.decompose_index import embedding_dense_backward
+from sage.kernels import decompose_pool as pool
+from sage.kernels.decompose_index import embedding_dense_backward, gather
+from sage.kernels.decompose_interp import adaptive_avg_pool, upsample_bicubic2d
 from sage.kernels.decompose_pointwise import DECOMPOSED as POINTWISE_DECOMPOSED
 
 if TYPE_CHECKING:
@@ -330,10 +332,12 @@ _DECOMPOSED: dict[str, Callable] = {
     "embedding": d.embedding, "embedding_dense_backward": embedding_dense_backward, "index": d.index,
     "_unsafe_index": d.index, "index_put": d.index_put,
     "_unsafe_index_put": d.index_put, "repeat_interleave": d.repeat_interleave, "triu": d.triu, "tril": d.tril,
-    "avg_pool1d": d.avg_pool, "avg_pool2d": d.avg_pool, "avg_pool3d": d.avg_pool,
-    "max_pool2d_with_indices": d.max_pool_with_indices, "max_pool3d_with_indices": d.max_pool_with_indices,
+    "avg_pool1d": pool.avg_pool, "avg_pool2d": pool.avg_pool, "avg_pool3d": pool.avg_pool,
+    "max_pool2d_with_indices": pool.max_pool_with_indices, "max_pool3d_with_indices": pool.max_pool_with_indices,
     "upsample_nearest1d": d.upsample_nearest, "upsample_nearest2d": d.upsample_nearest,
     "upsample_nearest3d": d.upsample_nearest, "upsample_bilinear2d": d.upsample_bilinear2d,
+    "upsample_bicubic2d": upsample_bicubic2d, "gather": gather,
+    "_adaptive_avg_pool2d": adaptive_avg_pool, "_adaptive_avg_pool3d": adaptive_avg_pool,
     "convolution": d.convolution, "_convolution": d.convolution,
     "sum": d.sum_, "mean": d.mean, "amax": d.amax, "amin": d.amin,
     **POINTWISE_DECOMPOSED,

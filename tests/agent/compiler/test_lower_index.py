@@ -4,6 +4,7 @@ kernel runs in the sandbox, its result checked against values worked out by hand
 from __future__ import annotations
 
 import numpy as np
+import torch
 import pytest
 
 F32 = np.float32
@@ -265,3 +266,15 @@ def test_index_add_of_more_indices_than_ub_holds_loads_each_blocks_own_slice():
     with pytest.raises(ValueError, match="20000 indices do not fit in UB"):
         scatter_rows_source(ScatterRowsSpec("k", 1, 64, 8, 20000, "float32", "int64", accumulate=False),
                             target_for())
+
+
+def test_embedding_backward_scaled_by_frequency_over_a_large_table(compile_graph):
+    # scale_grad_by_freq counted with bincount, whose bins live in UB (8192 at most): level1's
+    # 64001-row tables were unsupported; the counts are now an index_add of ones
+    _, run = compile_graph("g, i", "torch.ops.aten.embedding_dense_backward(g, i, 20000, 3, True)",
+                           "torch.randn(5, 4), torch.randint(0, 20000, (5,))")
+    g = np.random.default_rng(1).standard_normal((5, 4)).astype(F32)
+    i = np.array([19999, 7, 3, 19999, 12345], np.int64)            # 19999 twice, padding row 3
+    (out,) = run(g, i)
+    want = torch.ops.aten.embedding_dense_backward(torch.from_numpy(g), torch.from_numpy(i), 20000, 3, True)
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-6, atol=1e-7)

@@ -14,18 +14,17 @@ results. forward() takes the first class that answers.
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from sage.agent.compiler.generic.hostexpr import BROADCAST_HELPERS, HostExpr, literal
-from sage.agent.compiler.generic.guards import simplified
 from sage.agent.compiler.generic.prune import compact, hoist
 from sage.agent.compiler.generic.templates import strip_header, templated
 from sage.agent.compiler.generic.unify import unified
 from sage.agent.compiler.generic.casemodel import PATTERN_HELPER, Tilings, shape_pattern
 from sage.agent.compiler.generic.rules import Rule
 from sage.kernels import HEADER, dsl_dtype, suffixed
-from sage.kernels.symbolic import Formula, evaluate, params_of, render
+from sage.agent.compiler.generic.tilingfn import formula_text, tiling_function, tuple_text
+from sage.kernels.symbolic import Formula
 
 
 def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[str]) -> tuple[str, list[str]]:
@@ -47,7 +46,7 @@ def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[st
     if templates:
         parts += ["# ==== kernels written once over their code paths (unify.py) " + "=" * 18,
                   compact(templates)]
-    tiling_fns = [_tiling_function(kernel, tilings) for kernel in kernels]
+    tiling_fns = [tiling_function(kernel, tilings) for kernel in kernels]
     tiling_templates, tiling_made = templated(tiling_fns, ["tiling"] * len(kernels), "tiling")
     if tiling_templates:
         parts += ["# ==== host tiling functions that differ only in constants, as templates " + "=" * 6,
@@ -71,7 +70,7 @@ def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[st
     head = rules[0].code
     forward_params = [f"x{i}" for i in range(len(head.packing))] + params
     for j, rule in enumerate(rules):
-        parts.append(_rule_function(j, rule, kernels, forward_params))
+        parts.append(_rule_function(j, rule, kernels, forward_params, _mixed_kinds(rules)))
     parts.append(_forward(len(rules), forward_params))
     return "\n".join(parts).rstrip() + "\n", kernels
 
@@ -88,7 +87,24 @@ def _flat_exprs(packing: tuple[int | None, ...]) -> list[str]:
     return [e for i, n in enumerate(packing) for e in ([f"x{i}"] if n is None else [f"x{i}[{j}]" for j in range(n)])]
 
 
-def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str]) -> str:
+def _kind(a: object) -> str:
+    if hasattr(a, "dtype") and hasattr(a, "dim"):
+        return "tensor"
+    return "none" if a is None else "list" if isinstance(a, (list, tuple)) else "scalar"
+
+
+def _mixed_kinds(rules: list[Rule]) -> set[int]:
+    """The arguments some classes' cases pass as a tensor or a list and others as None or
+    an int (layer_norm's bias, avg_pool3d's kernel_size): their class checks test the kind
+    before reading a dtype, dims or items."""
+    kinds: dict[int, set[str]] = {}
+    for rule in rules:
+        for i, a in enumerate(rule.code.flat):
+            kinds.setdefault(i, set()).add(_kind(a))
+    return {i for i, ks in kinds.items() if len(ks) > 1}
+
+
+def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str], mixed: set[int]) -> str:
     code = rule.code
     lines = [f"def class_{j}({', '.join(params)}):"]
     if rule.exact:
@@ -104,7 +120,7 @@ def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str]) ->
         body += [f"{a} = {e}" for a, e in zip(flat, exprs)]
     else:           # no list arguments: forward's x<i> is a<i>, taken under that name
         lines[0] = lines[0].replace(f"def class_{j}({', '.join(params)})", f"def class_{j}({', '.join(flat + params[len(flat):])})")
-    body += _checks(rule)
+    body += _checks(rule, mixed)
     chosen = rule.chosen()
     names: dict[HostExpr, str] = {}
     for e in chosen:
@@ -120,9 +136,9 @@ def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str]) ->
     for i, launch in enumerate(code.launches):
         k = kernels.index(launch.kernel)
         if rule.exact:
-            tiling = _tuple([literal(v) for v in launch.tiling()])
+            tiling = tuple_text([literal(v) for v in launch.tiling()])
         else:
-            local = [_text(_term(chosen[at + p], names)) for p in range(len(launch.values))]
+            local = [formula_text(_term(chosen[at + p], names)) for p in range(len(launch.values))]
             body.append(f"tl{i} = tiling_k{k}({', '.join(local)})")
             body.append(f"if tl{i} is None:")
             body.append("    return None")
@@ -132,12 +148,12 @@ def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str]) ->
     host = [_term(chosen[at + k], names) for k in range(len(code.host.values))]
     at += len(code.host.values)
     for name, p, dtype in code.host.temps:
-        body.append(f"{name} = empty(({_text(host[p])},), {dsl_dtype(dtype)})")
+        body.append(f"{name} = empty(({formula_text(host[p])},), {dsl_dtype(dtype)})")
     body += calls
     returns = []
     for j, (r, dims) in enumerate(zip(code.host.returns, code.shapes())):
         if rule.ranked:
-            shape = _tuple([_text(_term(chosen[at + k], names)) for k in range(len(dims))])
+            shape = tuple_text([formula_text(_term(chosen[at + k], names)) for k in range(len(dims))])
             at += len(dims)
         else:
             shape = f"a{rule.likes[j][0]}.shape"
@@ -146,106 +162,17 @@ def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str]) ->
     return "\n".join(lines + ["    " + ln for b in body for ln in b.split("\n")]) + "\n"
 
 
-def _tuple(items: list[str]) -> str:
-    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-
-
-def _tiling_function(kernel: str, tilings: Tilings) -> str:
-    """The kernel's host tiling function `tiling` over its launch parameters p0, p1, ...: the
-    first variant whose guards hold gives the tiling struct."""
-    n = tilings.counts[kernel]
-    lines = [f"def tiling({', '.join(f'p{i}' for i in range(n))}):"]
-    ps = [("p", i) for i in range(n)]
-    written: list[list[str]] = []
-    for variant in tilings.variants[kernel]:
-        guards, fields = variant
-        subbed = [(_sub(g, ps), outcome) for g, outcome in guards]
-        # decided without the parameters (x < x, constants alone): true by construction
-        subbed = [(g, o) for g, o in subbed if g[0] != "c" and g[1] != g[2]]
-        conds = simplified(subbed, tilings.values[(kernel, variant)])
-        fields = [_sub(f, ps) for f in fields]
-        shared = _common_terms(conds + fields)
-        ret = "return " + _tight(_tuple([_text(f, params=True, shared=shared) for f in fields]))
-        locals_ = [f"    e{j} = {_tight(_text(t, params=True, shared=shared, define=True))}" for t, j in shared.items()]
-        if not conds:
-            lines += locals_ + ["    " + ret]
-            break
-        block = locals_ + ["    if " + " and ".join(_tight(_cond_text(c, shared)) for c in conds) + ":", "        " + ret]
-        if block in written:
-            continue          # guards that differ only in what simplified away: the same test
-        written.append(block)
-        lines += block
-    else:
-        lines.append("    return None")
-    return "\n".join(lines) + "\n"
-
-
-def _tight(expr: str) -> str:
-    """`expr` with only the parentheses precedence needs (`render` brackets every operation;
-    the host tiling functions are a good part of a many-class file)."""
-    return ast.unparse(ast.parse(expr, mode="eval"))
-
-
-def _cond_text(c: Formula, shared: dict[Formula, int]) -> str:
-    if c[0] == "not":
-        return f"not {_text(c[1], params=True, shared=shared)}"
-    if c[0] == "<=<":
-        return " <= ".join(_text(x, params=True, shared=shared) for x in c[1:3]) + \
-            f" < {_text(c[3], params=True, shared=shared)}"
-    return _text(c, params=True, shared=shared)
-
-
-def _common_terms(formulas: list[Formula]) -> dict[Formula, int]:
-    """Sub-formulas written more than once that are worth a local (e0 = ...), in an order each
-    can be computed in; only ones that divide by constants, so computing them before the
-    guards cannot divide by zero. The deepest repeated one first, counted again after each
-    pick (a part repeated only inside a picked one is written once, in its definition)."""
-    picked: list[Formula] = []
-    while True:
-        done = set(picked)
-        count: dict[Formula, int] = {}
-
-        def walk(f: Formula) -> None:
-            if not isinstance(f, tuple) or f[0] in ("p", "c", "v") or f in done:
-                return                 # a leaf, or a local's name
-            count[f] = count.get(f, 0) + 1
-            for a in f[1:]:
-                walk(a)
-
-        for f in formulas:
-            walk(f)
-        for d in picked:               # each local's definition, written once
-            for a in d[1:]:
-                walk(a)
-        best = [f for f, n in count.items() if n > 1 and _depth(f) >= 2 and _safe(f) and f[0] != "k"]
-        if not best:
-            break
-        picked.append(max(best, key=lambda f: (_depth(f), repr(f))))
-    # definitions in an order each one's parts come first
-    order = sorted(picked, key=lambda f: _depth(f))
-    return {f: j for j, f in enumerate(order)}
-
-
-def _depth(f: Formula) -> int:
-    return 0 if not isinstance(f, tuple) or f[0] in ("p", "c", "v") else 1 + max(_depth(a) for a in f[1:])
-
-
-def _safe(f: Formula) -> bool:
-    if not isinstance(f, tuple) or f[0] in ("p", "c", "v"):
-        return True
-    if f[0] in ("//", "%", "/") and f[2][0] != "c":
-        return False
-    if f[0] in ("<", "<=", ">", ">=", "==", "!=", "not", "<=<"):
-        return False
-    return all(_safe(a) for a in f[1:])
-
-
-def _checks(rule: Rule) -> list[str]:
+def _checks(rule: Rule, mixed: set[int]) -> list[str]:
     """The case class's dtypes, ranks and the scalar arguments it is specific to."""
     code = rule.code
-    tests = []
+    tests: list[str] = []
+    # an optional tensor is None in another class's cases (layer_norm's bias): tested first,
+    # as the shape tests below read every tensor's dims (bshape), which None has not
+    present: list[str] = []
     for i, a in enumerate(code.flat):
         if hasattr(a, "dtype") and hasattr(a, "dim"):
+            if i in mixed:
+                present.append(f"a{i} is not None")
             tests.append(f"a{i}.dtype == {dsl_dtype(str(a.dtype).removeprefix('torch.'))}")
             if rule.exact:
                 tests.append(f"tuple(a{i}.shape) == {tuple(int(d) for d in a.shape)!r}")
@@ -260,6 +187,10 @@ def _checks(rule: Rule) -> list[str]:
                     tests.append(f"tuple(bshape(({tensors},))) == tuple(a{i}.shape)")
         elif a is None:
             tests.append(f"a{i} is None")
+        elif isinstance(a, (list, tuple)) and i in mixed:
+            # the host reads its items (v = a1[1]); another class's cases may pass an int
+            # here (avg_pool3d's kernel_size: 2 or [2, 2, 2])
+            present.append(f"isinstance(a{i}, (list, tuple)) and len(a{i}) == {len(a)}")
     for i, v in rule.scalar_checks().items():
         if isinstance(v, (list, tuple)):
             tests.append(f"list(a{i}) == {list(v)!r}")
@@ -267,72 +198,13 @@ def _checks(rule: Rule) -> list[str]:
             tests.append(f"a{i} != a{i}")
         elif v is not None:
             tests.append(f"a{i} == {literal(v)}")
+    tests = present + tests
     return [f"if not ({' and '.join(tests)}):", "    return None"] if tests else []
 
 
 def _term(e: HostExpr, names: dict[HostExpr, str]) -> Formula:
     """A parameter as the host has it: a variable of the rule or a literal."""
     return ("c", e.value) if e.kind == "lit" else ("v", names[e])
-
-
-def _sub(f: Formula, local: list[Formula]) -> Formula:
-    """Formula `f` over a launch's parameters, with each parameter replaced by its host term,
-    constant sub-formulas folded."""
-    kind = f[0]
-    if kind == "p":
-        return local[f[1]]
-    if kind in ("c", "v"):
-        return f
-    if kind == "k":
-        return _sub(f[2], local)
-    args = [_sub(a, local) for a in f[1:]]
-    out = (kind, *args)
-    if all(a[0] == "c" for a in args):
-        try:
-            return ("c", evaluate(out, []))
-        except (ZeroDivisionError, OverflowError, ValueError):
-            return out
-    if len(args) == 2:
-        (ka, va), (kb, vb) = (args[0][0], args[0][1] if args[0][0] == "c" else None), \
-            (args[1][0], args[1][1] if args[1][0] == "c" else None)
-        if kind in ("*", "//", "/") and kb == "c" and vb == 1 or kind in ("+", "-") and kb == "c" and vb == 0:
-            return args[0]
-        if kind == "*" and ka == "c" and va == 1 or kind == "+" and ka == "c" and va == 0:
-            return args[1]
-    return out
-
-
-def _text(f: Formula, params: bool = False, shared: dict[Formula, int] | None = None, define: bool = False) -> str:
-    """Python text of a host formula: ("v", name) leaves are the rule's variables; with
-    `params`, ("p", k) leaves are the tiling function's parameters p<k>, and sub-formulas
-    in `shared` its locals e<j>."""
-    if shared:
-        f = _replaced(f, shared, top=define)
-    if params:
-        return render(f, lambda k: f"p{k}" if k >= 0 else f"e{-k - 1}")
-    names: dict[int, str] = {}
-    return render(_numbered(f, names), lambda k: names[k])
-
-
-def _replaced(f: Formula, shared: dict[Formula, int], top: bool = False) -> Formula:
-    """`f` with the shared sub-formulas as parameters -1-j (rendered e<j>); a shared formula
-    itself is written out when it is `f` (its own definition)."""
-    if not isinstance(f, tuple) or f[0] in ("p", "c", "v"):
-        return f
-    if f in shared and not top:
-        return ("p", -1 - shared[f])
-    return (f[0], *(_replaced(a, shared) for a in f[1:]))
-
-
-def _numbered(f: Formula, names: dict[int, str]) -> Formula:
-    """("v", name) leaves as parameters `render` can name."""
-    if f[0] == "v":
-        k = len(names)
-        names[k] = f[1]
-        return ("p", k)
-    if f[0] in ("c", "p"):
-        return f
-    return (f[0], *(_numbered(a, names) for a in f[1:]))
 
 
 __all__ = ["kernel_file"]
