@@ -14,8 +14,10 @@ place of drawing (`DrawsAsInputs`), and a kernel reads them as it reads any inpu
 
 A draw is the result of an op torch tags `nondeterministic_seeded` whose result is all
 drawn (`PURE_DRAWS`): its values come from the generator and its shape from its arguments.
-Ops that draw a mask over their input (dropout in training, rrelu) are not replayed: their
-output is a function of data the kernel must compute, and the compiler still refuses them.
+Dropout in training on the CPU draws its mask so (`bernoulli_` on an empty tensor), and the
+mask becomes an input like a weight. Ops whose draw reads their input's values (rrelu's
+noise, poisson of rates, multinomial of probabilities) are not replayed, and the compiler
+refuses a trace that still draws (sage/agent/compiler/tracing.py).
 """
 
 from __future__ import annotations

@@ -46,10 +46,12 @@ def check_static(model: torch.nn.Module, graph: Any, case: list, again: list | N
     """Unsupported when `graph` (the trace of `case`) is not the same program on other inputs:
     `again` is the case drawn under another seed, and a graph that captured tensors is also
     traced once more with other floating-point values; its captured contents must not change."""
-    if graph.captured and _captured(graph) != _captured(traced(model, case) or graph):
-        raise Unsupported("the reference draws new random tensors on every call (torch.randn, or a module "
-                          "built inside forward, as a fresh nn.Conv2d is): the trace holds one draw as a "
-                          "captured constant, and no kernel reproduces the next")
+    seeded = next((n.call for n in graph.nodes if _draws_from_the_generator(n.call)), None)
+    if seeded is not None or (graph.captured and _captured(graph) != _captured(traced(model, case) or graph)):
+        what = f"aten.{seeded.name}" if seeded is not None else "a captured constant"
+        raise Unsupported(f"the reference draws new random tensors on every call ({what}; torch.randn, or a "
+                          "module built inside forward, as a fresh nn.Conv2d is, where sage could not pass the "
+                          "draws as inputs): no kernel reproduces the next draw")
     twin = traced(model, again) if again is not None else None
     if twin is not None and _fingerprint(graph) != _fingerprint(twin):
         raise Unsupported("the reference's operations depend on tensor values it reads on the host "
@@ -61,6 +63,13 @@ def check_static(model: torch.nn.Module, graph: Any, case: list, again: list | N
         raise Unsupported("the reference computes a tensor on the host outside torch (numpy, or Python on "
                           "tensor values) from its inputs: the trace holds it as a captured constant, which a "
                           "kernel cannot compute")
+
+
+def _draws_from_the_generator(call) -> bool:
+    """The call is an op torch tags `nondeterministic_seeded` (uniform_, randn, bernoulli, ...)."""
+    packet = getattr(torch.ops.aten, call.name, None)
+    op = getattr(packet, call.overload or "default", None) if packet is not None else None
+    return op is not None and torch.Tag.nondeterministic_seeded in op.tags
 
 
 def _fingerprint(graph) -> list:

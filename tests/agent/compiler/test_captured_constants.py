@@ -2,6 +2,7 @@
 results): one computed on the host from the inputs' values (level1/5_cumsum computes its
 result with numpy) is refused as such, whatever the case's seeded inputs are."""
 
+import numpy as np
 import pytest
 
 
@@ -55,11 +56,32 @@ def test_a_constant_over_4_kb_is_refused_with_the_captured_constant_reason(task_
         trace_cases(task)
 
 
-def test_a_tensor_drawn_at_random_in_every_forward_is_refused_as_such(task_file):
-    # the public conv task files build nn.Conv2d inside forward: fresh random weights per call
+def test_weights_drawn_in_every_forward_are_inputs_of_the_kernel(task_file):
+    # the public conv task files build nn.Conv2d inside forward: fresh random weights per call.
+    # The draws are the case's last argument (sage/bench/drawn_inputs.py): the kernel reads
+    # them as inputs and gives x @ W.T + b with the case's W and b.
+    from sage.agent.compiler.compiler import compile_cases, trace_cases
+    from sage.bench.tasks import kernel_args
+    from sage.kernels import target_for
+    from sage.npu.sandbox import run_sandboxed
+
+    task = task_file("x", "torch.nn.Linear(4, 2)(x)", ["torch.randn(3, 4)"])
+    cases = trace_cases(task)
+    x, (w, b) = cases[0].case
+    assert (tuple(w.shape), tuple(b.shape)) == ((2, 4), (2,))
+    compiled = compile_cases(cases, None, target_for("ascend910b2"), "test")
+    result = run_sandboxed(compiled.source, kernel_args(cases[0].case))
+    assert result.error is None
+    np.testing.assert_allclose(result.outputs[0], (x @ w.T + b).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_draw_the_load_did_not_see_is_refused_as_such(task_file):
+    # the load's probe runs the forward on meta tensors and stops where it fails; a draw after
+    # that point stays a captured constant of the trace, new on every call: still refused
     from sage.agent.compiler.build import Unsupported
     from sage.agent.compiler.compiler import trace_cases
 
     task = task_file("x", "torch.nn.Linear(4, 2)(x)", ["torch.randn(3, 4)"])
+    task._draws, task._checked = False, None     # as if the probe had stopped before the Linear
     with pytest.raises(Unsupported, match="draws new random tensors on every call"):
         trace_cases(task)
