@@ -99,8 +99,9 @@ def run_folder(folder: Path, args: argparse.Namespace) -> None:
                          memory_url=f"sqlite:///{out / 'memory.db'}")
     out.mkdir(parents=True, exist_ok=True)
     commits = _run_commits(out)
-    if checkout_commit() not in commits:
-        (out / RUN_INFO).write_text(json.dumps({"sage_commits": [*commits, checkout_commit()]}))
+    if checkout_commit() not in commits or _run_timeout(out) != args.task_timeout:
+        commits = commits if checkout_commit() in commits else [*commits, checkout_commit()]
+        (out / RUN_INFO).write_text(json.dumps({"sage_commits": commits, "task_timeout_s": args.task_timeout}))
     began = time.perf_counter()
     run = run_bench(config, solver)
     print(f"[{time.perf_counter() - began:6.0f} s] {folder.name}: {run.ran} task(s) run, {run.resumed} resumed",
@@ -125,7 +126,14 @@ def folder_summary(out: Path, folder: Path | None = None) -> dict:
     return {"files": len(rows) + unrun, "unrun": unrun, "loaded": len(loaded), "correct": len(correct), "faster": len(faster),
             "over_budget": over, "torch_npu": sum(r.status == "reference_unavailable" for r in rows),
             "by_reason": [{"reason": g.kind, "count": g.count} for g in by_reason(missed)],
-            "not_correct": [m.model_dump() for m in missed], "sage_commits": _run_commits(out)}
+            "not_correct": [m.model_dump() for m in missed], "sage_commits": _run_commits(out),
+            "task_timeout_s": _run_timeout(out)}
+
+
+def _run_timeout(out: Path) -> float | None:
+    """The limit per task a folder was run with (None: not recorded, runs before it was)."""
+    info = out / RUN_INFO
+    return json.loads(info.read_text()).get("task_timeout_s") if info.exists() else None
 
 
 def _run_commits(out: Path) -> list[str]:
@@ -174,6 +182,10 @@ def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = Non
     over = [t for s in summary.values() for t in s["over_budget"]]
     if over:
         lines += ["", f"Over the input budget: {', '.join(over)}."]
+    other = [f"{name} ({s['task_timeout_s']:g} s)" for name, s in summary.items()
+             if s.get("task_timeout_s") not in (None, args.task_timeout)]
+    if other:
+        lines += ["", f"Run with another limit per task: {', '.join(other)}."]
     if unrun:
         lines += ["", f"Folders not run yet (no row): {', '.join(unrun)}."]
     if wall_s is not None:

@@ -40,3 +40,8 @@ def test_a_part_run_folder_counts_its_unrun_files_and_names_its_commit(tmp_path)
     table = markdown({"math": summary}, Args(), unrun=["fuse"])
     assert "| math | 3 (1 not run) | 2 | 2 | 1 | 0 | 0 | abc1234 |" in table
     assert "Folders not run yet (no row): fuse." in table
+    assert "another limit per task" not in table    # no limit recorded: the header's holds
+
+    (out / RUN_INFO).write_text(json.dumps({"sage_commits": ["abc1234"], "task_timeout_s": 1500}))
+    table = markdown({"math": folder_summary(out, folder)}, Args(), unrun=[])
+    assert "Run with another limit per task: math (1500 s)." in table
