@@ -549,17 +549,22 @@ def gemm_spec(name: str, x_shape, w_shape, stride, padding, dilation, dtype: str
                     padding=three(padding, 0), dilation=three(dilation, 1), dtype=dtype, bias=bias, **names)
 
 
-def _conv_im2col(x, weight, bias, stride, padding, dilation):
-    n = weight.dim() - 2
-    kernel = list(weight.shape[2:])
+def _padded(x, kernel, stride, padding, dilation):
+    """x zero-padded on its spatial axes, dense, and the output length along each of them."""
     if any(padding):
         pad = []
         for p in reversed(padding):
             pad += [p, p]
         x = constant_pad_nd(x, pad, 0.0)
     x = x.contiguous()
-    spatial = x.shape[2:]
-    out = [(s - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i, s in enumerate(spatial)]
+    out = [(s - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i, s in enumerate(x.shape[2:])]
+    return x, out
+
+
+def _conv_im2col(x, weight, bias, stride, padding, dilation):
+    n = weight.dim() - 2
+    kernel = list(weight.shape[2:])
+    x, out = _padded(x, kernel, stride, padding, dilation)
     batch, cin = x.shape[0], x.shape[1]
     st = x.stride()
     # cols[b, c, k..., p...] = x[b, c, p * stride + k * dilation]: one strided view, one copy
@@ -579,13 +584,7 @@ def _conv_grouped(x, weight, bias, stride, padding, dilation, groups):
     group's input channels against that group's filters."""
     n = weight.dim() - 2
     kernel = list(weight.shape[2:])
-    if any(padding):
-        pad = []
-        for p in reversed(padding):
-            pad += [p, p]
-        x = constant_pad_nd(x, pad, 0.0)
-    x = x.contiguous()
-    out = [(s - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i, s in enumerate(x.shape[2:])]
+    x, out = _padded(x, kernel, stride, padding, dilation)
     batch, cin_g, cout_g = x.shape[0], x.shape[1] // groups, weight.shape[0] // groups
     st = x.stride()
     window = x.as_strided([batch, groups, cin_g, *kernel, *out],
