@@ -16,6 +16,7 @@ the compiler computes inside the kernel.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -596,6 +597,28 @@ def _conv_grouped(x, weight, bias, stride, padding, dilation, groups):
     if bias is not None:
         y = y + bias.reshape(1, -1, 1)
     return y.reshape(batch, weight.shape[0], *out)
+
+
+def _windows(x, kernel, stride, padding, dilation, fill):
+    """Every window offset as one strided view of the (padded) input, and the output shape."""
+    n = len(kernel)
+    if any(padding):
+        pad = []
+        for p in reversed(padding):
+            pad += [p, p]
+        x = constant_pad_nd(x, pad, fill)
+    spatial = x.shape[-n:]
+    out = [(s - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i, s in enumerate(spatial)]
+    views = []
+    for offs in itertools.product(*(range(k) for k in kernel)):
+        v = x
+        for i, o in enumerate(offs):
+            d = x.dim() - n + i
+            v = v.narrow(d, o * dilation[i], (out[i] - 1) * stride[i] + 1)
+            if stride[i] > 1:
+                v = v.unfold(d, 1, stride[i]).squeeze(-1)
+        views.append(v)
+    return views, out
 
 
 def _conv_depthwise(x, weight, bias, stride, padding, dilation):

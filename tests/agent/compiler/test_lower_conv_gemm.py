@@ -116,3 +116,17 @@ def test_convolutions_are_decomposed_when_their_direct_kernels_overflow_the_file
     assert "conv" in kinds(compiler.fitting_cases(task, target_for()))
     monkeypatch.setattr(compiler, "MAX_SOURCE_BYTES", 4096)
     assert "conv" not in kinds(compiler.fitting_cases(task, target_for()))
+
+
+def test_a_depthwise_convolution_no_direct_kernel_takes_is_decomposed_into_taps(compile_graph):
+    # x[:, 1:] starts inside x's storage, so the vector-core kernel does not take it: one
+    # strided view per tap, multiplied by that tap's weights and summed
+    compiled, run = compile_graph("x, w", "torch.nn.functional.conv2d(x[:, 1:], w, padding=1, groups=3)",
+                                  "torch.randn(1, 4, 6, 7), torch.randn(3, 1, 3, 3)")
+    assert "conv" not in [g.kind for _, g in compiled.groups]
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 4, 6, 7)).astype(np.float32)
+    w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    (out,) = run(x, w)
+    want = F.conv2d(torch.from_numpy(x[:, 1:]).double(), torch.from_numpy(w).double(), padding=1, groups=3).numpy()
+    np.testing.assert_allclose(np.asarray(out, np.float64).reshape(want.shape), want, rtol=1e-5, atol=1e-5)
