@@ -24,7 +24,7 @@ from sage.kernels.library.mm import MatOperand, MmOut, MmSpec, mm_args, mm_sourc
 from sage.kernels.library.tile_spec import Access, Iota, TileOutput, TileSpec
 from sage.kernels.library.tile_spec import load_plan as tile_load_plan
 from sage.kernels.long_rows import long_rows
-from sage.kernels.decompose import decomposed_convolutions
+from sage.kernels.compact import compact_programs
 from sage.kernels.lowering import Lowerer, Val
 from sage.kernels.record import (
     AtenCall, Graph, Node, TensorMeta, TooManyLaunches, dtype_size, flat_args, is_tensor_list, record_aten,
@@ -40,7 +40,7 @@ from sage.kernels.vector_ops import VECTOR_OPS, VectorOp
 
 __all__ = [
     "Access", "Iota", "MatOperand", "MmOut", "MmSpec", "Prim", "mm_args", "mm_source", "Reduce", "TileGeometry", "TileOutput", "TileSpec", "TileTooBig", "chain_context",
-    "long_rows", "decomposed_convolutions", "tile_args", "tile_geometry",
+    "long_rows", "compact_programs", "tile_args", "tile_geometry",
     "tile_load_plan",
     "tile_source",
     "CUBE_OPS", "FREE_OPS", "HEADER", "KERNEL_DTYPES", "LIB_DTYPES", "MATMUL_OPS", "OPS", "REDUCTIONS", "ROW_OPS",

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
+from sage.kernels.compact import is_compact
 from sage.kernels.long_rows import chunk_of, reduce_in_chunks, split_long_row
 
 F32 = torch.float32
@@ -450,27 +449,10 @@ def upsample_bilinear2d(x, output_size, align_corners, scales_h=None, scales_w=N
 
 
 # -- convolution ------------------------------------------------------------------------------------
-# Whether a convolution a direct kernel takes is kept whole. The direct kernels are written
-# for one window geometry each; a task whose cases span dozens of geometries would need as
-# many kernels, past the sandbox's source limit, and is traced again with this off: its
-# convolutions become padding, an im2col copy and a product, kernels its cases share.
-_WHOLE_CONVS: ContextVar[bool] = ContextVar("whole_convs", default=True)
-
-
-@contextmanager
-def decomposed_convolutions() -> Iterator[None]:
-    """Inside: every convolution is decomposed, none kept whole for a direct kernel."""
-    token = _WHOLE_CONVS.set(False)
-    try:
-        yield
-    finally:
-        _WHOLE_CONVS.reset(token)
-
-
 def convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *flags):
     n = weight.dim() - 2
     stride, padding, dilation = _triple(stride, n), _triple(padding, n), _triple(dilation, n)
-    whole = _WHOLE_CONVS.get()
+    whole = not is_compact()            # compact: no per-geometry direct kernel (sage/kernels/compact.py)
     if transposed:
         return _conv_transposed(x, weight, bias, stride, padding, dilation, _triple(output_padding, n), groups)
     if groups == x.shape[1] and weight.shape[1] == 1 and weight.shape[0] == groups:

@@ -3,9 +3,12 @@
 A pooling window is a box, so its sum (or max) is the sum (max) along one axis, then the
 next: k_d + k_h + k_w strided views instead of k_d * k_h * k_w (a [3, 7, 7] average pool
 wrote 147 views into one kernel, and level1/26_avg_pool3d's 72 cases compiled to an 801 KB
-kernel file). A window of at most ONE_PASS_TAPS taps stays one pass over the input (every
-tap a strided view, summed in one kernel): the axis passes would each write and read back
-an intermediate, about 2.6x the traffic of one pass for a 2x2x2 pool. The divisor is separable too: ATen's avg_pool3d divides by the product over
+kernel file). That is the compact form (sage/kernels/compact.py), taken when the one-pass
+kernels do not fit the file: a window of at most ONE_PASS_TAPS taps, and any window by
+default, stays one pass over the input (every tap a strided view, summed in one kernel), as
+the axis passes each write and read back an intermediate (about 2.6x the traffic of one
+pass for a 2x2x2 pool; the suite's 3x3x3 avg_pool3d ran 0.66x of torch_npu axis by axis
+against 0.86x in one pass). The divisor is separable too: ATen's avg_pool3d divides by the product over
 the axes of each axis's window length (clipped to the padded input; or to the input with
 count_include_pad=False), or by divisor_override, so each axis's sum is scaled by its own
 lengths, and ceil_mode's last windows that run past the end are padded with zeros (or -inf
@@ -20,6 +23,7 @@ import math
 
 import torch
 
+from sage.kernels.compact import is_compact
 from sage.kernels.decompose import _acc, _spatial_rank, _triple, constant_pad_nd
 
 # the most taps (window elements) pooled in one pass; larger windows go axis by axis
@@ -103,7 +107,7 @@ def avg_pool(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_incl
     extra = [max(0, (outs[i] - 1) * stride[i] + kernel[i] - spatial[i] - 2 * padding[i]) for i in range(n)]
     y = _padded(_acc(x), n, padding, extra, 0.0)
     scale = 1.0
-    if math.prod(kernel) <= ONE_PASS_TAPS and count_include_pad and not ceil_mode:
+    if (math.prod(kernel) <= ONE_PASS_TAPS or not is_compact()) and count_include_pad and not ceil_mode:
         y = _one_pass(y, n, kernel, stride, [1] * n, outs, torch.add)
         return (y * (1.0 / (divisor_override or math.prod(kernel)))).to(x.dtype)
     for i in reversed(range(n)):
@@ -136,7 +140,7 @@ def max_pool_with_indices(x, kernel_size, stride=None, padding=0, dilation=1, ce
     extra = [max(0, (outs[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - spatial[i] - 2 * padding[i])
              for i in range(n)]
     y = _padded(x, n, padding, extra, float("-inf"))
-    if math.prod(kernel) <= ONE_PASS_TAPS:
+    if math.prod(kernel) <= ONE_PASS_TAPS or not is_compact():
         y = _one_pass(y, n, kernel, stride, dilation, outs, torch.maximum)
         return y, torch.zeros(y.shape, dtype=torch.int64)
     for i in reversed(range(n)):

@@ -41,15 +41,23 @@ class OfflineBackend:
 
     def _start(self, rules: list[dict], experiences: list[dict],
                cases: int | list[int] | None = None) -> tuple[str, list[str], str]:
-        from sage.agent.compiler.build import Unsupported
+        from sage.agent.compiler.build import SourceTooLarge, Unsupported
         from sage.agent.compiler.search import DEFAULT_BUDGET
         from sage.agent.offline.agent import CompilerAgent
         from sage.kernels import target_for
 
-        self._agent = CompilerAgent(self.task, target_for(self.preset), self.preset, seed=self.seed,
-                                    budget=DEFAULT_BUDGET if self.budget is None else self.budget, evaluated=cases)
+        def agent(compact: bool) -> CompilerAgent:
+            return CompilerAgent(self.task, target_for(self.preset), self.preset, seed=self.seed,
+                                 budget=DEFAULT_BUDGET if self.budget is None else self.budget, evaluated=cases,
+                                 compact=compact)
+
         try:
-            return self._agent.first(rules, experiences)
+            try:
+                self._agent = agent(compact=False)
+                return self._agent.first(rules, experiences)
+            except SourceTooLarge:       # the fast forms' kernels overflow the file: the compact ones
+                self._agent = agent(compact=True)
+                return self._agent.first(rules, experiences)
         except Unsupported as exc:
             raise NoKernel(f"cannot compile: {exc}") from exc
 

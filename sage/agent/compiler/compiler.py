@@ -30,7 +30,7 @@ from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, g
 from sage.agent.compiler.tracing import check_static, reference_failure, traced
 from sage.bench.case_support import describe_case
 from sage.bench.evaluate import case_indices
-from sage.kernels import Target, decomposed_convolutions, dsl_dtype, flat_args, is_tensor_list, long_rows, target_for, trace_graph
+from sage.kernels import Target, compact_programs, dsl_dtype, flat_args, is_tensor_list, long_rows, target_for, trace_graph
 from sage.npu.restricted import MAX_SOURCE_BYTES
 
 ScheduleFor = Callable[[GroupKey], Schedule]
@@ -71,8 +71,9 @@ class CompiledTask:
                 f"up to {n} launch(es) each ({', '.join(kinds)})")
 
 
-def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[CaseProgram]:
-    """Trace and partition the cases the kernel will be judged on (`evaluated`: None all, K
+def trace_cases(task: Any, evaluated: int | list[int] | None = None, *, compact: bool = False) -> list[CaseProgram]:
+    """With `compact`, the decompositions take their compact forms (sage/kernels/compact.py).
+    Trace and partition the cases the kernel will be judged on (`evaluated`: None all, K
     the first K, or indices) that a 910B kernel can take at all; Unsupported names the first
     op that cannot lower.
 
@@ -82,6 +83,11 @@ def trace_cases(task: Any, evaluated: int | list[int] | None = None) -> list[Cas
     second draw must come from another seed: `cases()` regenerates the same inputs for the
     same seed, and the evaluation uses that seed too, so a program specialised on the values
     would pass it and be wrong on any other input."""
+    with compact_programs(compact):
+        return _traced_cases(task, evaluated)
+
+
+def _traced_cases(task: Any, evaluated: int | list[int] | None) -> list[CaseProgram]:
     model = task.make_model()
     out: list[CaseProgram] = []
     seen: set[tuple] = set()
@@ -233,25 +239,14 @@ def _signature(case: list) -> tuple:
     return tuple(sig)
 
 
-def fitting_cases(task: Any, target: Target, evaluated: int | list[int] | None = None) -> list[CaseProgram]:
-    """`trace_cases`, with the convolutions decomposed when the direct kernels would not fit
-    one file: each is written for one window geometry, and a public file spans up to 32 of
-    them (level3/8_conv_standard3d: 355 KB of kernels). The decomposed program's kernels
-    (padding, im2col copy, product) take their sizes at launch and serve every case."""
-    cases = trace_cases(task, evaluated)
-    if not any(g.kind == "conv" for c in cases for g in c.plan.groups):
-        return cases
-    try:
-        compile_cases(cases, None, target, "probe")
-    except SourceTooLarge:
-        with decomposed_convolutions():
-            return trace_cases(task, evaluated)
-    return cases
-
-
 def compile_task(task: Any, target: Target, schedule_for: ScheduleFor | None = None) -> CompiledTask:
-    cases = fitting_cases(task, target)
-    return compile_cases(cases, schedule_for, target, f"compiled from the aten graph of {task.key}")
+    """The task's kernel file; in compact form (sage/kernels/compact.py) when the fast one
+    does not fit the sandbox's source limit."""
+    title = f"compiled from the aten graph of {task.key}"
+    try:
+        return compile_cases(trace_cases(task), schedule_for, target, title)
+    except SourceTooLarge:
+        return compile_cases(trace_cases(task, compact=True), schedule_for, target, title)
 
 
-__all__ = ["CompiledTask", "Unsupported", "compile_task", "fitting_cases", "trace_cases", "compile_cases"]
+__all__ = ["CompiledTask", "SourceTooLarge", "Unsupported", "compile_task", "trace_cases", "compile_cases"]

@@ -11,11 +11,11 @@ def plan_problem(task: Any) -> str | None:
     kernels, else which op cannot lower and why, in one line. It traces the reference on
     every case (`sage ops list` caches the answers per task file)."""
     from sage.agent.compiler.build import Unsupported
-    from sage.agent.compiler.compiler import compile_cases, fitting_cases
+    from sage.agent.compiler.compiler import compile_task
     from sage.kernels import target_for
 
     try:
-        compile_cases(fitting_cases(task, target_for()), None, target_for(), task.key)
+        compile_task(task, target_for())
     except Unsupported as exc:
         return f"cannot compile: {exc}"
     return None

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from sage.agent.compiler.compiler import CaseProgram, CompiledTask, compile_cases, fitting_cases
+from sage.agent.compiler.compiler import CaseProgram, CompiledTask, compile_cases, trace_cases
 from sage.agent.compiler.schedule import GroupKey, Schedule
 from sage.agent.compiler.search import DEFAULT_BUDGET, SearchState, knob_diff, measure, next_move, rank
 from sage.agent.offline import hints as H
@@ -50,6 +50,7 @@ class CompilerAgent:
     seed: int = 0
     budget: int = DEFAULT_BUDGET
     evaluated: int | list[int] | None = None     # the cases the kernel is judged on (None: all)
+    compact: bool = False                        # decompositions in compact form (sage/kernels/compact.py)
     cases: list[CaseProgram] = field(default_factory=list)
     state: SearchState | None = None
     knobs_of: dict[str, dict[str, Any]] = field(default_factory=dict)   # adopted id -> its knobs
@@ -61,7 +62,7 @@ class CompilerAgent:
 
     # -- the first answer ----------------------------------------------------------------------
     def first(self, rules: list[dict], experiences: list[dict]) -> tuple[str, list[str], str]:
-        self.cases = fitting_cases(self.task, self.target, self.evaluated)
+        self.cases = trace_cases(self.task, self.evaluated, compact=self.compact)
         self.state = SearchState(self.cases, self.target, budget=self.budget)
         starts = self._starts(rules, experiences)
         rank(self.state, starts)

@@ -104,8 +104,9 @@ def test_a_transposed_convolution_flips_its_window_with_one_last_axis_gather(com
 
 
 def test_convolutions_are_decomposed_when_their_direct_kernels_overflow_the_file(task_file, monkeypatch):
-    # Two window geometries: two direct kernels. Under a limit too small for them, the task is
-    # traced again with its convolutions decomposed (no conv group left).
+    # Two window geometries: two direct kernels. Compact, the convolutions are decomposed
+    # (no conv group) into kernels both cases share; under a limit between the two files'
+    # sizes, compile_task gives the compact one.
     from sage.agent.compiler import compiler
     from sage.kernels import target_for
 
@@ -113,9 +114,22 @@ def test_convolutions_are_decomposed_when_their_direct_kernels_overflow_the_file
                      ["torch.randn(1, 3, 12, 12), torch.randn(8, 3, 3, 3), 3",
                       "torch.randn(1, 3, 12, 12), torch.randn(8, 3, 5, 5), 5"])
     kinds = lambda cases: {g.kind for c in cases for g in c.plan.groups}   # noqa: E731
-    assert "conv" in kinds(compiler.fitting_cases(task, target_for()))
-    monkeypatch.setattr(compiler, "MAX_SOURCE_BYTES", 4096)
-    assert "conv" not in kinds(compiler.fitting_cases(task, target_for()))
+    fast, compact = compiler.trace_cases(task), compiler.trace_cases(task, compact=True)
+    assert "conv" in kinds(fast) and "conv" not in kinds(compact)
+    sizes = [len(compiler.compile_cases(c, None, target_for(), "t").source.encode()) for c in (fast, compact)]
+    assert sizes[1] < sizes[0]
+    monkeypatch.setattr(compiler, "MAX_SOURCE_BYTES", (sizes[0] + sizes[1]) // 2)
+    assert "conv" not in {g.kind for _, g in compiler.compile_task(task, target_for()).groups}
+
+
+def test_a_large_pooling_window_is_one_pass_unless_compact(task_file):
+    # 27 taps: one pass over the input by default (each tap a strided view, one kernel);
+    # compact, axis by axis (three passes, each with its own intermediate)
+    from sage.agent.compiler import compiler
+
+    task = task_file("x", "torch.nn.functional.avg_pool3d(x, 3, stride=1)", ["torch.randn(1, 2, 6, 6, 6)"])
+    launches = [len(c.plan.groups) for c in (compiler.trace_cases(task)[0], compiler.trace_cases(task, compact=True)[0])]
+    assert launches[0] < launches[1]
 
 
 def test_a_depthwise_convolution_no_direct_kernel_takes_is_decomposed_into_taps(compile_graph):
