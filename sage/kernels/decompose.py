@@ -458,6 +458,8 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     if groups == x.shape[1] and weight.shape[1] == 1 and weight.shape[0] == groups:
         if whole and _direct_depthwise(x, weight, bias, stride, padding, dilation):
             return NotImplemented        # kept whole: one vector-core kernel (library/conv_depthwise.py)
+        if not whole:                    # one view per tap is text per window geometry: im2col instead
+            return _conv_grouped(x, weight, bias, stride, padding, dilation, groups)
         return _conv_depthwise(x, weight, bias, stride, padding, dilation)
     if groups != 1:
         return _conv_grouped(x, weight, bias, stride, padding, dilation, groups)

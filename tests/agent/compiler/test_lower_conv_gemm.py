@@ -116,6 +116,11 @@ def test_convolutions_are_decomposed_when_their_direct_kernels_overflow_the_file
     kinds = lambda cases: {g.kind for c in cases for g in c.plan.groups}   # noqa: E731
     fast, compact = compiler.trace_cases(task), compiler.trace_cases(task, compact=True)
     assert "conv" in kinds(fast) and "conv" not in kinds(compact)
+    # a depthwise one too: compact, the grouped im2col product (no view per tap)
+    dw = task_file("x, w", "torch.nn.functional.conv2d(x, w, padding=1, groups=3)",
+                   ["torch.randn(1, 3, 12, 12), torch.randn(3, 1, 3, 3)"])
+    (case,) = compiler.trace_cases(dw, compact=True)
+    assert "bmm" in {n.op for n in case.built.program.nodes} and "conv" not in kinds([case])
     sizes = [len(compiler.compile_cases(c, None, target_for(), "t").source.encode()) for c in (fast, compact)]
     assert sizes[1] < sizes[0]
     monkeypatch.setattr(compiler, "MAX_SOURCE_BYTES", (sizes[0] + sizes[1]) // 2)
