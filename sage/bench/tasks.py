@@ -319,7 +319,7 @@ def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0,
     )
     if check_inputs:
         try:
-            task.make_model()
+            task.plain_model()           # the draws probe comes with the cases, below
         except InputsTooLarge:
             raise
         except Exception as exc:
