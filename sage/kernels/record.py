@@ -173,11 +173,10 @@ def _plain(v: Any) -> Any:
     return str(v)
 
 
-def _storage_key(t: torch.Tensor, vid: int) -> int:
+def _storage_key(t: torch.Tensor, storage: torch.UntypedStorage, nbytes: int, vid: int) -> int:
     """What tells t's storage apart: its data pointer; a meta tensor's storage object (all
     meta storages have a null pointer); an empty storage is its own (`vid`)."""
-    storage = t.untyped_storage()
-    if not storage.nbytes():
+    if not nbytes:
         return -vid - 1
     return storage._cdata if t.is_meta else storage.data_ptr()
 
@@ -242,7 +241,7 @@ class _Recorder(TorchDispatchMode):
         nbytes = storage.nbytes()
         # Empty storages may share a null pointer: each is its own. Meta tensors (a reference
         # timed on sized inputs) all have a null pointer: their storage object tells them apart.
-        key = (storage._cdata if t.is_meta else storage.data_ptr()) if nbytes else -vid - 1
+        key = _storage_key(t, storage, nbytes, vid)
         self.graph.storage[vid] = self.storages.setdefault(key, len(self.storages))
         self.graph.storage_numel[vid] = nbytes // max(t.element_size(), 1)
         self.views[_view_key(t, key)] = vid
@@ -253,7 +252,8 @@ class _Recorder(TorchDispatchMode):
             return self.ids[id(t)]
         # Another Python object over a value we saw, made without a dispatched call
         # (nn.Parameter(t), a `.data` rebinding): that value.
-        same = self.views.get(_view_key(t, _storage_key(t, -1)))
+        storage = t.untyped_storage()
+        same = self.views.get(_view_key(t, _storage_key(t, storage, storage.nbytes(), -1)))
         if same is not None:
             self.alive.append(t)
             self.ids[id(t)] = same
