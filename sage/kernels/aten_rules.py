@@ -285,7 +285,17 @@ def logical_not(*, bitwise: bool = False) -> ChainRule:
 
 
 def where(c: ChainCtx) -> Expr | None:
-    return op("where", c.x[0], c.x[1], c.x[2]) if len(c.x) == 3 else None
+    """where(cond, self, other); the ScalarOther / ScalarSelf / Scalar overloads take the
+    missing operands as Python numbers, in the schema's order."""
+    if len(c.x) == 3:
+        return op("where", c.x[0], c.x[1], c.x[2])
+    overload = c.call.overload
+    if len(c.x) == 2 and len(c.nums) == 1 and overload in ("ScalarOther", "ScalarSelf"):
+        a, b = (c.x[1], const(c.nums[0])) if overload == "ScalarOther" else (const(c.nums[0]), c.x[1])
+        return op("where", c.x[0], a, b)
+    if len(c.x) == 1 and len(c.nums) == 2 and overload == "Scalar":
+        return op("where", c.x[0], const(c.nums[0]), const(c.nums[1]))
+    return None
 
 
 def masked_fill(c: ChainCtx) -> Expr | None:

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from sage.kernels.registry import base_name, is_free, op_def
+from sage.kernels.registry import base_name, extension_decomposition, is_free, op_def
 
 
 class TensorMeta(BaseModel):
@@ -202,6 +202,16 @@ def _op_facts(func: Any) -> tuple[str, str, bool]:
     return facts
 
 
+def _composite_body(func):
+    """torch's own decomposition of an aten op the registry cannot lower: inside another
+    op's dispatch (a stand-in's body runs there) autograd keys are excluded, so
+    CompositeImplicitAutograd ops (matmul, einsum, isfinite, where.ScalarOther, to) reach a
+    mode whole; at the top level autograd would have decomposed them the same way."""
+    if func.namespace == "aten" and func.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd):
+        return func.decompose
+    return None
+
+
 class _Recorder(TorchDispatchMode):
     """Records every dispatched call; with a `graph`, also numbers the tensor values."""
 
@@ -324,11 +334,15 @@ class _Recorder(TorchDispatchMode):
     def _decomposed(self, func, name: str, args, kwargs):
         """The op's registry decomposition, run under this recorder (its ops are recorded
         instead of the op), or NotImplemented when it has none for these arguments."""
-        entry = op_def(name)
-        if entry is None:
-            return NotImplemented
+        entry = op_def(name) if func.namespace == "aten" else None
         inplace = name.endswith("_") and base_name(name) != name
-        fn = entry.decompose_inplace if inplace else entry.decompose
+        if entry is not None:
+            fn = entry.decompose_inplace if inplace else entry.decompose
+        else:
+            fn = extension_decomposition(f"{func.namespace}::{name}")
+        if fn is None and (entry is None or not entry.lowers) and (composite := _composite_body(func)) is not None:
+            with self:                   # torch's own: the op's dtypes by construction
+                return composite(*args, **kwargs)
         if fn is None:
             return NotImplemented
         with self:

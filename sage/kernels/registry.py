@@ -133,6 +133,12 @@ class OpDef:
     def free(self) -> bool:
         return self.cost_class is None
 
+    @property
+    def lowers(self) -> bool:
+        """The compiler has a way to take the op itself (an entry can exist only for the
+        reference model's cost, as matmul's and pad's do)."""
+        return bool(self.chain or self.row or self.cube or self.prim or self.decompose or self.free)
+
 
 C, W, P = CostClass, WorkRule, Promotion
 
@@ -204,6 +210,9 @@ _ELEMENTWISE = [
     _bin("logical_or", agent(r.logic("maximum")), promotion=P.BOOL),
     _bin("bitwise_and", agent(r.logic("mul", bitwise=True))),
     _bin("bitwise_or", agent(r.logic("maximum", bitwise=True))),
+    # `a & b` and `a | b` dispatch as these (aten::__and__.Tensor has its own kernel entry)
+    _bin("__and__", agent(r.logic("mul", bitwise=True))),
+    _bin("__or__", agent(r.logic("maximum", bitwise=True))),
     _ew("logical_not", agent(r.logical_not()), promotion=P.BOOL),
     _ew("bitwise_not", agent(r.logical_not(bitwise=True))),
     _bin("where", agent(r.where), passes=2),
@@ -372,6 +381,23 @@ def base_name(name: str) -> str:
 def op_def(name: str) -> OpDef | None:
     """The entry of an aten overload packet name, in-place variants included."""
     return OPS.get(base_name(name))
+
+
+# Decompositions of ops outside aten ("namespace::name" -> a torch body), registered by the
+# package that defines the op: the torch_npu stand-ins (sage.bench.torch_npu_standin) give
+# their documented composite bodies, so the compiler records those while the reference
+# model, which traces without decomposing, still sees the one fused operator.
+_EXTENSION_DECOMPOSITIONS: dict[str, Callable] = {}
+
+
+def register_extension_decomposition(qualname: str, body: Callable) -> None:
+    if "::" not in qualname or qualname.startswith("aten::"):
+        raise ValueError(f"{qualname!r}: extension decompositions are for ops outside aten, as 'namespace::name'")
+    _EXTENSION_DECOMPOSITIONS[qualname] = body
+
+
+def extension_decomposition(qualname: str) -> Callable | None:
+    return _EXTENSION_DECOMPOSITIONS.get(qualname)
 
 
 def is_free(name: str) -> bool:

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable
 import torch
 from torch.library import custom_op
 
+from sage.kernels.registry import register_extension_decomposition
+
 NAMESPACE = "npu_standin"
 
 # dtypes the task files name as strings (JSON attrs) or torch dtypes
@@ -31,6 +33,10 @@ def standin(name: str, mutates_args: Iterable[str] = ()) -> Callable:
     def wrap(fn: Callable) -> Callable:
         op = custom_op(f"{NAMESPACE}::{name}", fn, mutates_args=tuple(mutates_args))
         op.register_fake(fn)
+        if not mutates_args:
+            # the compiler records the body's aten ops (a kernel implements the documented
+            # semantics); an op that writes its arguments in place stays one opaque call
+            register_extension_decomposition(f"{NAMESPACE}::{name}", fn)
         return op
     return wrap
 

@@ -72,9 +72,10 @@ def _lightning_indexer(query: torch.Tensor, key: torch.Tensor, weights: torch.Te
                                   float("-inf"))
         top = min(sparse_count, k.shape[0])
         vals, idx = score.topk(top, dim=-1)
+        idx = idx.to(torch.int32)        # the op's output dtype; int32 holds any key position
         idx = torch.where(torch.isfinite(vals), idx, torch.full_like(idx, -1))
         pad = sparse_count - top
-        idx_out.append(torch.nn.functional.pad(idx, (0, pad), value=-1).to(torch.int32))
+        idx_out.append(torch.nn.functional.pad(idx, (0, pad), value=-1))
         val_out.append(torch.nn.functional.pad(vals, (0, pad), value=float("-inf")))
     stack = torch.stack if layout_query == "BSND" else torch.cat
     indices = stack(idx_out)
@@ -120,7 +121,7 @@ def _sparse_flash_attention(query: torch.Tensor, key: torch.Tensor, value: torch
         blocks = -(-skv // sparse_block_size)
         ok = (idx >= 0) & (idx < blocks)
         count = torch.zeros(sq, n2, blocks + 1, device=q.device)
-        count.scatter_add_(-1, torch.where(ok, idx.long(), blocks), ok.float())
+        count.scatter_add_(-1, torch.where(ok, idx, blocks).long(), ok.float())
         count = count[..., :blocks].repeat_interleave(sparse_block_size, dim=-1)[..., :skv]      # [Sq, N2, Skv]
         count = count * _allowed(sq, skv, a, b, sparse_mode, q.device).unsqueeze(1)
         group = n1 // n2

@@ -2,7 +2,9 @@
 npu_weight_quant_batchmatmul, npu_grouped_matmul_swiglu_quant_v2, npu_ffn.
 
 Integer products are exact in float64 up to 2^53, far past int8 x int8 sums of K < 65536
-terms, so the bodies multiply int8 operands as float64 and round once at the end.
+terms, so the bodies multiply int8 operands as float64 (the int32 accumulator's exact
+value), then dequantise in float32: the widest float a 910B kernel has, so the chip scales
+its accumulator no wider (and a compiled body holds no float64 temporary).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ def _scale_values(scale: torch.Tensor) -> torch.Tensor:
     """A quant scale as numbers: an int64 scale (npu_trans_quant_param's form) keeps the
     float32 bit pattern in its low 32 bits."""
     if scale.dtype == torch.int64:
-        return (scale & 0xFFFFFFFF).to(torch.int32).view(torch.float32).double()
-    return scale.double()
+        return (scale & 0xFFFFFFFF).to(torch.int32).view(torch.float32)
+    return scale.float()
 
 
 def _finish(out: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -41,13 +43,13 @@ def _quant_matmul(x1: torch.Tensor, x2: torch.Tensor, scale: torch.Tensor, offse
         acc = acc + bias.double()
     if output_dtype == torch.int32:
         return acc.to(torch.int32)
-    out = acc * _scale_values(scale)
+    out = acc.float() * _scale_values(scale)          # dequantised in float32, as the chip does
     if pertoken_scale is not None:
-        out = out * pertoken_scale.double().unsqueeze(-1)
+        out = out * pertoken_scale.float().unsqueeze(-1)
     if bias is not None and not int_bias:
-        out = out + bias.double()
+        out = out + bias.float()
     if offset is not None:
-        out = out + offset.double()
+        out = out + offset.float()
     return _finish(out, output_dtype)
 
 
@@ -64,7 +66,7 @@ def _quant_matmul_reduce_sum(x1: torch.Tensor, x2: torch.Tensor, x1_scale: torch
                              x2_scale: torch.Tensor) -> torch.Tensor:
     """out = sum_b (x1[b] @ x2[b]) * x1_scale[b][:, None] * x2_scale, in bfloat16.
     Source: https://github.com/Ascend/op-plugin/blob/master/docs/zh/custom_APIs/torch_npu/torch_npu-npu_quant_matmul_reduce_sum.md"""
-    prod = torch.matmul(x1.double(), x2.double()) * x1_scale.double().unsqueeze(-1) * x2_scale.double()
+    prod = torch.matmul(x1.double(), x2.double()).float() * x1_scale.float().unsqueeze(-1) * x2_scale.float()
     return prod.sum(dim=0).to(torch.bfloat16)
 
 
