@@ -125,7 +125,8 @@ def _check_fit(spec: AttnSpec, knobs: FlashKnobs) -> None:
 def flash_attention_source(spec: AttnSpec, knobs: FlashKnobs = FlashKnobs(), *, target: Target | None = None,
                            with_forward: bool = True) -> str:
     """The kernel file: constants, the attention kernel (and the mask pre-pass for a data
-    mask), `{name}_launch(q, k, v[, mask])` and, if asked, `forward` calling it."""
+    mask), `{name}_launch(q, k, v[, mask], o)` writing o [B, H, SQ, D] and, if asked,
+    `forward` allocating o and calling it."""
     target = target or target_for()
     _check_fit(spec, knobs)
     blocks = blocks_for(spec, knobs, target)
@@ -150,7 +151,8 @@ def flash_attention_source(spec: AttnSpec, knobs: FlashKnobs = FlashKnobs(), *, 
     parts.append(_kernel_and_launch(spec, data))
     if with_forward:
         args = "q, k, v, mask" if data else "q, k, v"
-        parts.append(f"\ndef forward({args}):\n    return {spec.name}_launch({args})\n")
+        parts.append(f"\ndef forward({args}):\n    o = empty((BATCH, HEADS, SQ, D), DT)\n"
+                     f"    {spec.name}_launch({args}, o)\n    return o\n")
     return "\n".join(parts)
 
 
@@ -170,8 +172,7 @@ def {n}_kernel(q, k, v, o, ws_s, ws_p, ws_o, bits):
         op.Pipeline(op.Softmax, op.Update)
 
 
-def {n}_launch(q, k, v{", mask" if data else ""}):
-    o = empty((BATCH, HEADS, SQ, D), DT)
+def {n}_launch(q, k, v, {"mask, " if data else ""}o):
     ws_s = empty((BLOCKS, DEPTH * GROUP, 2, TILE * HALF), float32)   # [block][slot][AIV] S^T halves
     ws_p = empty((BLOCKS, DEPTH, TILE, GROUP * TILE), DT)           # [block][group % DEPTH] P^T tiles
     ws_o = empty((BLOCKS, DEPTH, TILE * D), float32)                 # [block][group % DEPTH] P V
