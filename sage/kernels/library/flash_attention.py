@@ -139,15 +139,14 @@ def flash_attention_source(spec: AttnSpec, knobs: FlashKnobs = FlashKnobs(), *, 
         f"BLOCKS = {blocks}", f"CAUSAL_OFF = {spec.causal_offset}", f"MASK_B = {spec.mask_batch}",
         f"MASK_H = {spec.mask_heads}", f"VISIBLE = {1.0 if spec.mask_true_keeps else 0.0}",
         f"MASK_UNITS = {spec.mask_batch * spec.mask_heads * spec.nq * spec.nk * 2}",
-        f"PRE_BLOCKS = {min(target.vector_cores, spec.mask_batch * spec.mask_heads * spec.nq * spec.nk * 2)}",
+        f"PRE_BLOCKS = {min(target.vector_cores, spec.mask_batch * spec.mask_heads * spec.nq * 2)}",
     ]
-    key_tiles = ("    return min(NK, (min(SQ, (i + 1) * TILE) - 1 + CAUSAL_OFF) // TILE + 1)"
-                 if spec.mask == "causal" else "    return NK")
+    parts_head = _key_ranges(spec)
     parts = [HEADER, f"# {spec.name}: flash attention forward, {spec.mask} mask, one MIX_AIC_1_2 launch",
-             "\n".join(consts), "", f"\ndef key_tiles(i):\n{key_tiles}\n", SCHEDULE, INIT_HEAD, AIC,
+             "\n".join(consts), "", parts_head, SCHEDULE, INIT_HEAD, AIC,
              vector_text(spec.mask, spec.skv % TILE != 0)]
     if data:
-        parts.append(prepass_text())
+        parts.append(prepass_text(spec.mask_true_keeps))
     parts.append(_kernel_and_launch(spec, data))
     if with_forward:
         args = "q, k, v, mask" if data else "q, k, v"
@@ -156,16 +155,47 @@ def flash_attention_source(spec: AttnSpec, knobs: FlashKnobs = FlashKnobs(), *, 
     return "\n".join(parts)
 
 
+def _key_ranges(spec: AttnSpec) -> str:
+    """key_range(g, i, ranges): the key tiles query tile i of head g visits, [lo, hi); and
+    read_ranges(rng): what a data mask's pre-pass found, per (mask index, query tile)."""
+    if spec.mask == "data":
+        return '''
+def read_ranges(rng):
+    gm = GlobalTensor()
+    gm.SetGlobalBuffer(rng, 0, MASK_B * MASK_H * NQ * 4)
+    ranges = []
+    for r in range(MASK_B * MASK_H * NQ):     # the two query halves' ranges, joined
+        lo = min(gm.GetValue(r * 4), gm.GetValue(r * 4 + 2))
+        hi = max(gm.GetValue(r * 4 + 1), gm.GetValue(r * 4 + 3))
+        ranges.append((int(lo), int(hi)))
+    return ranges
+
+
+def key_range(g, i, ranges):
+    return ranges[(g // HEADS % MASK_B * MASK_H + g % HEADS % MASK_H) * NQ + i]
+'''
+    last = ("min(NK, (min(SQ, (i + 1) * TILE) - 1 + CAUSAL_OFF) // TILE + 1)" if spec.mask == "causal" else "NK")
+    return f"""
+def read_ranges(rng):
+    return None
+
+
+def key_range(g, i, ranges):
+    return 0, {last}
+"""
+
+
 def _kernel_and_launch(spec: AttnSpec, data: bool) -> str:
     n = spec.name
     bits = ("    bits = empty((MASK_UNITS * TILE * HALF // 8,), uint8)\n"
-            "    attention_mask[PRE_BLOCKS](mask, bits)\n") if data else "    bits = None\n"
+            "    rng = empty((MASK_B * MASK_H * NQ * 4,), int32)\n"
+            "    attention_mask[PRE_BLOCKS](mask, bits, rng)\n") if data else "    bits = None\n    rng = None\n"
     return f'''
 @kernel
-def {n}_kernel(q, k, v, o, ws_s, ws_p, ws_o, bits):
+def {n}_kernel(q, k, v, o, ws_s, ws_p, ws_o, bits, rng):
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2)
     op = KernelFlashAttention()
-    op.Init(q, k, v, o, ws_s, ws_p, ws_o, bits)
+    op.Init(q, k, v, o, ws_s, ws_p, ws_o, bits, rng)
     if ASCEND_IS_AIC:
         op.Pipeline(op.ScoreGroup, op.ValueGroup)
     else:
@@ -176,7 +206,7 @@ def {n}_launch(q, k, v, {"mask, " if data else ""}o):
     ws_s = empty((BLOCKS, DEPTH * GROUP, 2, TILE * HALF), float32)   # [block][slot][AIV] S^T halves
     ws_p = empty((BLOCKS, DEPTH, TILE, GROUP * TILE), DT)           # [block][group % DEPTH] P^T tiles
     ws_o = empty((BLOCKS, DEPTH, TILE * D), float32)                 # [block][group % DEPTH] P V
-{bits}    {n}_kernel[BLOCKS](q, k, v, o, ws_s, ws_p, ws_o, bits)
+{bits}    {n}_kernel[BLOCKS](q, k, v, o, ws_s, ws_p, ws_o, bits, rng)
     return o
 '''
 

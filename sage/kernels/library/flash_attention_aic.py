@@ -9,25 +9,27 @@ kv * SKV * D, kv = (bh // HEADS) * KV_HEADS + bh % HEADS // (HEADS // KV_HEADS).
 
 from __future__ import annotations
 
-# Every core computes the same plan: items (a query tile of one head) go longest first to the
+# Every core computes the same plan (a data mask's key ranges are read by every core alike): items (a query tile of one head) go longest first to the
 # least loaded block, so the plan needs no communication.
 SCHEDULE = '''
-def schedule(blocks, block):
-    """(head, q tile, first key tile, end key tile, item) of each group of `block`."""
+def schedule(blocks, block, ranges):
+    """(head, q tile, first key tile, end key tile, item, first group, last group) of each group
+    of `block`."""
     load = [0] * blocks
     groups = []
     items = 0
     for i in range(NQ - 1, -1, -1):
-        n = key_tiles(i)
         for g in range(BATCH * HEADS):
+            lo, hi = key_range(g, i, ranges)
             best = 0
             for b in range(1, blocks):
                 if load[b] < load[best]:
                     best = b
-            load[best] = load[best] + n
+            load[best] = load[best] + hi - lo
             if best == block:
-                for j0 in range(0, n, GROUP):
-                    groups.append((g, i, j0, min(j0 + GROUP, n), items))
+                for j0 in range(lo, hi, GROUP):
+                    j1 = min(j0 + GROUP, hi)
+                    groups.append((g, i, j0, j1, items, j0 == lo, j1 == hi))
                 items += 1
     return groups
 
@@ -56,7 +58,7 @@ def fold(op, dst, src, que):
 
 INIT_HEAD = '''
 class KernelFlashAttention:
-    def Init(self, q, k, v, o, ws_s, ws_p, ws_o, bits):
+    def Init(self, q, k, v, o, ws_s, ws_p, ws_o, bits, rng):
         self.pipe = TPipe()
         n = TILE * HALF
         block = GetBlockIdx() // GetTaskRation()
@@ -80,7 +82,7 @@ class KernelFlashAttention:
                 self.pipe.InitBuffer(que, num, nbytes)
         else:
             self.InitVector(o, bits)
-        self.groups = schedule(GetBlockNum(), block)
+        self.groups = schedule(GetBlockNum(), block, read_ranges(rng))
 
     def Pipeline(self, ahead, behind):
         """ahead(k + DEPTH - 1) before behind(k): S before PV on the AIC, softmax before O update on an AIV."""
@@ -110,8 +112,8 @@ AIC = '''
         return handover(que, y)
 
     def ScoreGroup(self, k):
-        g, i, j0, j1, item = self.groups[k]
-        if j0 == 0:
+        g, i, j0, j1, item, first, last = self.groups[k]
+        if first:
             self.qt_t = self.ToL0(self.qt, self.q1, self.LoadRows(self.q1, self.q_gm, g, i, SQ), D, True)
         kv = kv_head(g)
         for j in range(j0, j1):
@@ -126,11 +128,11 @@ AIC = '''
                         FixpipeParams(TILE, HALF, TILE, HALF))
             self.co1.FreeTensor(c)
             CrossCoreSetFlag(2, PIPE_FIX, FLAG_S)
-        if j1 == key_tiles(i):
+        if last:
             self.qt.FreeTensor(self.qt_t)
 
     def ValueGroup(self, k):
-        g, i, j0, j1, item = self.groups[k]
+        g, i, j0, j1, item, first, last = self.groups[k]
         kv = kv_head(g)
         v1s = [self.LoadRows(self.v1, self.v_gm, kv, j, SKV) for j in range(j0, j1)]   # overlap the softmax
         CrossCoreWaitFlag(FLAG_P)

@@ -90,7 +90,7 @@ VECTOR = '''
         return s
 
     def Softmax(self, k):
-        g, i, j0, j1, item = self.groups[k]
+        g, i, j0, j1, item, first, last = self.groups[k]
         m, l = self.Stat(item % DEPTH), self.Stat(DEPTH + item % DEPTH)
         alpha, top, total = self.Stat(2 * DEPTH + k % DEPTH), self.Stat(3 * DEPTH), self.Stat(3 * DEPTH + 1)
         tmp = self.tmp.Get(float32)
@@ -99,7 +99,7 @@ VECTOR = '''
             s = self.Scores(k, g, i, j, j0)
             fold(Max, tmp, s, self.sq)
             self.Accumulate(Max, top, tmp, j == j0)
-        if j0 > 0:
+        if not first:
             Max(top, top, m, HALF)
             Sub(alpha, m, top, HALF)
             Muls(alpha, alpha, SCALE, HALF)
@@ -122,9 +122,9 @@ VECTOR = '''
                      DataCopyParams(TILE, HALF * 2 // 32, 0, (GROUP * TILE - HALF) * 2 // 32))
             self.pq.FreeTensor(p)
         CrossCoreSetFlag(2, PIPE_MTE3, FLAG_P)
-        if j0 > 0:
+        if not first:
             Mul(l, l, alpha, HALF)
-        self.Accumulate(Add, l, total, j0 == 0)
+        self.Accumulate(Add, l, total, first)
 
     def Accumulate(self, op, acc, x, first):
         if first:
@@ -140,20 +140,20 @@ VECTOR = '''
             Mul(x[c], x[c], brc, 64, HALF, BinaryRepeatParams(1, 1, 0, D // 8, D // 8, 1))
 
     def Update(self, k):
-        g, i, j0, j1, item = self.groups[k]
+        g, i, j0, j1, item, first, last = self.groups[k]
         nd = HALF * D
         CrossCoreWaitFlag(FLAG_O)
         pv = self.oq.AllocTensor(float32)
         DataCopy(pv, self.ws_o[(k % DEPTH) * TILE * D + self.sub * nd], nd)
         pv = handover(self.oq, pv)
         acc = self.acc.Get(float32)
-        if j0 == 0:
+        if first:
             Adds(acc, pv, 0.0, nd)
         else:
             self.ScaleRows(acc, self.Stat(2 * DEPTH + k % DEPTH))
             Add(acc, acc, pv, nd)
         self.oq.FreeTensor(pv)
-        if j1 == key_tiles(i):
+        if last:
             self.Finish(g, i, acc, self.Stat(DEPTH + item % DEPTH))
 
     def Finish(self, g, i, acc, l):

@@ -1,5 +1,6 @@
 """The data-mask pre-pass of flash_attention.py: one AIV-only launch that turns a boolean mask
-[MASK_B, MASK_H, SQ, SKV] into the bits the attention kernel's AIVs Select with.
+[MASK_B, MASK_H, SQ, SKV] into the bits the attention kernel's AIVs Select with, and into the
+range of key tiles each query tile must visit.
 
 The attention kernel holds scores transposed (key rows x query columns, 64 columns per AIV),
 so unit (tile i, j, AIV half h) of the output is 128 x 64 bits in that order, 1 KB at
@@ -7,24 +8,38 @@ so unit (tile i, j, AIV half h) of the output is 128 x 64 bits in that order, 1 
 bytes, Cast uint8 -> half, Gather the transpose (byte offsets (c * 128 + r) * 2 of row r,
 column c, made once), CompareScalar to bits (set = visible), DataCopy out. Query rows beyond
 SQ are made visible (those outputs are never stored and must stay finite); keys beyond SKV
-are left to the attention kernel, which sets their scores to NEG itself.
+are left to the attention kernel, which sets their scores to NEG itself (here they count as
+masked).
+
+Key ranges: a block takes (mask index, query tile, AIV half) rows and walks the key tiles;
+a tile whose 64 x 128 valid entries are all masked (a ReduceMin, or ReduceMax for the keep
+convention, of the 0/1 values) is not seen. The first and one past the last seen key tile
+are written as int32 to `ranges[row, half]`; the attention kernel reads the four values of a
+query tile and visits only the key tiles between (tiles inside the range that are fully
+masked are still computed, under their bits). A causal mask given as data thus skips the
+tiles above the diagonal. A query half that sees no key gets the range (0, 1) (torch gives NaN
+there; the kernel only needs a non-empty range).
 """
 
 from __future__ import annotations
 
 PREPASS = '''
 class KernelAttentionMask:
-    def Init(self, mask, bits):
+    def Init(self, mask, bits, ranges):
         n = TILE * HALF
         self.pipe = TPipe()
         self.mask_gm, self.bits_gm = GlobalTensor(), GlobalTensor()
         self.mask_gm.SetGlobalBuffer(mask, 0, MASK_B * MASK_H * SQ * SKV)
         self.bits_gm.SetGlobalBuffer(bits, 0, MASK_B * MASK_H * NQ * NK * 2 * n // 8)
+        self.ranges_gm = GlobalTensor()
+        self.ranges_gm.SetGlobalBuffer(ranges, 0, MASK_B * MASK_H * NQ * 4)
         self.inq, self.outq = TQue(TPosition.VECIN, 2), TQue(TPosition.VECOUT, 2)
         self.pipe.InitBuffer(self.inq, 2, n)
         self.pipe.InitBuffer(self.outq, 2, n // 8)
         self.wide, self.tr, self.offsets = TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)
-        for buf, nbytes in ((self.wide, n * 2), (self.tr, n * 2), (self.offsets, n * 4)):
+        self.work, self.red = TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)
+        for buf, nbytes in ((self.wide, n * 2), (self.tr, n * 2), (self.offsets, n * 4), (self.work, n * 2),
+                            (self.red, 32)):
             self.pipe.InitBuffer(buf, nbytes)
         off = self.offsets.Get(int32)
         for c in range(HALF):                       # row 0: column c at byte c * 128 * 2
@@ -34,12 +49,24 @@ class KernelAttentionMask:
         for r in range(1, TILE):
             Adds(off[r * HALF], off, r * 2, HALF)
 
-    def Unit(self, u):
+    def Row(self, r, h):
+        """Query half h of row r = (mask index, query tile): every key tile's bits, then the range."""
+        lo, hi = NK, 0
+        for j in range(NK):
+            if self.Unit(r, j, h):
+                lo = min(lo, j)
+                hi = j + 1
+        if hi == 0:
+            lo, hi = 0, 1
+        self.ranges_gm.SetValue(r * 4 + h * 2, lo)
+        self.ranges_gm.SetValue(r * 4 + h * 2 + 1, hi)
+
+    def Unit(self, r, j, h):
+        """Bits of (row r, key tile j, half h); whether any valid entry is visible."""
         n = TILE * HALF
-        tile = u // 2
-        i, j = tile // NK % NQ, tile % NK
-        mi = tile // (NQ * NK)
-        q0, k0 = i * TILE + u % 2 * HALF, j * TILE
+        u = (r * NK + j) * 2 + h
+        i, mi = r % NQ, r // NQ
+        q0, k0 = i * TILE + h * HALF, j * TILE
         rows, cols = max(0, min(HALF, SQ - q0)), min(TILE, SKV - k0)
         raw = self.inq.AllocTensor(bool_)
         if rows > 0:
@@ -49,6 +76,19 @@ class KernelAttentionMask:
         wide = self.wide.Get(float16)
         Cast(wide, raw.ReinterpretCast(uint8), RoundMode.CAST_NONE, n)
         self.inq.FreeTensor(raw)
+        if cols < TILE:                             # keys beyond SKV: masked (one repeat of 128 per row)
+            full = (1 << 64) - 1
+            keep_lo, keep_hi = (1 << min(cols, 64)) - 1, (1 << max(cols - 64, 0)) - 1
+            Duplicate(wide, 1.0 - VISIBLE, [full ^ keep_lo, full ^ keep_hi], HALF, 1, 8)
+        seen = False
+        if rows > 0:
+            red = self.red.Get(float16)
+            SEEN_REDUCE(red, wide, self.work.Get(float16), rows * TILE)
+            SetFlag(HardEvent.V_S, 0)
+            WaitFlag(HardEvent.V_S, 0)
+            seen = red.GetValue(0) == VISIBLE
+            SetFlag(HardEvent.S_V, 0)
+            WaitFlag(HardEvent.S_V, 0)
         if rows < HALF:
             Duplicate(wide[rows * TILE], VISIBLE, (HALF - rows) * TILE)
         tr = self.tr.Get(float16)
@@ -58,16 +98,18 @@ class KernelAttentionMask:
         bits = handover(self.outq, bits)
         DataCopy(self.bits_gm[u * (n // 8)], bits, n // 8)
         self.outq.FreeTensor(bits)
+        return seen
 
 
 @kernel
-def attention_mask(mask, bits):
+def attention_mask(mask, bits, ranges):
     op = KernelAttentionMask()
-    op.Init(mask, bits)
-    for u in range(GetBlockIdx(), MASK_B * MASK_H * NQ * NK * 2, GetBlockNum()):
-        op.Unit(u)
+    op.Init(mask, bits, ranges)
+    for u in range(GetBlockIdx(), MASK_B * MASK_H * NQ * 2, GetBlockNum()):
+        op.Row(u // 2, u % 2)
 '''
 
 
-def prepass_text() -> str:
-    return PREPASS
+def prepass_text(true_keeps: bool) -> str:
+    """Any visible entry: the 0/1 values' minimum is 0 (True = masked) or maximum is 1 (True = keep)."""
+    return PREPASS.replace("SEEN_REDUCE", "ReduceMax" if true_keeps else "ReduceMin")
