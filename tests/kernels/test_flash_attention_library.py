@@ -138,3 +138,27 @@ def test_shapes_it_cannot_take_are_refused_by_name():
     with pytest.raises(ValueError, match="no visible key"):
         AttnSpec(batch=1, heads=1, kv_heads=1, sq=8, skv=8, d=64, dtype="float16", scale=1.0, mask="causal",
                  causal_offset=-1)
+
+
+def mmad_busy(pairs: int, heads: int) -> float:
+    """M-pipe cycles of `pairs` (query tile, key tile) pairs per head at D = 128: S^T = K Q^T and
+    P V, each ceil(128/16)^3 cycles + the fixed cost."""
+    return 2 * heads * pairs * ((TILE // 16) ** 3 + HW.cube.fixed_cycles)
+
+
+def test_a_causal_mask_given_as_data_visits_only_the_tiles_up_to_the_diagonal():
+    q, k, v = inputs(1, 2, 2, 3 * TILE, 3 * TILE, 128)
+    mask = torch.ones(3 * TILE, 3 * TILE, dtype=torch.bool).triu(diagonal=1)
+    result = run(spec_of(q, k, "data"), q, k, v, mask)
+    assert_close(result.outputs[0], sdpa(q, k, v, 1 / math.sqrt(128), causal_offset=0), q.dtype)
+    assert result.profile.pipes["M"].busy_cycles == pytest.approx(mmad_busy(1 + 2 + 3, 2), abs=1)
+
+
+def test_leading_key_tiles_a_data_mask_hides_everywhere_are_skipped():
+    # keys 0..199 hidden from every query: key tile 0 is never visited, tile 1 is (keys 200..255)
+    q, k, v = inputs(1, 2, 2, 3 * TILE, 3 * TILE, 128)
+    mask = torch.zeros(3 * TILE, 3 * TILE, dtype=torch.bool)
+    mask[:, :200] = True
+    result = run(spec_of(q, k, "data"), q, k, v, mask)
+    assert_close(result.outputs[0], sdpa(q, k, v, 1 / math.sqrt(128), attn_mask=~mask), q.dtype)
+    assert result.profile.pipes["M"].busy_cycles == pytest.approx(mmad_busy(3 * 2, 2), abs=1)
