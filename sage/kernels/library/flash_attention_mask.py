@@ -37,9 +37,9 @@ class KernelAttentionMask:
         self.pipe.InitBuffer(self.inq, 2, n)
         self.pipe.InitBuffer(self.outq, 2, n // 8)
         self.wide, self.tr, self.offsets = TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)
-        self.work, self.red = TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)
+        self.work, self.seen = TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)
         for buf, nbytes in ((self.wide, n * 2), (self.tr, n * 2), (self.offsets, n * 4), (self.work, n * 2),
-                            (self.red, 32)):
+                            (self.seen, NK * 32)):
             self.pipe.InitBuffer(buf, nbytes)
         off = self.offsets.Get(int32)
         for c in range(HALF):                       # row 0: column c at byte c * 128 * 2
@@ -50,19 +50,27 @@ class KernelAttentionMask:
             Adds(off[r * HALF], off, r * 2, HALF)
 
     def Row(self, r, h):
-        """Query half h of row r = (mask index, query tile): every key tile's bits, then the range."""
+        """Query half h of row r = (mask index, query tile): every key tile's bits, then the range
+        (each tile's any-visible value waits in UB: one V -> S sync per row, not per tile)."""
+        seen = self.seen.Get(float16)
+        for j in range(NK):
+            self.Unit(r, j, h, seen[j * 16])
+        SetFlag(HardEvent.V_S, 0)
+        WaitFlag(HardEvent.V_S, 0)
         lo, hi = NK, 0
         for j in range(NK):
-            if self.Unit(r, j, h):
+            if seen.GetValue(j * 16) == VISIBLE:
                 lo = min(lo, j)
                 hi = j + 1
+        SetFlag(HardEvent.S_V, 0)
+        WaitFlag(HardEvent.S_V, 0)
         if hi == 0:
             lo, hi = 0, 1
         self.ranges_gm.SetValue(r * 4 + h * 2, lo)
         self.ranges_gm.SetValue(r * 4 + h * 2 + 1, hi)
 
-    def Unit(self, r, j, h):
-        """Bits of (row r, key tile j, half h); whether any valid entry is visible."""
+    def Unit(self, r, j, h, seen):
+        """Bits of (row r, key tile j, half h); seen[0] = VISIBLE when any valid entry is visible."""
         n = TILE * HALF
         u = (r * NK + j) * 2 + h
         i, mi = r % NQ, r // NQ
@@ -80,15 +88,10 @@ class KernelAttentionMask:
             full = (1 << 64) - 1
             keep_lo, keep_hi = (1 << min(cols, 64)) - 1, (1 << max(cols - 64, 0)) - 1
             Duplicate(wide, 1.0 - VISIBLE, [full ^ keep_lo, full ^ keep_hi], HALF, 1, 8)
-        seen = False
         if rows > 0:
-            red = self.red.Get(float16)
-            SEEN_REDUCE(red, wide, self.work.Get(float16), rows * TILE)
-            SetFlag(HardEvent.V_S, 0)
-            WaitFlag(HardEvent.V_S, 0)
-            seen = red.GetValue(0) == VISIBLE
-            SetFlag(HardEvent.S_V, 0)
-            WaitFlag(HardEvent.S_V, 0)
+            SEEN_REDUCE(seen, wide, self.work.Get(float16), rows * TILE)
+        else:
+            Duplicate(seen, 1.0 - VISIBLE, 16)
         if rows < HALF:
             Duplicate(wide[rows * TILE], VISIBLE, (HALF - rows) * TILE)
         tr = self.tr.Get(float16)
@@ -98,7 +101,6 @@ class KernelAttentionMask:
         bits = handover(self.outq, bits)
         DataCopy(self.bits_gm[u * (n // 8)], bits, n // 8)
         self.outq.FreeTensor(bits)
-        return seen
 
 
 @kernel
