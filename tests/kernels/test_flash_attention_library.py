@@ -162,3 +162,18 @@ def test_leading_key_tiles_a_data_mask_hides_everywhere_are_skipped():
     result = run(spec_of(q, k, "data"), q, k, v, mask)
     assert_close(result.outputs[0], sdpa(q, k, v, 1 / math.sqrt(128), attn_mask=~mask), q.dtype)
     assert result.profile.pipes["M"].busy_cycles == pytest.approx(mmad_busy(3 * 2, 2), abs=1)
+
+
+@pytest.mark.parametrize("mask", [False, True])
+def test_gqa_decode_packs_the_heads_of_a_kv_head_into_one_query_tile(mask):
+    # one query position, 8 query heads on 2 kv heads: 2 items per batch of 4 rows each, so each
+    # key tile is multiplied once per kv head (2 x 2 x 3 pairs), not once per query head
+    q, k, v = inputs(2, 8, 2, 1, 300, 128)
+    torch.manual_seed(6)
+    hide = torch.rand(2, 1, 1, 300) < 0.5
+    hide[..., 9] = False
+    spec = spec_of(q, k, "data" if mask else "none", mask_batch=2 if mask else 1)
+    result = run(spec, q, k, v, hide if mask else None)
+    expected = sdpa(q, k, v, 1 / math.sqrt(128), attn_mask=~hide if mask else None)
+    assert_close(result.outputs[0], expected, q.dtype)
+    assert result.profile.pipes["M"].busy_cycles == pytest.approx(mmad_busy(3, 2 * 2), abs=1)

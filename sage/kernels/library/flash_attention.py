@@ -129,6 +129,10 @@ def flash_attention_source(spec: AttnSpec, knobs: FlashKnobs = FlashKnobs(), *, 
     `forward` allocating o and calling it."""
     target = target or target_for()
     _check_fit(spec, knobs)
+    shape = (spec.batch, spec.heads, spec.sq, spec.d)
+    mask_sq = spec.sq
+    pack = packed(spec, knobs, target)
+    spec = pack or spec
     blocks = blocks_for(spec, knobs, target)
     data = spec.mask == "data"
     consts = [
@@ -140,6 +144,7 @@ def flash_attention_source(spec: AttnSpec, knobs: FlashKnobs = FlashKnobs(), *, 
         f"MASK_H = {spec.mask_heads}", f"VISIBLE = {1.0 if spec.mask_true_keeps else 0.0}",
         f"MASK_UNITS = {spec.mask_batch * spec.mask_heads * spec.nq * spec.nk * 2}",
         f"PRE_BLOCKS = {min(target.vector_cores, spec.mask_batch * spec.mask_heads * spec.nq * 2)}",
+        f"MASK_SQ = {mask_sq}", f"MASK_ROW = {0 if pack else 1}",
     ]
     parts_head = _key_ranges(spec)
     parts = [HEADER, f"# {spec.name}: flash attention forward, {spec.mask} mask, one MIX_AIC_1_2 launch",
@@ -150,9 +155,24 @@ def flash_attention_source(spec: AttnSpec, knobs: FlashKnobs = FlashKnobs(), *, 
     parts.append(_kernel_and_launch(spec, data))
     if with_forward:
         args = "q, k, v, mask" if data else "q, k, v"
-        parts.append(f"\ndef forward({args}):\n    o = empty((BATCH, HEADS, SQ, D), DT)\n"
+        parts.append(f"\ndef forward({args}):\n    o = empty({shape}, DT)\n"
                      f"    {spec.name}_launch({args}, o)\n    return o\n")
     return "\n".join(parts)
+
+
+def packed(spec: AttnSpec, knobs: FlashKnobs, target: Target) -> AttnSpec | None:
+    """GQA decode packed: with one query position, the H / HKV query heads that share a kv head
+    are the rows of one query tile (Q [B, H, 1, D] is [B, HKV, H / HKV, D] in memory, and so is
+    the output), so each K/V tile is multiplied once per kv head instead of once per query head.
+    Taken when the mask does not vary by head and the packed items need no more waves of
+    blocks than the unpacked ones (few items on many cores would leave cores idle)."""
+    if spec.sq != 1 or spec.heads == spec.kv_heads or spec.mask == "causal" \
+            or (spec.mask == "data" and spec.mask_heads != 1):
+        return None
+    pack = spec.model_copy(update={"heads": spec.kv_heads, "sq": spec.heads // spec.kv_heads})
+    def waves(s: AttnSpec) -> int:
+        return -(-s.batch * s.heads * s.nq // blocks_for(s, knobs, target))
+    return pack if waves(pack) <= waves(spec) else None
 
 
 def _key_ranges(spec: AttnSpec) -> str:
@@ -167,7 +187,7 @@ def read_ranges(rng):
     for r in range(MASK_B * MASK_H * NQ):     # the two query halves' ranges, joined
         lo = min(gm.GetValue(r * 4), gm.GetValue(r * 4 + 2))
         hi = max(gm.GetValue(r * 4 + 1), gm.GetValue(r * 4 + 3))
-        ranges.append((int(lo), int(hi)))
+        ranges.append((int(lo), int(hi)) if hi > lo else (0, 1))
     return ranges
 
 

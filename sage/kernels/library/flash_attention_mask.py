@@ -17,8 +17,13 @@ convention, of the 0/1 values) is not seen. The first and one past the last seen
 are written as int32 to `ranges[row, half]`; the attention kernel reads the four values of a
 query tile and visits only the key tiles between (tiles inside the range that are fully
 masked are still computed, under their bits). A causal mask given as data thus skips the
-tiles above the diagonal. A query half that sees no key gets the range (0, 1) (torch gives NaN
-there; the kernel only needs a non-empty range).
+tiles above the diagonal. A query half that sees no key writes the empty range (NK, 0); the
+kernel joins the halves and gives a query tile that sees nothing the range (0, 1) (torch
+gives NaN there; the kernel only needs a non-empty range).
+
+Packed GQA decode (MASK_ROW = 0, see flash_attention.py): the query rows of a tile are the
+heads sharing a kv head at the one query position, so all read mask row 0: one row is
+copied and the Gather offsets ignore the query column.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ class KernelAttentionMask:
         n = TILE * HALF
         self.pipe = TPipe()
         self.mask_gm, self.bits_gm = GlobalTensor(), GlobalTensor()
-        self.mask_gm.SetGlobalBuffer(mask, 0, MASK_B * MASK_H * SQ * SKV)
+        self.mask_gm.SetGlobalBuffer(mask, 0, MASK_B * MASK_H * MASK_SQ * SKV)
         self.bits_gm.SetGlobalBuffer(bits, 0, MASK_B * MASK_H * NQ * NK * 2 * n // 8)
         self.ranges_gm = GlobalTensor()
         self.ranges_gm.SetGlobalBuffer(ranges, 0, MASK_B * MASK_H * NQ * 4)
@@ -43,7 +48,7 @@ class KernelAttentionMask:
             self.pipe.InitBuffer(buf, nbytes)
         off = self.offsets.Get(int32)
         for c in range(HALF):                       # row 0: column c at byte c * 128 * 2
-            off.SetValue(c, c * TILE * 2)
+            off.SetValue(c, c * TILE * 2 * MASK_ROW)
         SetFlag(HardEvent.S_V, 0)
         WaitFlag(HardEvent.S_V, 0)
         for r in range(1, TILE):
@@ -64,8 +69,6 @@ class KernelAttentionMask:
                 hi = j + 1
         SetFlag(HardEvent.S_V, 0)
         WaitFlag(HardEvent.S_V, 0)
-        if hi == 0:
-            lo, hi = 0, 1
         self.ranges_gm.SetValue(r * 4 + h * 2, lo)
         self.ranges_gm.SetValue(r * 4 + h * 2 + 1, hi)
 
@@ -76,9 +79,11 @@ class KernelAttentionMask:
         i, mi = r % NQ, r // NQ
         q0, k0 = i * TILE + h * HALF, j * TILE
         rows, cols = max(0, min(HALF, SQ - q0)), min(TILE, SKV - k0)
+        if MASK_ROW == 0:                           # packed GQA decode: every query row is mask row 0
+            rows = min(rows, 1)
         raw = self.inq.AllocTensor(bool_)
         if rows > 0:
-            DataCopyPad(raw, self.mask_gm[(mi * SQ + q0) * SKV + k0],
+            DataCopyPad(raw, self.mask_gm[(mi * MASK_SQ + q0 * MASK_ROW) * SKV + k0],
                         DataCopyExtParams(rows, cols, SKV - cols, (TILE - (cols + 31) // 32 * 32) // 32, 0))
         raw = handover(self.inq, raw)
         wide = self.wide.Get(float16)
