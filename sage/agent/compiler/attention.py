@@ -245,7 +245,8 @@ def _mask_extents(prog: Program, mask: Ref, batch: int, heads: int, sq: int, skv
     lay = mask.layout.broadcast_to((batch, heads, sq, skv))
     mb = batch if lay.strides[0] else 1
     mh = heads if lay.strides[1] else 1
-    want = Layout.dense((mb, mh, sq, skv)).strides
-    got = (lay.strides[0] if mb > 1 else want[0], lay.strides[1] if mh > 1 else want[1]) + lay.strides[2:]
-    _need(got == want and not lay.offset and prog.buffers[mask.buf].numel >= mb * mh * sq * skv)
+    dims = (mb, mh, sq, skv)
+    want = Layout.dense(dims).strides
+    _need(all(n == 1 or got == w for n, got, w in zip(dims, lay.strides, want)))   # size-1 axes: any stride
+    _need(not lay.offset and prog.buffers[mask.buf].numel >= mb * mh * sq * skv)
     return mb, mh

@@ -103,3 +103,17 @@ def test_the_rule_leaves_what_it_must_not_take_to_the_existing_path(compile_grap
     want = want if isinstance(want, tuple) else (want,)
     for got, exp in zip(outs, want):
         check(got, exp.float(), exp.dtype)
+
+
+def test_the_rule_fires_on_level4_infer_attention_with_a_per_batch_mask_and_decode():
+    # the kv lengths become a [B, 1, Sq, Skv] mask (a tile launch); prefill and decode (Sq = 1,
+    # where the mask's size-1 query axis may have any stride) both fuse; float32 does not
+    from sage.agent.compiler.compiler import trace_cases
+    from sage.bench.tasks import load_task
+
+    cases = trace_cases(load_task(SUITE / "10_fused_infer_attention_score.py"))
+    kinds_by_case = [[g.kind for g in c.plan.groups] for c in cases]
+    assert kinds_by_case[:3] == [["tile", "attention"]] * 3
+    assert "attention" not in kinds_by_case[3]
+    decode = cases[1].plan.groups[1].nodes[0]
+    assert decode.ins[3].shape == (4, 1, 1, 1024) and decode.kwargs == {"mask_batch": 4, "mask_heads": 1}
