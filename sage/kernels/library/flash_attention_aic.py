@@ -9,8 +9,9 @@ kv * SKV * D, kv = (bh // HEADS) * KV_HEADS + bh % HEADS // (HEADS // KV_HEADS).
 
 from __future__ import annotations
 
-# Every core computes the same plan (a data mask's key ranges are read by every core alike): items (a query tile of one head) go longest first to the
-# least loaded block, so the plan needs no communication.
+# Every core computes the same plan (a data mask's key ranges are read by every core alike):
+# items (a query tile of one head) go, query tiles from the last, to the least loaded block,
+# so the plan needs no communication.
 SCHEDULE = '''
 def schedule(blocks, block, ranges):
     """(head, q tile, first key tile, end key tile, item, first group, last group) of each group
