@@ -135,6 +135,8 @@ def flash_attention_source(spec: AttnSpec, knobs: FlashKnobs = FlashKnobs(), *, 
     spec = pack or spec
     blocks = blocks_for(spec, knobs, target)
     data = spec.mask == "data"
+    rows = spec.mask_batch * spec.mask_heads * spec.nq          # the pre-pass: key tiles split in
+    split = max(1, min(spec.nk, target.vector_cores // (rows * 2)))   # chunks until the AIVs are busy
     consts = [
         f"TILE = {TILE}", "HALF = 64", f"GROUP = {knobs.group}", f"DEPTH = {knobs.depth}", "NEG = -1.0e30",
         "FLAG_S, FLAG_P, FLAG_O = 0, 1, 2", f"BATCH = {spec.batch}", f"HEADS = {spec.heads}",
@@ -143,7 +145,8 @@ def flash_attention_source(spec: AttnSpec, knobs: FlashKnobs = FlashKnobs(), *, 
         f"BLOCKS = {blocks}", f"CAUSAL_OFF = {spec.causal_offset}", f"MASK_B = {spec.mask_batch}",
         f"MASK_H = {spec.mask_heads}", f"VISIBLE = {1.0 if spec.mask_true_keeps else 0.0}",
         f"MASK_UNITS = {spec.mask_batch * spec.mask_heads * spec.nq * spec.nk * 2}",
-        f"PRE_BLOCKS = {min(target.vector_cores, spec.mask_batch * spec.mask_heads * spec.nq * 2)}",
+        f"ROWS = {rows}", f"PRE_SPLIT = {split}", f"CHUNK = {-(-spec.nk // split)}",
+        f"PRE_BLOCKS = {min(target.vector_cores, rows * 2 * split)}",
         f"MASK_SQ = {mask_sq}", f"MASK_ROW = {0 if pack else 1}",
     ]
     parts_head = _key_ranges(spec)
@@ -182,13 +185,8 @@ def _key_ranges(spec: AttnSpec) -> str:
         return '''
 def read_ranges(rng):
     gm = GlobalTensor()
-    gm.SetGlobalBuffer(rng, 0, MASK_B * MASK_H * NQ * 4)
-    ranges = []
-    for r in range(MASK_B * MASK_H * NQ):     # the two query halves' ranges, joined
-        lo = min(gm.GetValue(r * 4), gm.GetValue(r * 4 + 2))
-        hi = max(gm.GetValue(r * 4 + 1), gm.GetValue(r * 4 + 3))
-        ranges.append((int(lo), int(hi)) if hi > lo else (0, 1))
-    return ranges
+    gm.SetGlobalBuffer(rng, 0, ROWS * 2)
+    return [(int(gm.GetValue(r * 2)), int(gm.GetValue(r * 2 + 1))) for r in range(ROWS)]
 
 
 def key_range(g, i, ranges):
@@ -208,8 +206,9 @@ def key_range(g, i, ranges):
 def _kernel_and_launch(spec: AttnSpec, data: bool) -> str:
     n = spec.name
     bits = ("    bits = empty((MASK_UNITS * TILE * HALF // 8,), uint8)\n"
-            "    rng = empty((MASK_B * MASK_H * NQ * 4,), int32)\n"
-            "    attention_mask[PRE_BLOCKS](mask, bits, rng)\n") if data else "    bits = None\n    rng = None\n"
+            "    parts = empty((ROWS * 2 * PRE_SPLIT * 2,), int32)\n"
+            "    rng = empty((ROWS * 2,), int32)\n"
+            "    attention_mask[PRE_BLOCKS](mask, bits, parts, rng)\n") if data else "    bits = None\n    rng = None\n"
     return f'''
 @kernel
 def {n}_kernel(q, k, v, o, ws_s, ws_p, ws_o, bits, rng):

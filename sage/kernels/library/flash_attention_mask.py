@@ -11,15 +11,18 @@ SQ are made visible (those outputs are never stored and must stay finite); keys 
 are left to the attention kernel, which sets their scores to NEG itself (here they count as
 masked).
 
-Key ranges: a block takes (mask index, query tile, AIV half) rows and walks the key tiles;
-a tile whose 64 x 128 valid entries are all masked (a ReduceMin, or ReduceMax for the keep
-convention, of the 0/1 values) is not seen. The first and one past the last seen key tile
-are written as int32 to `ranges[row, half]`; the attention kernel reads the four values of a
-query tile and visits only the key tiles between (tiles inside the range that are fully
-masked are still computed, under their bits). A causal mask given as data thus skips the
-tiles above the diagonal. A query half that sees no key writes the empty range (NK, 0); the
-kernel joins the halves and gives a query tile that sees nothing the range (0, 1) (torch
-gives NaN there; the kernel only needs a non-empty range).
+Key ranges: a unit is (mask index and query tile = row, AIV half, chunk of CHUNK key tiles),
+dealt over the blocks; a tile whose 64 x 128 valid entries are all masked (a ReduceMin, or
+ReduceMax for the keep convention, of the 0/1 values) is not seen, and the unit writes the
+first and one past the last key tile it saw (NK, 0 for none) to the `parts` workspace. After
+SyncAll (the kernel is MIX_AIV_1_0: vector cores only, with the all-core barrier; the Ascend C
+workspace + SyncAll pattern of tile_split.py), each row's parts are copied to UB and joined
+into `ranges[row]`, which the attention kernel reads with two scalar loads per query tile and
+visits only the key tiles between (tiles inside the range that are fully masked are still
+computed, under their bits). A causal mask given as data thus skips the tiles above the
+diagonal. A query tile that sees no key gets the range (0, 1) (torch gives NaN there; the
+kernel only needs a non-empty range). Splitting the key tiles into chunks keeps the vector
+cores busy when there are few rows (decode: one query tile per batch).
 
 Packed GQA decode (MASK_ROW = 0, see flash_attention.py): the query rows of a tile are the
 heads sharing a kv head at the one query position, so all read mask row 0: one row is
@@ -30,21 +33,22 @@ from __future__ import annotations
 
 PREPASS = '''
 class KernelAttentionMask:
-    def Init(self, mask, bits, ranges):
+    def Init(self, mask, bits, parts, ranges):
         n = TILE * HALF
         self.pipe = TPipe()
         self.mask_gm, self.bits_gm = GlobalTensor(), GlobalTensor()
         self.mask_gm.SetGlobalBuffer(mask, 0, MASK_B * MASK_H * MASK_SQ * SKV)
         self.bits_gm.SetGlobalBuffer(bits, 0, MASK_B * MASK_H * NQ * NK * 2 * n // 8)
-        self.ranges_gm = GlobalTensor()
-        self.ranges_gm.SetGlobalBuffer(ranges, 0, MASK_B * MASK_H * NQ * 4)
+        self.parts_gm, self.ranges_gm = GlobalTensor(), GlobalTensor()
+        self.parts_gm.SetGlobalBuffer(parts, 0, ROWS * 2 * PRE_SPLIT * 2)
+        self.ranges_gm.SetGlobalBuffer(ranges, 0, ROWS * 2)
         self.inq, self.outq = TQue(TPosition.VECIN, 2), TQue(TPosition.VECOUT, 2)
         self.pipe.InitBuffer(self.inq, 2, n)
         self.pipe.InitBuffer(self.outq, 2, n // 8)
         self.wide, self.tr, self.offsets = TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)
-        self.work, self.seen = TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC)
+        self.work, self.seen, self.joined = TBuf(TPosition.VECCALC), TBuf(TPosition.VECCALC), TQue(TPosition.VECIN, 1)
         for buf, nbytes in ((self.wide, n * 2), (self.tr, n * 2), (self.offsets, n * 4), (self.work, n * 2),
-                            (self.seen, NK * 32)):
+                            (self.seen, CHUNK * 32)):
             self.pipe.InitBuffer(buf, nbytes)
         off = self.offsets.Get(int32)
         for c in range(HALF):                       # row 0: column c at byte c * 128 * 2
@@ -53,24 +57,45 @@ class KernelAttentionMask:
         WaitFlag(HardEvent.S_V, 0)
         for r in range(1, TILE):
             Adds(off[r * HALF], off, r * 2, HALF)
+        self.pipe.InitBuffer(self.joined, 1, (4 * PRE_SPLIT * 4 + 31) // 32 * 32)
 
-    def Row(self, r, h):
-        """Query half h of row r = (mask index, query tile): every key tile's bits, then the range
-        (each tile's any-visible value waits in UB: one V -> S sync per row, not per tile)."""
+    def Part(self, u):
+        """Unit u = (row, half, chunk): its tiles' bits, then the first and one past the last key
+        tile it saw (each tile's any-visible value waits in UB: one V -> S sync per unit)."""
+        r, h, c = u // (2 * PRE_SPLIT), u // PRE_SPLIT % 2, u % PRE_SPLIT
+        j0, j1 = c * CHUNK, min(NK, (c + 1) * CHUNK)
         seen = self.seen.Get(float16)
-        for j in range(NK):
-            self.Unit(r, j, h, seen[j * 16])
+        for j in range(j0, j1):
+            self.Unit(r, j, h, seen[(j - j0) * 16])
         SetFlag(HardEvent.V_S, 0)
         WaitFlag(HardEvent.V_S, 0)
         lo, hi = NK, 0
-        for j in range(NK):
-            if seen.GetValue(j * 16) == VISIBLE:
+        for j in range(j0, j1):
+            if seen.GetValue((j - j0) * 16) == VISIBLE:
                 lo = min(lo, j)
                 hi = j + 1
         SetFlag(HardEvent.S_V, 0)
         WaitFlag(HardEvent.S_V, 0)
-        self.ranges_gm.SetValue(r * 4 + h * 2, lo)
-        self.ranges_gm.SetValue(r * 4 + h * 2 + 1, hi)
+        self.parts_gm.SetValue(u * 2, lo)
+        self.parts_gm.SetValue(u * 2 + 1, hi)
+
+    def Join(self, r):
+        """Row r's parts (both halves, every chunk) joined into ranges[r]."""
+        count = 4 * PRE_SPLIT
+        x = self.joined.AllocTensor(int32)
+        DataCopyPad(x, self.parts_gm[r * count], DataCopyExtParams(1, count * 4, 0, 0, 0))
+        x = handover(self.joined, x)
+        SetFlag(HardEvent.V_S, 1)              # (the queue hands it to V; the scalar unit reads it)
+        WaitFlag(HardEvent.V_S, 1)
+        lo, hi = NK, 0
+        for p in range(2 * PRE_SPLIT):
+            lo = min(lo, x.GetValue(p * 2))
+            hi = max(hi, x.GetValue(p * 2 + 1))
+        self.joined.FreeTensor(x)
+        if hi <= lo:
+            lo, hi = 0, 1
+        self.ranges_gm.SetValue(r * 2, lo)
+        self.ranges_gm.SetValue(r * 2 + 1, hi)
 
     def Unit(self, r, j, h, seen):
         """Bits of (row r, key tile j, half h); seen[0] = VISIBLE when any valid entry is visible."""
@@ -109,11 +134,15 @@ class KernelAttentionMask:
 
 
 @kernel
-def attention_mask(mask, bits, ranges):
+def attention_mask(mask, bits, parts, ranges):
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIV_1_0)
     op = KernelAttentionMask()
-    op.Init(mask, bits, ranges)
-    for u in range(GetBlockIdx(), MASK_B * MASK_H * NQ * 2, GetBlockNum()):
-        op.Row(u // 2, u % 2)
+    op.Init(mask, bits, parts, ranges)
+    for u in range(GetBlockIdx(), ROWS * 2 * PRE_SPLIT, GetBlockNum()):
+        op.Part(u)
+    SyncAll()
+    for r in range(GetBlockIdx(), ROWS, GetBlockNum()):
+        op.Join(r)
 '''
 
 
