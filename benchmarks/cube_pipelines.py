@@ -14,8 +14,11 @@ fp16, batch B, H heads, sequence S, head dim D (issue 26 asks for 1 x 32 x 8192 
   (sage/bench/reference/standin_work.py: the vendor model with the fused-attention cube factor
   calibrated on huawei-csl/pto-dsl PR 126, https://github.com/huawei-csl/pto-dsl/pull/126, which
   publishes 175.53 us for Q rows 3072, 8192 keys, head dim 128), `speedup` = reference / kernel;
-- `sim_s`: the wall time of the simulation. S = 8192 is 66,560 tile pairs; on a loaded 2-core
-  machine that takes most of an hour, so `--seq` picks a smaller size.
+- `sim_s`: the wall time of the simulation. 1 x 32 x 8192 x 128 is 66,560 tile pairs: its one
+  launch makes more than the simulator's 2,500,000 instruction records per launch
+  (sage/npu/sim/caps.py) and is refused (KernelResourceError); `--heads 8` at 8192 (16,640
+  pairs, the same per-core work pattern) and `--seq 4096` at 32 heads run, in about 13 min each
+  on a loaded 2-core machine.
 
 With `--check`, head 0's output is compared with torch (fp32 softmax attention).
 
