@@ -87,32 +87,46 @@ def _last_dim(node: Node, rank: int) -> bool:
     return len(dims) == 1 and isinstance(dims[0], int) and dims[0] % rank == rank - 1 and keep is True
 
 
-def _softmax(prog: Program, x: Ref) -> tuple[Node, list[Node]]:
-    """The node writing softmax(x, -1) and the nodes of the softmax, from x's readers."""
-    rank = len(x.shape)
+def _reads(prog: Program, ref: Ref | None, buf: int, shape: tuple[int, ...] | None = None) -> Ref:
+    """`ref` is a whole read of buffer `buf` (seen with `shape`, when given)."""
+    _need(ref is not None and ref.buf == buf and (shape is None or ref.shape == shape))
+    return _whole(prog, ref)
+
+
+def _softmax(prog: Program, x: Ref) -> tuple[Node, list[Node], Ref]:
+    """The node writing softmax(x, -1), the nodes of the softmax, and x as the softmax reads it
+    (its view may split the matmul's batch into batch and heads)."""
     readers = prog.readers(x.buf)
     if len(readers) == 1 and readers[0].op == "_softmax":
         sm = readers[0]
+        view = _reads(prog, sm.ins[0], x.buf)
+        rank = len(view.shape)
         _need(sm.scalars[:1] == [-1] or sm.scalars[:1] == [rank - 1])
         _need(len(sm.scalars) < 2 or sm.scalars[1] is False)
-        return sm, [sm]
+        return sm, [sm], view
     by_op = {n.op: n for n in readers}
     _need(len(readers) == 2 and set(by_op) == {"amax", "sub"})
     amax, sub = by_op["amax"], by_op["sub"]
-    _need(_last_dim(amax, rank) and amax.ins[0] == x and sub.ins[0] == x and sub.ins[1] == amax.outs[0])
-    _need(sub.kwargs.get("alpha", 1) == 1)
+    view = _reads(prog, amax.ins[0], x.buf)
+    rank = len(view.shape)
+    _reads(prog, sub.ins[0], x.buf, view.shape)
+    _reads(prog, sub.ins[1], amax.outs[0].buf)
+    _need(_last_dim(amax, rank) and sub.kwargs.get("alpha", 1) == 1)
     _only_reader(prog, amax.outs[0].buf, [sub])
     exp = _next(prog, sub.outs[0])
     _need(exp.op == "exp")
+    _reads(prog, exp.ins[0], sub.outs[0].buf, view.shape)
     _only_reader(prog, sub.outs[0].buf, [exp])
     by_op = {n.op: n for n in prog.readers(exp.outs[0].buf)}
     _need(set(by_op) == {"sum", "div"})
     total, div = by_op["sum"], by_op["div"]
-    _need(_last_dim(total, rank) and total.ins[0] == exp.outs[0])
-    _need(div.ins[0] == exp.outs[0] and div.ins[1] == total.outs[0] and not total.kwargs.get("dtype"))
+    _reads(prog, total.ins[0], exp.outs[0].buf, view.shape)
+    _reads(prog, div.ins[0], exp.outs[0].buf, view.shape)
+    _reads(prog, div.ins[1], total.outs[0].buf)
+    _need(_last_dim(total, rank) and not total.kwargs.get("dtype"))
     _only_reader(prog, exp.outs[0].buf, [total, div])
     _only_reader(prog, total.outs[0].buf, [div])
-    return div, [amax, sub, exp, total, div]
+    return div, [amax, sub, exp, total, div], view
 
 
 def _as_4d(ref: Ref, heads: int, transposed: bool) -> Ref:
@@ -193,13 +207,13 @@ def _rewrite(prog: Program, mm1: Node) -> None:
         mask, x = nxt.ins[1], nxt.outs[0]
         nodes.append(nxt)
     _whole(prog, x)
-    if x.buf == s_ref.buf:
-        _need(len(prog.readers(x.buf)) == 1)
-    rank = len(x.shape)
+    # the scores the softmax reads: not a result, one writer (the softmax checks their readers)
+    _need(x.buf not in {r.buf for r in prog.outputs} and len(prog.writers(x.buf)) == 1)
+    sm, sm_nodes, view = _softmax(prog, x)
+    rank = len(view.shape)
     _need(rank in (3, 4))
-    batch, heads = (x.shape[0], x.shape[1]) if rank == 4 else (1, x.shape[0])
-    sq, skv = x.shape[-2], x.shape[-1]
-    sm, sm_nodes = _softmax(prog, x)
+    batch, heads = (view.shape[0], view.shape[1]) if rank == 4 else (1, view.shape[0])
+    sq, skv = view.shape[-2], view.shape[-1]
     nodes += sm_nodes
     p = sm.outs[0]
     mm2 = _next(prog, p)
@@ -208,7 +222,7 @@ def _rewrite(prog: Program, mm1: Node) -> None:
     _whole(prog, mm2.ins[0])
     o = mm2.outs[0]
     cast = _next(prog, o)
-    _need(cast.op in COPIES and cast.outs[0].dtype in HALF)
+    _need(cast.op in COPIES and cast.outs[0].dtype in HALF and not cast.inplace)
     _only_reader(prog, o.buf, [cast])
     _whole(prog, cast.ins[-1])
     out = _whole(prog, cast.outs[0])
@@ -218,7 +232,8 @@ def _rewrite(prog: Program, mm1: Node) -> None:
     q, hq = _source(prog, _as_4d(q3, heads, False))
     k, hk = _source(prog, _as_4d(kt3, heads, True))
     v, hv = _source(prog, _as_4d(mm2.ins[1], heads, False))
-    _need(hq == heads and hk == hv and k.buf != v.buf and q.dtype == k.dtype == v.dtype == out.dtype)
+    _need(hq == heads and hk == hv and q.dtype == k.dtype == v.dtype == out.dtype)
+    _need(not prog.buffers[out.buf].is_input)
     _need(q.shape == (batch, heads, sq, q.shape[3]) and k.shape == v.shape == (batch, hk, skv, q.shape[3]))
     first = mm1.index
     for r in (q, k, v, mask):         # nothing may overwrite an operand once the chain began reading

@@ -79,6 +79,16 @@ def test_fused_attention_matches_torch(compile_graph, dtype, heads, kv_heads, s,
     check(out, composite(q, k, v, m, 0.125), dtype)
 
 
+def test_unscaled_unmasked_attention_with_one_tensor_as_keys_and_values_fuses(compile_graph):
+    body = "(torch.softmax(q.float() @ k.float().transpose(-1, -2), dim=-1) @ k.float()).half()"
+    compiled, run = compile_graph("q, k", body, "torch.randn(1, 2, 100, 64).half(), torch.randn(1, 2, 140, 64).half()")
+    assert kinds(compiled) == ["attention"]
+    torch.manual_seed(5)
+    q, k = torch.randn(1, 2, 100, 64).half() / 4, torch.randn(1, 2, 140, 64).half()
+    (out,) = run(q.numpy(), k.numpy())
+    check(out, torch.softmax(q.float() @ k.float().transpose(-1, -2), dim=-1) @ k.float(), torch.float16)
+
+
 HALF_QKV = "torch.randn(1, 2, 128, 64).half(), torch.randn(1, 2, 128, 64).half(), torch.randn(1, 2, 128, 64).half()"
 
 
