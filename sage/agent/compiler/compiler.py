@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from sage.agent.compiler.attention import fuse_attention
 from sage.agent.compiler.build import Built, SourceTooLarge, Unsupported, build_program, check_dtypes
 from sage.agent.compiler.generic.casecode import Room, case_code
 from sage.agent.compiler.generic.hostcode import kernel_file
@@ -156,6 +157,7 @@ def _planned(graph: Any, n_args: int, merged_reads: bool = True) -> tuple[Built,
     absorb_index_wraps(built.program)
     exact_integer_products(built.program)
     wrapping_int64(built.program)
+    fuse_attention(built.program)
     check_dtypes(built.program)
     plan = plan_groups(built, merged_reads)
     split_piecewise_reads(plan, built.program)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sage.agent.compiler.attention import ATTENTION_OP
 from sage.agent.compiler.build import CONSTANT_OP, Built, Unsupported
 from sage.agent.compiler.ir import BufferUses, Node, Program, Ref
 from sage.agent.compiler.pointwise import IotaOperand, pointwise_of, is_reduce, prim_of
@@ -161,6 +162,8 @@ def epilogue_group(node: Node) -> TileGroup:
 def _prim_kind(node: Node) -> str:
     if node.op == CONSTANT_OP:
         return CONSTANT_OP
+    if node.op == ATTENTION_OP:
+        return "attention"
     prim = prim_of(node)
     if prim is None or prim.kind in ("reduce", "fill", "iota"):
         raise Unsupported(f"{node.describe()}: no lowering (not pointwise, not a primitive, no decomposition)")

@@ -12,6 +12,7 @@ from sage.agent.compiler.emit import Launch, library_launch
 from sage.agent.compiler.fusion import Group
 from sage.agent.compiler.ir import Program, Ref, contiguous_strides
 from sage.agent.compiler.merge import program_of
+from sage.agent.compiler.lower_attention import attention_launch
 from sage.agent.compiler.lower_conv import conv_launch
 from sage.agent.compiler.lower_scan_sort import scan_launch, sort_launch, topk_launch
 from sage.agent.compiler.schedule import Schedule
@@ -242,6 +243,7 @@ PrimitiveLowering = Callable[[Group, Program, str, Schedule, Target], "Launch | 
 PRIMITIVE_LOWERINGS: dict[str, PrimitiveLowering] = {
     CONSTANT_OP: constant_launch,
     "matmul": matmul_launch,
+    "attention": attention_launch,
     "conv": conv_launch,
     "index_select": gather_rows_launch,
     "gather": lower_index.gather_launch,
