@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 import torch
 from torch.library import custom_op
 
-from sage.kernels.registry import register_extension_decomposition
+from sage.kernels import register_extension_decomposition
 
 NAMESPACE = "npu_standin"
 

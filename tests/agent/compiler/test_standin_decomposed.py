@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch.library import custom_op
 
-from sage.kernels.registry import register_extension_decomposition
+from sage.kernels import register_extension_decomposition
 
 
 @custom_op("sage_test::dispatch_level_ops", mutates_args=())
