@@ -119,7 +119,7 @@ def _order_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
     length = x.shape[dim] if rank else 1
     rows = x.layout.numel // max(length, 1)
     spec = SortSpec(name=name, rows=rows, length=length, k=length if k is None else k, dtype=x.dtype,
-                    descending=descending, topk=k is not None, x=prog.buffers[x.buf].name,
+                    descending=int(descending), topk=k is not None, x=prog.buffers[x.buf].name,
                     values=prog.buffers[values.buf].name, indices=prog.buffers[indices.buf].name,
                     x_offset=x.layout.offset, index_dtype=indices.dtype)
     if k == 0:

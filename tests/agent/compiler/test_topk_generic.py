@@ -48,3 +48,20 @@ def test_each_kernel_of_a_module_carries_only_the_classes_it_runs(task_file):
             classes = [c.name for c in ast.walk(fn) if isinstance(c, ast.ClassDef)]
             # the copy kernels define their tile class, the sort kernel its own: one each
             assert len(classes) == 1, (fn.name, classes)
+
+
+def test_largest_and_smallest_are_one_kernel_taking_the_flag_at_launch(task_file):
+    from sage.agent.compiler.compiler import compile_cases, trace_cases
+    from sage.kernels import target_for
+
+    cases = [((6, 40), 5, True), ((9, 33), 4, False)]
+    task = task_file("x, k, largest", "torch.topk(x, k, dim=-1, largest=largest)[0]",
+                     [f"torch.randn{shape}, {k}, {largest}" for shape, k, largest in cases])
+    compiled = compile_cases(trace_cases(task), None, target_for("ascend910b2"), "test")
+    # one kernel text and one case class: the flag is read as int(largest) by the host
+    assert compiled.kernels == 1 and compiled.rules == 1 and "int(a2)" in compiled.source
+    rng = np.random.default_rng(5)
+    for (shape, k, largest) in cases + [((3, 45), 7, False)]:     # a shape never compiled
+        x = rng.permutation(int(np.prod(shape))).astype(np.float32).reshape(shape)
+        (out,) = _run(compiled.source, [x, k, largest])
+        np.testing.assert_array_equal(out, torch.topk(torch.from_numpy(x), k, dim=-1, largest=largest)[0].numpy())
