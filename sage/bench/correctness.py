@@ -195,6 +195,8 @@ class _Sums:
 def _compare_slice(acc: _Sums, expected: np.ndarray, actual: np.ndarray, truth: np.ndarray | None, offset: int,
                    dtype: np.dtype, name: str, tol: float) -> None:
     t = expected.astype(np.float64) if truth is None else np.asarray(truth, dtype=np.float64)
+    if _exact_slice(acc, expected, actual, t, truth is not None):
+        return
     with np.errstate(over="ignore", invalid="ignore"):
         t_out = t.astype(dtype)         # where the truth does not fit the output dtype, it is inf
     if np.isfinite(actual).all() and np.isfinite(t_out).all() and np.isfinite(expected).all():
@@ -203,6 +205,22 @@ def _compare_slice(acc: _Sums, expected: np.ndarray, actual: np.ndarray, truth: 
         e = t if truth is None else expected.astype(np.float64)
         _general_slice(acc, e, actual.astype(np.float64), t, t_out.astype(np.float64), truth is not None, offset,
                        name, tol)
+
+
+def _exact_slice(acc: _Sums, expected: np.ndarray, actual: np.ndarray, t: np.ndarray, has_truth: bool) -> bool:
+    """A slice where kernel, eager and truth are the same finite values (a copy: cat, pad,
+    permute): what _finite_slice sums for it, in four passes instead of about fourteen (its
+    errors are all zero, so only the truth's norm is left); False, and nothing summed, when
+    they differ anywhere. level1/13_cat's 268M-element case spent 32 s comparing."""
+    if not (np.array_equal(actual, expected) and np.array_equal(t, expected) and np.isfinite(t).all()):
+        return False
+    ref_sq = float(np.dot(t, t))
+    acc.ref_sq += ref_sq
+    acc.finite += t.size
+    if has_truth:
+        acc.eager_ref_sq += ref_sq
+        acc.both += t.size
+    return True
 
 
 def _finite_slice(acc: _Sums, expected: np.ndarray, actual: np.ndarray, t: np.ndarray, has_truth: bool, offset: int,

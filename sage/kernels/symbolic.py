@@ -28,6 +28,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from sage.kernels.host_helpers import HOST_HELPERS
+
 Formula = tuple
 
 # Binary operators and how they render (all rendered with parentheses: the formulas are
@@ -86,6 +88,17 @@ def pin(value: Any, name: str) -> Any:
         return value
     plain = value.plain() if is_sym(value) else value
     return (SymInt if isinstance(plain, int) else SymFloat)(plain, ("k", name, formula_of(value)))
+
+
+def helper_call(name: str, *args: Any) -> Any:
+    """Host helper `name` (sage.kernels.host_helpers) of `args`: its value for the traced
+    case, computed on plain values (its loop records no guard), carrying the formula
+    (name, *args) the host evaluates by calling the same function."""
+    fn = HOST_HELPERS[name]
+    value = fn(*(a.plain() if is_sym(a) else a for a in args))
+    if active() is None or not any(is_sym(a) for a in args):
+        return value
+    return wrap(value, (name, *(formula_of(a) for a in args)))
 
 
 def formula_of(x: Any) -> Formula:
@@ -288,6 +301,8 @@ def render(f: Formula, name: Callable[[int], str]) -> str:
         return _literal(f[1])
     if kind == "k":
         return render(f[2], name)
+    if kind in HOST_HELPERS:
+        return f"{kind}({', '.join(render(a, name) for a in f[1:])})"
     if kind in _CALLS:
         inner = render(f[1], name)
         return f"(-{inner})" if kind == "neg" else f"{_CALLS[kind]}({inner})"
@@ -320,6 +335,8 @@ def evaluate(f: Formula, params: list[Any]) -> Any:
         return math.floor(evaluate(f[1], params))
     if kind == "ceil":
         return math.ceil(evaluate(f[1], params))
+    if kind in HOST_HELPERS:
+        return HOST_HELPERS[kind](*(evaluate(a, params) for a in f[1:]))
     a, b = evaluate(f[1], params), evaluate(f[2], params)
     return _APPLY[kind](a, b)
 
@@ -351,5 +368,6 @@ def params_of(f: Formula) -> set[int]:
     return set().union(*(params_of(a) for a in f[1:]))
 
 
-__all__ = ["Formula", "SymFloat", "SymInt", "Trace", "active", "evaluate", "formula_of", "guard_holds", "is_sym",
+__all__ = ["Formula", "SymFloat", "SymInt", "Trace", "active", "evaluate", "formula_of", "guard_holds", "helper_call",
+           "is_sym",
            "params_of", "pin", "render", "tracing", "wrap"]

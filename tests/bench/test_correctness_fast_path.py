@@ -87,3 +87,28 @@ def test_slices_are_summed_across_the_chunk_boundary():
     s = compare_array(truth.astype(np.float32), kernel, truth=truth)
     assert s.mismatches == 2
     assert s.first_failures[1].startswith(f"[{CHUNK_ELEMENTS + 2}]")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("with_truth", [True, False])
+def test_an_exact_copy_gives_the_general_rules_figures(dtype, with_truth):
+    # a copy (cat, pad): kernel, eager and truth the same values, zero included
+    rng = np.random.default_rng(1)
+    out = (rng.standard_normal(3000) * 40).astype(dtype)
+    out[:7] = 0
+    truth = out.astype(np.float64) if with_truth else None
+    fast = compare_array(out, out.copy(), truth=truth)
+    acc = _general(out, out.copy(), truth)
+    assert fast.correct and fast.mismatches == acc.mismatches == 0
+    assert fast.max_abs_error == acc.max_abs == 0.0 and fast.max_rel_error == acc.max_rel == 0.0
+    assert fast.rel_l2_error == correctness._l2_ratio(acc.err_sq, acc.ref_sq, acc.finite) == 0.0
+    if with_truth:
+        assert fast.reference_rel_l2_error == correctness._l2_ratio(acc.eager_err_sq, acc.eager_ref_sq, acc.both)
+
+
+def test_a_copy_off_by_one_element_is_not_taken_as_exact():
+    out = np.linspace(-3, 3, 100, dtype=np.float32)
+    kernel = out.copy()
+    kernel[41] = np.nextafter(kernel[41], np.float32(9)) + 1.0
+    s = compare_array(out, kernel, truth=out.astype(np.float64))
+    assert s.mismatches == 1 and s.max_abs_error > 0.9 and not s.correct

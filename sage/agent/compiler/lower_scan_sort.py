@@ -119,7 +119,7 @@ def _order_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
     length = x.shape[dim] if rank else 1
     rows = x.layout.numel // max(length, 1)
     spec = SortSpec(name=name, rows=rows, length=length, k=length if k is None else k, dtype=x.dtype,
-                    descending=descending, topk=k is not None, x=prog.buffers[x.buf].name,
+                    descending=int(descending), topk=k is not None, x=prog.buffers[x.buf].name,
                     values=prog.buffers[values.buf].name, indices=prog.buffers[indices.buf].name,
                     x_offset=x.layout.offset, index_dtype=indices.dtype)
     if k == 0:
@@ -131,25 +131,29 @@ def _order_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
 def _transposed_order(group: Group, prog: Program, name: str, sched: Schedule, target: Target, dim: int,
                       descending: bool, k: int | None) -> Launch | None:
     """Along an inner axis: copy x with that axis last into a temporary, sort its rows, and
-    copy values and indices back in the original axis order (four kernels, one host call)."""
+    copy values and indices back in the original axis order (four kernels, one host call).
+    Every operand is seen as [outer, axis, inner] (dense, so the axes before and after merge):
+    the copies are the same kernels whatever the rank and the axis (level1/9_top_k's ranks 2
+    to 4 along axes 0 to 2 had a copy kernel per rank and axis)."""
     from sage.kernels import HEADER, suffixed
 
     node = group.nodes[0]
     x, values, indices = node.ins[0], node.outs[0], node.outs[1]
     assert x is not None
-    rank = len(x.shape)
-    order = tuple(d for d in range(rank) if d != dim) + (dim,)
-    back = tuple(order.index(d) for d in range(rank))
+    outer, length, inner_n = _split(tuple(x.shape), dim)
+    kept = values.shape[dim]
+    order, back = (0, 2, 1), (0, 2, 1)
     tx = prog.new_buffer(x.dtype, x.layout.numel)
-    out_shape = tuple(values.shape[d] for d in order)
+    out_shape = (outer, inner_n, kept)
     tv = prog.new_buffer(values.dtype, values.layout.numel)
     ti = prog.new_buffer("int32", values.layout.numel)     # int32: the tile copy widens it
     sort_node = Node(index=node.index, op=node.op, call=node.call,
-                     ins=[Ref(tx.id, Layout.dense(tuple(x.shape[d] for d in order)), x.dtype)],
+                     ins=[Ref(tx.id, Layout.dense((outer, inner_n, length)), x.dtype)],
                      outs=[Ref(tv.id, Layout.dense(out_shape), values.dtype), Ref(ti.id, Layout.dense(out_shape), "int32")])
     inner = _order_launch(Group(index=group.index, kind=group.kind, nodes=[sort_node]), prog, f"{name}s", sched,
-                          target, rank - 1, descending, k)
-    launches = [_relayout(prog, Ref(x.buf, x.layout.permute(order), x.dtype), tx.name, x.dtype, f"{name}p", target),
+                          target, 2, descending, k)
+    x3 = Layout.dense((outer, length, inner_n), x.layout.offset)
+    launches = [_relayout(prog, Ref(x.buf, x3.permute(order), x.dtype), tx.name, x.dtype, f"{name}p", target),
                 inner]
     for buf, ref, tag in ((tv, values, "v"), (ti, indices, "i")):
         view = Ref(buf.id, Layout.dense(out_shape).permute(back), buf.dtype)

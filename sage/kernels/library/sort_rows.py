@@ -35,7 +35,11 @@ class SortSpec:
     length: int                # N
     k: int                     # N for a sort
     dtype: str                 # x and the values
-    descending: bool           # descending sort / largest top-k
+    # descending sort / largest top-k: an int (0/1) so that a shape-generic trace passes it at
+    # launch, as Ascend C's TopK takes isLargest as a runtime argument, not a template one
+    # (https://www.hiascend.com/doc_center/source/zh/CANNCommunityEdition/910beta2/API/ascendcopapi/atlasascendc_api_07_0836.html):
+    # level1/9_top_k's largest and smallest cases are then one kernel text
+    descending: int
     topk: bool = False
     x: str = "x"
     values: str = "values"

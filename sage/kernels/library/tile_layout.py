@@ -19,7 +19,7 @@ from sage.kernels.library.tile_seg import seg_elems
 from sage.kernels.library.tile_split import constants as split_constants
 from sage.kernels.library.tile_split import SPLIT_CHUNK_BYTES, narrow_hurts, row_parts
 from sage.kernels.library.tile_spec import Access, TileSpec
-from sage.kernels.symbolic import pin
+from sage.kernels.symbolic import helper_call, pin
 from sage.kernels.target import Target
 
 MAX_ROWS = 255             # repeat-form instructions repeat once per row
@@ -32,17 +32,15 @@ def round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def square_side(tile_len: int, align: int, cols: int) -> int | None:
-    """Columns of a near-square tile of `tile_len` elements, or None. A transposing copy
+def square_side(tile_len: int, align: int, cols: int) -> int:
+    """Columns of a near-square tile of `tile_len` elements, or 0 (none). A transposing copy
     moves one burst per tile column (NR elements each) on one side and one per tile row on
     the other, so NR + NC bursts per tile: fewest when the tile is square (a 4 x 1024 tile
     of a float32 transpose moves 1024 bursts of 16 B; a 64 x 64 one, 128 bursts of 256 B).
     The last column chunk must keep the full chunk's UB pitch, because the gather tables
-    are built once for the pitch S: cols % NC is 0 or rounds up to NC."""
-    side = math.isqrt(tile_len)
-    fits = [nc for nc in range(align, min(cols, 4 * side) + 1, align)
-            if cols % nc == 0 or cols % nc > nc - align]
-    return min(fits, key=lambda nc: abs(math.log(nc / side)), default=None)
+    are built once for the pitch S: cols % NC is 0 or rounds up to NC. A search over the
+    candidates, so a host helper: one formula, no guard per candidate (host_helpers.py)."""
+    return helper_call("square_side", tile_len, align, cols)
 
 
 def brcb_pad(nr: int) -> int:
@@ -148,9 +146,9 @@ class TileLayout:
                 else:
                     nc = min(nc, want)
         side = square_side(knobs.tile_len, self.align, cols) if self.transposes() and not persistent \
-            and not spec.reduce_rows and spec.rows > 1 and cols > self.align else None
-        square = side is not None
-        if side is not None:
+            and not spec.reduce_rows and spec.rows > 1 and cols > self.align else 0
+        square = side > 0
+        if square:
             nc = min(nc, side)
         while True:
             s = round_up(nc, self.align)

@@ -23,6 +23,7 @@ from sage.agent.compiler.generic.unify import unified
 from sage.agent.compiler.generic.casemodel import PATTERN_HELPER, Tilings, shape_pattern
 from sage.agent.compiler.generic.rules import Rule
 from sage.kernels import HEADER, dsl_dtype, suffixed
+from sage.kernels.host_helpers import HOST_HELPERS, helper_source
 from sage.agent.compiler.generic.tilingfn import formula_text, tiling_function, tuple_text
 from sage.kernels.symbolic import Formula
 
@@ -47,6 +48,10 @@ def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[st
         parts += ["# ==== kernels written once over their code paths (unify.py) " + "=" * 18,
                   compact(templates)]
     tiling_fns = [tiling_function(kernel, tilings) for kernel in kernels]
+    helpers = [name for name in HOST_HELPERS if any(f"{name}(" in t for t in tiling_fns)]
+    if helpers:
+        parts += ["# ==== host helpers the tiling functions call (sage/kernels/host_helpers.py) " + "=" * 4,
+                  *(helper_source(name) for name in helpers)]
     tiling_templates, tiling_made = templated(tiling_fns, ["tiling"] * len(kernels), "tiling")
     if tiling_templates:
         parts += ["# ==== host tiling functions that differ only in constants, as templates " + "=" * 6,

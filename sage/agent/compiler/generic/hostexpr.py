@@ -26,10 +26,11 @@ import torch
 # the element count before a product of dimensions; a literal last, except for 0 and 1
 # (sizes that are structure, like torch's specialisation of 0/1 sizes).
 _ORDER = {"dim": 0, "numel": 1, "prod": 2, "bdim": 3, "bnumel": 3, "bprod": 4, "scalar": 5, "float": 5, "item": 6, "round": 7,
-          "mul": 8, "lit": 9}
+          "flag": 7, "mul": 8, "scaled": 8, "lit": 9}
 ROUNDINGS = ("float16", "bfloat16", "float32")
 # Expressions that read no single dimension: a rule made of them serves every rank.
-RANK_FREE = frozenset({"numel", "bnumel", "scalar", "float", "item", "round", "mul", "lit"})
+RANK_FREE = frozenset({"numel", "bnumel", "scalar", "float", "item", "round", "flag", "mul", "lit"})
+# ("scaled" with an axis divided out reads a dimension: not rank-free)
 # Products of how many scalar arguments are candidates (a forward's `input_scale * alpha *
 # scale` is one constant of the graph; Python multiplies left to right, so each order is one).
 MAX_FACTORS = 3
@@ -64,13 +65,14 @@ def bsize(ts, lo, hi):
 class HostExpr:
     """One host expression: `kind` over flat argument `arg` (its text `expr`)."""
 
-    kind: str                        # dim | prod | numel | bdim | bprod | bnumel | scalar | float | item | round | mul | lit
+    kind: str                        # dim | prod | numel | bdim | bprod | bnumel | scalar | float | flag | item | round | mul | scaled | lit
     arg: int = -1                    # the flat argument it reads (-1: none)
     lo: int = 0                      # dim: the dimension; prod: first dimension; item: index
     hi: int = 0                      # prod: one past the last dimension
     dtype: str = ""                  # round: the dtype the scalar is rounded to
     value: Any = None                # lit: the value
-    args: tuple[int, ...] = ()       # bdim/bprod/bnumel: the tensors broadcast; mul: the scalars multiplied
+    args: tuple[int, ...] = ()       # bdim/bprod/bnumel: the tensors broadcast; mul: the scalars multiplied;
+    #                                  scaled: (the int scalar, the dimension divided out or -1)
 
     def text(self, flat: list[str]) -> str:
         e = flat[self.arg] if self.arg >= 0 else ""
@@ -84,6 +86,8 @@ class HostExpr:
             return e
         if self.kind == "float":
             return f"float({e})"
+        if self.kind == "flag":
+            return f"int({e})"
         if self.kind == "item":
             return f"{e}[{self.lo}]"
         if self.kind == "round":
@@ -104,6 +108,9 @@ class HostExpr:
             for i in self.args[1:]:
                 text = f"({text} * {flat[i]})"
             return text
+        if self.kind == "scaled":
+            size = f"{e}.numel()" if self.args[1] < 0 else f"({e}.numel() // {e}.shape[{self.args[1]}])"
+            return f"({size} * {flat[self.args[0]]})"
         return literal(self.value)
 
     def evaluate(self, args: list) -> Any:
@@ -118,6 +125,8 @@ class HostExpr:
             return a
         if self.kind == "float":
             return float(a)
+        if self.kind == "flag":
+            return int(a)
         if self.kind == "item":
             return a[self.lo]
         if self.kind == "round":
@@ -132,6 +141,10 @@ class HostExpr:
             for i in self.args[1:]:
                 v = v * args[i]
             return v
+        if self.kind == "scaled":
+            n = int(a.numel())
+            d = int(a.shape[self.args[1]]) if self.args[1] >= 0 else 1
+            return (n // d if d else 0) * args[self.args[0]]
         return self.value
 
     @property
@@ -139,7 +152,9 @@ class HostExpr:
         """The scalar arguments it uses (none: a tensor's shape or nothing)."""
         if self.kind == "mul":
             return frozenset(self.args)
-        return frozenset({self.arg}) if self.kind in ("scalar", "float", "item", "round") else frozenset()
+        if self.kind == "scaled":
+            return frozenset({self.args[0]})
+        return frozenset({self.arg}) if self.kind in ("scalar", "float", "item", "round", "flag") else frozenset()
 
 
 def literal(v: Any) -> str:
@@ -171,7 +186,10 @@ class Candidates:
                     for hi in range(lo + 2, len(shape) + 1):
                         if (lo, hi) != (0, len(shape)):
                             self._add(math.prod(shape[lo:hi]), HostExpr("prod", i, lo, hi))
-            elif isinstance(a, bool) or a is None:
+            elif isinstance(a, bool):
+                # a flag the kernel takes at launch as 0/1 (top-k's largest)
+                self._add(int(a), HostExpr("flag", i))
+            elif a is None:
                 continue
             elif isinstance(a, (int, float)):
                 self._add(a, HostExpr("scalar", i))
@@ -188,6 +206,7 @@ class Candidates:
                     self._add(v, HostExpr("item", i, j))
         self._broadcasts(flat_args)
         self._products(flat_args)
+        self._scaled(flat_args)
 
     def _broadcasts(self, flat_args: list) -> None:
         tensors = tuple(i for i, a in enumerate(flat_args) if isinstance(a, torch.Tensor))
@@ -216,6 +235,19 @@ class Candidates:
                     self._add(expr.evaluate(flat_args), expr)
                 except OverflowError:
                     continue
+
+    def _scaled(self, flat_args: list) -> None:
+        """A tensor's element count, whole or with one axis divided out, times an int scalar:
+        top-k's result is the input with its axis's length replaced by k (numel / n * k), a
+        count no dimension or product of dimensions gives (rank-free when whole)."""
+        ints = [i for i, a in enumerate(flat_args) if isinstance(a, int) and not isinstance(a, bool)]
+        for i, a in enumerate(flat_args):
+            if not isinstance(a, torch.Tensor):
+                continue
+            for j in ints:
+                for d in [-1, *range(a.dim())]:
+                    expr = HostExpr("scaled", i, args=(j, d))
+                    self._add(expr.evaluate(flat_args), expr)
 
     def _add(self, value: Any, expr: HostExpr) -> None:
         key = _key(value)

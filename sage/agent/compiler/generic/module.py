@@ -102,7 +102,10 @@ def take_tiling(source: str, fields: int) -> str:
         text[node.lineno - _first(node)] = _add_param(text[node.lineno - _first(node)])
         prologue = [unpack] if unpack else []
         if _is_kernel(node):
-            for m in moved:
+            # only what this kernel reaches: a module of several kernels (a transposed top-k's
+            # copy in, sort and two copies out) gave each of them every kernel's class, four
+            # times the text (level1/9_top_k: 57 KB a launch)
+            for m in _reached(node, moved):
                 prologue += [ln for ln in segment(m)]
         else:
             # the host launcher: the size constants it reads (module constants that need the fields)
@@ -114,6 +117,21 @@ def take_tiling(source: str, fields: int) -> str:
     for first, last, new in sorted(edits, reverse=True):
         lines[first - 1:last] = new
     return "\n".join(lines)
+
+
+def _reached(node: ast.stmt, moved: list[ast.stmt]) -> list[ast.stmt]:
+    """The moved statements `node` uses, directly or through one another, in module order."""
+    names = _names_used(node)
+    kept: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for k, m in enumerate(moved):
+            if k not in kept and _names_defined(m) & names:
+                kept.add(k)
+                names |= _names_used(m)
+                changed = True
+    return [m for k, m in enumerate(moved) if k in kept]
 
 
 def _first(node: ast.stmt) -> int:

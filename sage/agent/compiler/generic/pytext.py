@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from sage.kernels.host_helpers import HOST_HELPERS
 from sage.kernels.symbolic import Formula, render
 
 # binding strength, weakest first: comparisons < + - < * / // % < unary minus < **
@@ -44,6 +45,8 @@ def _text(f: Formula, name: Callable[[int], str]) -> tuple[str, int]:
         return "-" + _operand(f[1], name, _FACTOR), _FACTOR
     if kind in _CALLS:
         return f"{_CALLS[kind]}({tight(f[1], name)})", _ATOM
+    if kind in HOST_HELPERS:
+        return f"{kind}({', '.join(tight(a, name) for a in f[1:])})", _ATOM
     level = _LEVEL[kind]
     if level == _CMP:
         # a comparison inside a comparison would chain (a < b == c): bracket both sides

@@ -95,6 +95,7 @@ def _safe(f: Formula) -> bool:
         return True
     if f[0] in ("//", "%", "/") and f[2][0] != "c":
         return False
+    # a host helper (sage.kernels.host_helpers) never raises: safe with any arguments
     if f[0] in ("<", "<=", ">", ">=", "==", "!=", "not", "<=<"):
         return False
     return all(_safe(a) for a in f[1:])
