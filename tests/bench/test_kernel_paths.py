@@ -72,6 +72,13 @@ def test_an_op_without_a_row_is_one_ai_core_kernel_by_default():
     assert kernel.unit is Unit.AICORE and kernel.call is call
 
 
+def test_pow_takes_the_pows_kernel_for_the_exponents_cann_specialises():
+    x = torch.rand(8) + 0.5
+    assert _kernels(lambda t: t.pow(2), x) == [("Pows", Unit.AICORE)]
+    assert _kernels(lambda t: torch.pow(t, -3), x) == [("Pow", Unit.AICORE)]
+    assert _kernels(lambda t: torch.pow(t, 6.6), x) == [("Pow", Unit.AICORE)]
+
+
 def test_logical_ops_cast_every_non_bool_input_first():
     a, b = torch.ones(4, dtype=torch.int32), torch.zeros(4, dtype=torch.float16)
     assert _kernels(torch.logical_and, a, b) == [("Cast", Unit.AICORE)] * 2 + [("LogicalAnd", Unit.AICORE)]

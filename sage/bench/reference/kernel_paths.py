@@ -55,6 +55,9 @@ class PathRule(BaseModel):
     dtype_of: Literal["input", "output"] = "input"   # whose dtype (after the casts) is checked
     cast_to: str | None = None                  # "output" or a dtype name: inputs cast to it first
     cast_inputs: Literal["first", "all"] = "first"
+    # (overload, ((scalar value, kernel), ...)): the kernel picked by the call's first scalar argument
+    # (pow's exponent); other values take `kernel`
+    scalar_kernels: tuple[str, tuple[tuple[float, str], ...]] | None = None
     sources: tuple[str, ...]                    # where the rule is read (CANN op_api, torch_npu, traces)
     cost_source: str = ""                       # where an AI CPU kernel's time comes from
     note: str = ""
@@ -88,6 +91,13 @@ PATHS: tuple[PathRule, ...] = (
              aicore_dtypes=_F({"float32", "int32", "float16", "int8", "uint8", "bool", "bfloat16"}),
              sources=(OPS_MATH + "math/tensor_equal/op_api/tensor_equal.cpp",), cost_source=PR_818,
              note="torch.equal: the 910B uses the AICORE910 list, so int64 and int16 take TensorEqualAiCpu"),
+    PathRule(id="pow", aten="pow", kernel="Pow",
+             scalar_kernels=("Tensor_Scalar", ((0.5, "Pows"), (2.0, "Pows"), (3.0, "Pows"), (-0.5, "Pows"),
+                                               (-1.0, "Pows"), (-2.0, "Pows"), (1.0, "ViewCopy"))),
+             sources=(OPS_MATH + "math/pow/op_api/aclnn_pow.cpp",),
+             note="aclnnPowTensorScalar: exponents 0.5, 2, 3, -0.5, -1, -2 of a float tensor take the Pows kernel, "
+                  "1 no arithmetic, any other the generic Pow kernel; one AI-core kernel either way, timed alike "
+                  "(the only public figure of the generic path, FlagGems PR 6014, times a whole torch.dist)"),
     PathRule(id="logical_and", aten="logical_and", kernel="LogicalAnd", cast_to="bool", cast_inputs="all",
              sources=(OPS_MATH + "math/logical_and/op_api/aclnn_logical_and.cpp",
                       OP_PLUGIN + "op_plugin/ops/aclops/LogicalAndKernelNpu.cpp"),
@@ -144,9 +154,17 @@ def path_of(call: AtenCall) -> KernelPath:
     checked = call.outputs[0].dtype if rule.dtype_of == "output" and call.outputs else inputs[0].dtype
     on_core = rule.aicore_dtypes is None or checked in rule.aicore_dtypes
     main = call if inputs == list(call.inputs) else call.model_copy(update={"inputs": inputs})
-    kernels.append(PathKernel(name=rule.kernel + ("" if on_core else "AiCpu"),
+    kernels.append(PathKernel(name=_kernel_name(rule, call) + ("" if on_core else "AiCpu"),
                               unit=Unit.AICORE if on_core else Unit.AICPU, call=main))
     return KernelPath(rule=rule.id, kernels=kernels, sources=rule.sources)
+
+
+def _kernel_name(rule: PathRule, call: AtenCall) -> str:
+    if rule.scalar_kernels is None or call.overload != rule.scalar_kernels[0] or not call.scalars:
+        return rule.kernel
+    value = call.scalars[0]
+    return next((k for v, k in rule.scalar_kernels[1] if isinstance(value, (int, float)) and float(value) == v),
+                rule.kernel)
 
 
 def default_path(call: AtenCall) -> KernelPath:
