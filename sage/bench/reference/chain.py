@@ -18,7 +18,7 @@ where the dtype has no AI-core kernel on a 910B. Each kernel is one step of the 
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from dataclasses import dataclass, field
 
 from sage.bench.reference.aicpu import aicpu_kernel_us
 from sage.bench.reference.kernel_paths import KernelPath, PathKernel, Unit, aicpu_elements, default_path, path_of
@@ -37,7 +37,9 @@ SYNC_OPS = frozenset({"_local_scalar_dense", "item", "is_nonzero", "equal", "non
 _MASK_SYNC_OPS = frozenset({"index", "index_put", "_index_put_impl"})
 
 
-class KernelTime(BaseModel):
+# Dataclasses: one of each per call of a forward (tens of thousands for nms), built in the hot loop.
+@dataclass(slots=True)
+class KernelTime:
     """One device kernel of a call's path, timed."""
 
     name: str
@@ -45,13 +47,14 @@ class KernelTime(BaseModel):
     time: VendorTime
 
 
-class ChainCall(BaseModel):
+@dataclass(slots=True)
+class ChainCall:
     call: AtenCall
     work: Work
     time: VendorTime | None          # the call's kernels together; None: no kernel (a sync-only call such as .item())
     sync: bool = False
     path: KernelPath | None = None
-    kernels: list[KernelTime] = []   # in launch order, one timeline step each
+    kernels: list[KernelTime] = field(default_factory=list)   # in launch order, one timeline step each
 
 
 def needs_sync(call: AtenCall) -> bool:
@@ -107,27 +110,28 @@ def eager_chain(graph: Graph, hw: HardwareSpec, *, paths: bool = True) -> list[C
         for v, t in zip(node.outs, call.outputs):
             res.write(v, t.nbytes)
         path = path_of(call) if paths else default_path(call)
-        kernels = [KernelTime(name=k.name, unit=k.unit, time=_kernel_time(k, call, hits, hw)) for k in path.kernels]
-        out.append(ChainCall(call=call, work=work_of(call, hw), time=_together(kernels), sync=sync, path=path,
-                             kernels=kernels))
+        work = work_of(call, hw)
+        kernels = [KernelTime(name=k.name, unit=k.unit, time=_kernel_time(k, call, work, hits, hw))
+                   for k in path.kernels]
+        out.append(ChainCall(call=call, work=work, time=_together(kernels), sync=sync, path=path, kernels=kernels))
     return out
 
 
-def _kernel_time(k: PathKernel, call: AtenCall, hits: list[int], hw: HardwareSpec) -> VendorTime:
+def _kernel_time(k: PathKernel, call: AtenCall, work: Work, hits: list[int], hw: HardwareSpec) -> VendorTime:
     """An AI CPU kernel by the AI CPU fit; an AI-core one by the vendor model, with L2 hits for
     what it reads while resident (a cast's result was just written: resident)."""
     if k.unit is Unit.AICPU:
         return VendorTime(group="aicpu", fixed_us=hw.launch.device_fixed_us,
                           work_us=aicpu_kernel_us(aicpu_elements(k.call)), bound="aicpu")
     if k.call is call:
-        hit = float(sum(hits))
-    elif k.cast_of is not None:
+        return vendor_time(work, group_of(work.op_class, work, hw), hw, l2_hit_bytes=float(sum(hits)))
+    if k.cast_of is not None:
         hit = float(hits[k.cast_of])
     else:                            # the op's own kernel after casts: cast inputs are resident
         hit = float(sum(h if a.dtype == b.dtype else b.nbytes for h, a, b in zip(hits, call.inputs, k.call.inputs)))
-    work = work_of(k.call, hw)
-    klass: CostClass | None = work.op_class
-    return vendor_time(work, group_of(klass, work, hw), hw, l2_hit_bytes=hit)
+    own = work_of(k.call, hw)
+    klass: CostClass | None = own.op_class
+    return vendor_time(own, group_of(klass, own, hw), hw, l2_hit_bytes=hit)
 
 
 def _together(kernels: list[KernelTime]) -> VendorTime:

@@ -22,6 +22,7 @@ with its path (docs/kernel_paths.md).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
@@ -112,7 +113,10 @@ PATHS: tuple[PathRule, ...] = (
 RULES: dict[str, PathRule] = {r.aten: r for r in PATHS}
 
 
-class PathKernel(BaseModel):
+# Dataclasses, not models: every call of a forward (tens of thousands for nms) gets a path, and
+# a pydantic model costs tens of µs each to build; they stay inside the reference package.
+@dataclass(slots=True)
+class PathKernel:
     """One device kernel of a path: its unit, its CANN name and the call whose work it does."""
 
     name: str
@@ -121,7 +125,8 @@ class PathKernel(BaseModel):
     cast_of: int | None = None       # a Cast kernel: which input of the aten call it converts
 
 
-class KernelPath(BaseModel):
+@dataclass(slots=True)
+class KernelPath:
     rule: str                        # the PATHS id, or "default"
     kernels: list[PathKernel]
     sources: tuple[str, ...] = ()
