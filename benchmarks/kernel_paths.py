@@ -3,7 +3,8 @@ NPUKernelBench files), and what they change in the reference times.
 
     .venv/bin/python benchmarks/kernel_paths.py                                   # own suite
     .venv/bin/python benchmarks/kernel_paths.py /tmp/mkb --doc docs/kernel_paths.md   # + public files
-    .venv/bin/python benchmarks/kernel_paths.py /tmp/mkb --json
+    .venv/bin/python benchmarks/kernel_paths.py /tmp/mkb --json > paths.json      # about 35 min at load 14
+    .venv/bin/python benchmarks/kernel_paths.py /tmp/mkb --from-json paths.json --doc docs/kernel_paths.md
 
 The public files are MultiKernelBench's reference/npukernelbench_level*/ (commit 460a972:
 `git clone https://github.com/wzzll123/MultiKernelBench /tmp/mkb && git -C /tmp/mkb checkout 460a972`).
@@ -49,6 +50,8 @@ def main() -> None:
     parser.add_argument("--doc", type=Path, default=None, help="write the tables between the markers of this doc")
     parser.add_argument("--max-input-gb", type=float, default=4.0)
     parser.add_argument("--preset", default="ascend910b2")
+    parser.add_argument("--from-json", type=Path, default=None,
+                        help="render a saved --json result instead of timing (the doc from a finished run)")
     args = parser.parse_args()
     sets = {"suite": suite_files()}
     if args.checkout is not None:
@@ -57,7 +60,10 @@ def main() -> None:
             parser.error(f"{args.checkout}/reference/{PUBLIC_GLOB}: no such folders (give a MultiKernelBench checkout)")
         sets["public"] = [f for d in folders for f in sorted(task_files(d))]
     hw = load_preset(args.preset)
-    result = {name: scan(files, hw, int(args.max_input_gb * GB), label=name) for name, files in sets.items()}
+    if args.from_json is not None:
+        result = json.loads(args.from_json.read_text(encoding="utf-8"))
+    else:
+        result = {name: scan(files, hw, int(args.max_input_gb * GB), label=name) for name, files in sets.items()}
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -146,29 +152,51 @@ def render(result: dict) -> str:
     out: list[str] = []
     for name, r in result.items():
         out.append(f"### {name}: {r['files']} files, {r['cases_timed']} cases timed, {len(r['skipped'])} files or cases "
-                   "not timed (an accelerator needed, a load or forward error, or over the input budget)\n")
+                   "not timed (an accelerator needed, fp64 or complex, a load or forward error, or over the input "
+                   "budget; --json lists them)\n")
         other = [o for o in r["ops"] if o["path"] in RULES and (o["kernels"] > 1 or o["units"] != "aicore")]
-        out.append("Calls that take more than one kernel or the AI CPU (the `PATHS` rows of "
-                   "sage/bench/reference/kernel_paths.py):\n")
-        out.append("| aten op | input dtypes | path | units | kernels | tasks | source |")
-        out.append("|---|---|---|---|---|---|---|")
+        grouped: dict[tuple, list] = defaultdict(lambda: [[], 0])
         for o in other:
-            out.append(f"| {o['op']} | {', '.join(o['dtypes'])} | {o['path']} | {o['units']} | "
-                       f"{o['kernels']} ({o['names']}) | {o['tasks']} | {o['source']} |")
+            g = grouped[(o["op"], o["path"], o["units"], o["kernels"], o["names"])]
+            g[0].append(", ".join(o["dtypes"]))
+            g[1] += o["tasks"]
+        out.append("Calls that take more than one kernel or the AI CPU (the `PATHS` rows of "
+                   "sage/bench/reference/kernel_paths.py; input dtypes, one set per call kind):\n")
+        out.append("| aten op | input dtypes | path | units | kernels | task uses | source |")
+        out.append("|---|---|---|---|---|---|---|")
+        for (op, path, units, k, names), (dts, uses) in grouped.items():
+            out.append(f"| {op} | {' / '.join(dts)} | {path} | {units} | {k} ({names}) | {uses} | "
+                       f"{_source(path)} |")
         out.append("\n" + _listing("Ops with a `PATHS` row whose calls here take its one AI-core kernel",
                                    [o for o in r["ops"] if o["path"] in RULES and o not in other]))
         out.append(_listing(f"Default (one AI-core kernel, {DEFAULT_NOTE})",
                             [o for o in r["ops"] if o["path"] == "default"]))
         out.append(_listing("Fused torch_npu operators (one kernel each, the task's FUSED_OP)",
                             [o for o in r["ops"] if o["path"] == "fused"]))
-        out.append(f"Cases whose reference time changes ({len(r['changes'])}), end to end, before -> after:\n")
-        out.append("| task | case | before µs | after µs | after / before | paths |")
-        out.append("|---|---|---|---|---|---|")
-        for c in r["changes"]:
-            out.append(f"| {c['task']} | {c['case']} | {c['before_us']:.2f} | {c['after_us']:.2f} | "
-                       f"{c['after_us'] / c['before_us']:.2f}x | {'; '.join(c['paths'])} |")
-        out.append("")
+        out.append(_changes(r["changes"]))
     return "\n".join(out)
+
+
+def _changes(changes: list[dict]) -> str:
+    """Per task: how many cases change, and the after / before ratio of their end-to-end time."""
+    by_task: dict[str, list] = defaultdict(list)
+    for c in changes:
+        by_task[c["task"]].append(c)
+    lines = [f"Reference time (end to end) with the paths against one AI-core kernel per call: {len(changes)} cases "
+             f"of {len(by_task)} tasks change (every other case is unchanged):\n",
+             "| task | cases changed | before µs | after µs | after / before (min, median, max) | paths |",
+             "|---|---|---|---|---|---|"]
+    for task, cs in by_task.items():
+        ratios = sorted(c["after_us"] / c["before_us"] for c in cs)
+        before = f"{min(c['before_us'] for c in cs):.2f}-{max(c['before_us'] for c in cs):.2f}"
+        after = f"{min(c['after_us'] for c in cs):.2f}-{max(c['after_us'] for c in cs):.2f}"
+        if len(cs) == 1:
+            before, after = f"{cs[0]['before_us']:.2f}", f"{cs[0]['after_us']:.2f}"
+        paths = sorted({p.split(" -> ")[1] for c in cs for p in c["paths"]})
+        lines.append(f"| {task} | {len(cs)} (case {', '.join(str(c['case']) for c in cs[:6])}"
+                     f"{', ...' if len(cs) > 6 else ''}) | {before} | {after} | {ratios[0]:.2f}x, "
+                     f"{ratios[len(ratios) // 2]:.2f}x, {ratios[-1]:.2f}x | {'; '.join(paths)} |")
+    return "\n".join(lines) + "\n"
 
 
 def _listing(title: str, rows: list[dict]) -> str:
