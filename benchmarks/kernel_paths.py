@@ -69,7 +69,8 @@ def main() -> None:
     else:
         print(render(result))
     if args.doc is not None:
-        command = ("benchmarks/kernel_paths.py" + (f" {args.checkout}" if args.checkout else "")
+        # CHECKOUT, as docs/results.md names it: docs cite no path outside the repository
+        command = ("benchmarks/kernel_paths.py" + (" CHECKOUT" if args.checkout else "")
                    + (f" --from-json {args.from_json}" if args.from_json else "") + f" --doc {args.doc}")
         place_block(args.doc, run_line(command) + "\n\n" + render(result), BEGIN, END)
 
