@@ -17,7 +17,8 @@ complex: `sage bench --reference-only` does not measure it either), are counted 
 
 Printed: each (aten op, input dtypes) with its path (the PATHS row, "default" or "fused"), units,
 kernels, the number of tasks that call it and the row's first source (--json: every row); then
-every case whose reference time (end to end) changes, before -> after. --doc writes both between the markers of docs/kernel_paths.md.
+every case whose reference time (end to end) changes, before -> after. --doc writes both between
+the markers of docs/kernel_paths.md.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ PUBLIC_GLOB = "npukernelbench_level*"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkout", type=Path, nargs="?", help="a MultiKernelBench checkout (its public NPUKernelBench files)")
+    parser.add_argument("checkout", type=Path, nargs="?",
+                        help="a MultiKernelBench checkout (its public NPUKernelBench files)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--doc", type=Path, default=None, help="write the tables between the markers of this doc")
     parser.add_argument("--max-input-gb", type=float, default=4.0)
@@ -153,8 +155,8 @@ def _pair(task, args: list, hw):
 def render(result: dict) -> str:
     out: list[str] = []
     for name, r in result.items():
-        out.append(f"### {name}: {r['files']} files, {r['cases_timed']} cases timed, {len(r['skipped'])} files or cases "
-                   "not timed (an accelerator needed, fp64 or complex, a load or forward error, or over the input "
+        out.append(f"### {name}: {r['files']} files, {r['cases_timed']} cases timed, {len(r['skipped'])} files or "
+                   "cases not timed (an accelerator needed, fp64 or complex, a load or forward error, or over the input "
                    "budget; --json lists them)\n")
         other = [o for o in r["ops"] if o["path"] in RULES and (o["kernels"] > 1 or o["units"] != "aicore")]
         grouped: dict[tuple, list] = defaultdict(lambda: [[], 0])

@@ -121,7 +121,8 @@ def test_a_multi_kernel_path_is_one_timeline_step_per_kernel():
     assert reference_time(task, args, kernel_paths=False).launches == 1
 
 
-@pytest.mark.parametrize("name, cases", [("05_cumsum", [0, 1, 2]), ("01_gelu", None), ("07_sum", None), ("04_abs", None)])
+@pytest.mark.parametrize("name, cases",
+                         [("05_cumsum", [0, 1, 2]), ("01_gelu", None), ("07_sum", None), ("04_abs", None)])
 def test_suite_cases_without_an_exception_keep_their_reference_time(name, cases):
     (path,) = [p for p in suite_files() if p.stem == name and p.parent.name == "level1"]
     task = load_task(path, check_inputs=False, input_budget=None)
