@@ -42,6 +42,8 @@ class OpTotal(BaseModel):
     roofline_us: float = 0.0
     l2_hit_bytes: float = 0.0
     syncs: int = 0
+    units: str = ""                       # where its kernels ran: aicore, aicpu, or both (kernel_paths.py)
+    kernels: int = 0                      # device kernels over its calls
 
 
 class ReferenceCase(BaseModel):
@@ -192,5 +194,8 @@ def breakdown(ref: Any) -> dict:
         t.roofline_us += op.roofline_us
         t.l2_hit_bytes += op.l2_hit_bytes
         t.syncs += int(op.sync)
+        t.kernels += op.kernels
+        if op.unit:
+            t.units = "+".join(dict.fromkeys([*filter(None, t.units.split("+")), *op.unit.split("+")]))
     split = ref.model_dump(mode="json", exclude={"ops"})
     return {**split, "ops": [t.model_dump() for t in sorted(totals.values(), key=lambda t: -t.device_us)]}

@@ -6,7 +6,8 @@ the three times (docs/evaluation.md) `kernel_us`, `device_us` and `end_to_end_us
 scored vendor time), `expert_device_us`, `expert_end_to_end_us`, `roofline_us`
 (+ `roofline_bound`), the split (`device_fixed_us`, `host_exposed_us`, `host_dispatch_us`,
 `sync_us`), `launches`, `syncs`
-and the per-op rows `ops` (vendor `device_us`, `expert_device_us`, `roofline_us`, ...).
+and the per-op rows `ops` (vendor `device_us`, `expert_device_us`, `roofline_us`, `unit` (aicore,
+aicpu or both), `kernels` and `path`: sage/bench/reference/kernel_paths.py, ...).
 Exit codes: 0 printed, 2 bad input (unknown operator or preset, case out of range, a task
 that cannot be loaded or whose reference needs an accelerator).
 """
@@ -108,13 +109,14 @@ def _print(key: str, case: int, ref) -> None:
     # Two tables so no name is cut at 80 columns: what each op is, then what it costs. Op names
     # stay whole (IDENT), shapes fold after their x.
     cols = [Col("#", "right", wrap=False), Col("op", folds=IDENT), Col("shapes", folds="x"), Col("dtypes"),
-            Col("class", folds=IDENT)]
+            Col("class", folds=IDENT), Col("unit", folds="+")]
     rows = []
     for i, row in enumerate(ref.ops):
         shapes = " ".join("x".join(map(str, s)) or "()" for s in row.shapes)
         dts = " ".join(sorted(set(row.dtypes), key=row.dtypes.index))
         klass = row.op_class if row.group is None else f"{row.op_class} ({row.group})"
-        rows.append([str(i), row.op, shapes, dts, klass])
+        unit = row.unit if row.kernels <= 1 else f"{row.kernels}: {row.unit}"
+        rows.append([str(i), row.op, shapes, dts, klass, unit])
     out.print(fitted_table(cols, rows, out.width, title=title, title_justify="left", box=box.SIMPLE_HEAD,
                            show_edge=False, pad_edge=False))
     cols = [Col("#", "right", wrap=False), *(Col(c, "right") for c in ("vendor µs", "expert µs", "op roofline µs")),

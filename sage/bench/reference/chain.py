@@ -10,12 +10,18 @@ bytes resident.
 
 Device→host syncs (`SYNC_OPS`, and index / index_put with a bool mask, whose result size
 is data-dependent) make the host wait for the device (`sage.npu.timeline`).
+
+A call's kernels are those of its path (`kernel_paths.py`): one AI-core kernel by default;
+a Cast kernel per input the aclnn layer casts first; an AI CPU kernel (timed by `aicpu.py`)
+where the dtype has no AI-core kernel on a 910B. Each kernel is one step of the timeline.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from dataclasses import dataclass, field
 
+from sage.bench.reference.aicpu import aicpu_kernel_us
+from sage.bench.reference.kernel_paths import KernelPath, PathKernel, Unit, aicpu_elements, default_path, path_of
 from sage.bench.reference.vendor import VendorTime, group_of, vendor_time
 from sage.bench.reference.work import Work, work_of
 from sage.kernels import AtenCall, CostClass, Graph, Node, base_name
@@ -31,11 +37,24 @@ SYNC_OPS = frozenset({"_local_scalar_dense", "item", "is_nonzero", "equal", "non
 _MASK_SYNC_OPS = frozenset({"index", "index_put", "_index_put_impl"})
 
 
-class ChainCall(BaseModel):
+# Dataclasses: one of each per call of a forward (tens of thousands for nms), built in the hot loop.
+@dataclass(slots=True)
+class KernelTime:
+    """One device kernel of a call's path, timed."""
+
+    name: str
+    unit: Unit
+    time: VendorTime
+
+
+@dataclass(slots=True)
+class ChainCall:
     call: AtenCall
     work: Work
-    time: VendorTime | None          # None: no kernel (a sync-only call such as .item())
+    time: VendorTime | None          # the call's kernels together; None: no kernel (a sync-only call such as .item())
     sync: bool = False
+    path: KernelPath | None = None
+    kernels: list[KernelTime] = field(default_factory=list)   # in launch order, one timeline step each
 
 
 def needs_sync(call: AtenCall) -> bool:
@@ -71,8 +90,9 @@ class _Residency:
         self.l2.access(self.base(vid), 0, nbytes)
 
 
-def eager_chain(graph: Graph, hw: HardwareSpec) -> list[ChainCall]:
-    """Every kernel the vendor launches for this forward, timed, in order."""
+def eager_chain(graph: Graph, hw: HardwareSpec, *, paths: bool = True) -> list[ChainCall]:
+    """Every kernel the vendor launches for this forward, timed, in order. `paths=False`: one
+    AI-core kernel per call, as before the kernel paths (benchmarks/kernel_paths.py compares)."""
     res = _Residency(graph, hw)
     out: list[ChainCall] = []
     for node in graph.nodes:
@@ -86,21 +106,50 @@ def eager_chain(graph: Graph, hw: HardwareSpec) -> list[ChainCall]:
         if call.name.endswith("_") and node.args:
             for o in node.outs:          # in place: the result is the input's storage
                 res.root[o] = node.args[0]
-        hit = sum(res.read(v, t.nbytes) for v, t in zip(node.args, call.inputs))
+        hits = [res.read(v, t.nbytes) for v, t in zip(node.args, call.inputs)]
         for v, t in zip(node.outs, call.outputs):
             res.write(v, t.nbytes)
+        path = path_of(call) if paths else default_path(call)
         work = work_of(call, hw)
-        klass: CostClass | None = work.op_class
-        time = vendor_time(work, group_of(klass, work, hw), hw, l2_hit_bytes=float(hit))
-        out.append(ChainCall(call=call, work=work, time=time, sync=sync))
+        kernels = [KernelTime(name=k.name, unit=k.unit, time=_kernel_time(k, call, work, hits, hw))
+                   for k in path.kernels]
+        out.append(ChainCall(call=call, work=work, time=_together(kernels), sync=sync, path=path, kernels=kernels))
     return out
+
+
+def _kernel_time(k: PathKernel, call: AtenCall, work: Work, hits: list[int], hw: HardwareSpec) -> VendorTime:
+    """An AI CPU kernel by the AI CPU fit; an AI-core one by the vendor model, with L2 hits for
+    what it reads while resident (a cast's result was just written: resident)."""
+    if k.unit is Unit.AICPU:
+        return VendorTime(group="aicpu", fixed_us=hw.launch.device_fixed_us,
+                          work_us=aicpu_kernel_us(aicpu_elements(k.call)), bound="aicpu")
+    if k.call is call:
+        return vendor_time(work, group_of(work.op_class, work, hw), hw, l2_hit_bytes=float(sum(hits)))
+    if k.cast_of is not None:
+        hit = float(hits[k.cast_of])
+    else:                            # the op's own kernel after casts: cast inputs are resident
+        hit = float(sum(h if a.dtype == b.dtype else b.nbytes for h, a, b in zip(hits, call.inputs, k.call.inputs)))
+    own = work_of(k.call, hw)
+    klass: CostClass | None = own.op_class
+    return vendor_time(own, group_of(klass, own, hw), hw, l2_hit_bytes=hit)
+
+
+def _together(kernels: list[KernelTime]) -> VendorTime:
+    """The call's kernels as one row: fixed costs and work summed, group and bound of its own (last) kernel."""
+    if len(kernels) == 1:
+        return kernels[0].time
+    own = kernels[-1].time
+    return VendorTime(group=own.group, fixed_us=sum(k.time.fixed_us for k in kernels),
+                      work_us=sum(k.time.work_us for k in kernels), bound=own.bound,
+                      l2_hit_bytes=sum(k.time.l2_hit_bytes for k in kernels))
 
 
 def chain_steps(chain: list[ChainCall]) -> list[Step]:
     steps: list[Step] = []
     for c in chain:
-        if c.time is not None:
-            steps.append(Step(kind="kernel", work_us=c.time.work_us, label=c.call.qualname))
+        for k in c.kernels:
+            label = c.call.qualname if len(c.kernels) == 1 else f"{c.call.qualname} [{k.name}]"
+            steps.append(Step(kind="kernel", work_us=k.time.work_us, label=label))
         if c.sync:
             steps.append(Step(kind="sync", label=f"sync after {c.call.qualname}"))
     return steps

@@ -7,9 +7,10 @@ kernel sequence:
   vendor kernel: its forward's inputs, parameters and outputs moved once, the vector work
   and matmul FLOPs of its recorded aten trace (`fused_work`), timed in the group of its
   dominant unit;
-- any other task is its eager chain (`chain.py`): one kernel per non-view aten call, timed
-  analytically (`vendor.py`) with L2 hits where the chain re-reads data, plus the
-  device→host syncs of data-dependent ops.
+- any other task is its eager chain (`chain.py`): the kernels torch_npu launches for each
+  non-view aten call (`kernel_paths.py`: one AI-core kernel unless a cited path says more
+  kernels or the AI CPU), timed analytically (`vendor.py`, AI CPU kernels by `aicpu.py`)
+  with L2 hits where the chain re-reads data, plus the device→host syncs of data-dependent ops.
 
 The steps go through the eager timeline (`sage.npu.timeline`) a candidate's launches go
 through, and give its three times (`sage.npu.timeline.Times`): `kernel_us` (the vendor
@@ -52,6 +53,10 @@ class OpTime(BaseModel):
     sync: bool = False               # the host waits for the device after it
     expert_device_us: float | None = None
     expert_kernel: str = ""
+    unit: str = "aicore"             # where its kernels run: aicore, aicpu, or aicore+aicpu (a cast, then the AI CPU)
+    kernels: int = 1                 # device kernels torch_npu launches for it (kernel_paths.py)
+    path: str = "default"            # the kernel_paths.PATHS row that set them, or "default"
+    path_kernels: list[dict] = []    # per kernel when more than one, or on the AI CPU: name, unit, device_us
 
 
 class ReferenceTime(BaseModel):
@@ -92,9 +97,10 @@ def _hw(preset: str | HardwareSpec) -> HardwareSpec:
 
 
 def reference_time(task: Any, args: list, preset: str | HardwareSpec = "ascend910b2", *, expert: bool = False,
-                   cache: ReferenceCache | None = None) -> ReferenceTime:
+                   cache: ReferenceCache | None = None, kernel_paths: bool = True) -> ReferenceTime:
     """Reference time of one case (`args`) of a task (anything with `make_model()`,
-    `fused_op` and `name`)."""
+    `fused_op` and `name`). `kernel_paths=False` times every call as one AI-core kernel
+    (the model before kernel paths; benchmarks/kernel_paths.py compares the two)."""
     hw = _hw(preset)
     model = task.make_model()
     # Clones: a reference that mutates its inputs must not change the caller's case.
@@ -103,19 +109,21 @@ def reference_time(task: Any, args: list, preset: str | HardwareSpec = "ascend91
         with torch.no_grad():
             graph = trace_graph(model, args)
         with shared_work():
-            return _time_graph(task, graph, hw, expert, cache)
+            return _time_graph(task, graph, hw, expert, cache, kernel_paths)
 
 
-def _time_graph(task: Any, graph: Graph, hw: HardwareSpec, expert: bool, cache: ReferenceCache | None) -> ReferenceTime:
+def _time_graph(task: Any, graph: Graph, hw: HardwareSpec, expert: bool, cache: ReferenceCache | None,
+                kernel_paths: bool = True) -> ReferenceTime:
     essential = essential_work(graph, hw)
     fused_op = getattr(task, "fused_op", None)
     notes: list[str] = []
+    chain: list[ChainCall] = []
     if fused_op:
         rows, steps = _fused_rows(fused_op, graph, hw)
         n_eager = sum(1 for n in graph.nodes if not n.call.free)
         notes.append(f"one fused vendor kernel ({fused_op}); the plain-torch trace has {n_eager} eager ops")
     else:
-        chain = eager_chain(graph, hw)
+        chain = eager_chain(graph, hw, paths=kernel_paths)
         rows, steps = [_row(c, hw) for c in chain], chain_steps(chain)
         if not steps:
             notes.append("the reference dispatches no kernel (views only): its time is zero")
@@ -128,7 +136,7 @@ def _time_graph(task: Any, graph: Graph, hw: HardwareSpec, expert: bool, cache: 
                         roofline_bound=essential.bound, fused=bool(fused_op), fused_op=fused_op, ops=rows,
                         notes=notes)
     if expert and not fused_op:
-        _add_expert(ref, graph, steps, hw, cache or default_cache())
+        _add_expert(ref, chain, hw, cache or default_cache())
     return ref
 
 
@@ -137,10 +145,14 @@ def _row(c: ChainCall, hw: HardwareSpec) -> OpTime:
     base = dict(op=call.qualname, shapes=[list(t.shape) for t in call.inputs], dtypes=[t.dtype for t in call.inputs],
                 sync=c.sync)
     if c.time is None:
-        return OpTime(**base, op_class="sync", bound="sync")
-    return OpTime(**base, op_class=c.work.op_class or "fused", group=c.time.group, device_us=c.time.device_us,
-                  work_us=c.time.work_us, bound=c.time.bound, l2_hit_bytes=c.time.l2_hit_bytes,
-                  roofline_us=max(resource_us(c.work, hw)))
+        return OpTime(**base, op_class="sync", bound="sync", unit="", kernels=0)
+    path = dict(unit="+".join(dict.fromkeys(k.unit.value for k in c.kernels)), kernels=len(c.kernels),
+                path=c.path.rule if c.path else "default")
+    if len(c.kernels) > 1 or path["unit"] != "aicore":
+        path["path_kernels"] = [dict(name=k.name, unit=k.unit.value, device_us=k.time.device_us) for k in c.kernels]
+    return OpTime(**base, **path, op_class=c.work.op_class or "fused", group=c.time.group,
+                  device_us=c.time.device_us, work_us=c.time.work_us, bound=c.time.bound,
+                  l2_hit_bytes=c.time.l2_hit_bytes, roofline_us=max(resource_us(c.work, hw)))
 
 
 def fused_work(graph: Graph, hw: HardwareSpec) -> Work:
@@ -176,23 +188,21 @@ def _fused_rows(fused_op: str, graph: Graph, hw: HardwareSpec) -> tuple[list[OpT
     return [row], [Step(kind="kernel", work_us=t.work_us, label=fused_op)]
 
 
-def _add_expert(ref: ReferenceTime, graph: Graph, steps: list[Step], hw: HardwareSpec, cache: ReferenceCache) -> None:
-    """Times every op with a library kernel by that kernel; the others keep the vendor time."""
-    kernel_rows = [r for r in ref.ops if r.op_class != "sync"]
-    calls = [n.call for n in graph.nodes if not n.call.free]
+def _add_expert(ref: ReferenceTime, chain: list[ChainCall], hw: HardwareSpec, cache: ReferenceCache) -> None:
+    """Times every op with a library kernel by that kernel (one launch in place of its vendor
+    path's kernels); the others keep the vendor time."""
     expert_steps: list[Step] = []
     covered = 0
-    it = iter(zip(calls, kernel_rows))
-    for step in steps:
-        if step.kind != "kernel":
-            expert_steps.append(step)
-            continue
-        call, row = next(it)
-        e = expert_time(call, hw, cache)
+    for c, row in zip(chain, ref.ops):
+        e = expert_time(c.call, hw, cache) if c.kernels else None
         if e is not None:
             row.expert_device_us, row.expert_kernel = e.device_us, e.kernel
             covered += 1
-        work = (e.device_us if e is not None else row.device_us) - hw.launch.device_fixed_us
-        expert_steps.append(Step(kind="kernel", work_us=max(work, 0.0), label=step.label))
+            expert_steps.append(Step(kind="kernel", work_us=max(e.device_us - hw.launch.device_fixed_us, 0.0),
+                                     label=c.call.qualname))
+        else:
+            expert_steps.extend(s for s in chain_steps([c]) if s.kind == "kernel")
+        if c.sync:
+            expert_steps.append(Step(kind="sync", label=f"sync after {c.call.qualname}"))
     tl: Timeline = run_timeline(expert_steps, LaunchCosts.of(hw), keep_steps=False)
     ref.expert_device_us, ref.expert_end_to_end_us, ref.expert_ops = tl.device_us, tl.end_to_end_us, covered
