@@ -97,6 +97,14 @@ def test_the_ai_cpu_fit_is_the_least_squares_line_of_pr_818():
     assert aicpu_kernel_us(576) == pytest.approx(30.79153 + 576 * 2.14089e-3, rel=1e-5)   # 32.0 published
 
 
+def test_the_per_element_rate_is_not_extrapolated_past_the_measured_sizes():
+    # 576 elements is PR 818's largest; beyond it: the fit there (32.0) plus the AI-core time
+    at_576 = 30.79153 + 576 * 2.14089e-3
+    assert aicpu_kernel_us(1_000_000, aicore_us=7.5) == pytest.approx(at_576 + 7.5, rel=1e-5)
+    assert aicpu_kernel_us(577, aicore_us=0.0) == pytest.approx(at_576, rel=1e-5)
+    assert aicpu_kernel_us(100, aicore_us=7.5) == pytest.approx(30.79153 + 100 * 2.14089e-3, rel=1e-5)
+
+
 def test_a_small_int64_cumsum_costs_the_ai_cpu_time_not_the_ai_core_time():
     task = _Task(lambda x: torch.cumsum(x, 0))
     args = [torch.ones(18, dtype=torch.int64)]

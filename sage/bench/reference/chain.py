@@ -121,8 +121,10 @@ def _kernel_time(k: PathKernel, call: AtenCall, work: Work, hits: list[int], hw:
     """An AI CPU kernel by the AI CPU fit; an AI-core one by the vendor model, with L2 hits for
     what it reads while resident (a cast's result was just written: resident)."""
     if k.unit is Unit.AICPU:
+        own = work_of(k.call, hw)
+        aicore = vendor_time(own, group_of(own.op_class, own, hw), hw).work_us
         return VendorTime(group="aicpu", fixed_us=hw.launch.device_fixed_us,
-                          work_us=aicpu_kernel_us(aicpu_elements(k.call)), bound="aicpu")
+                          work_us=aicpu_kernel_us(aicpu_elements(k.call), aicore), bound="aicpu")
     if k.call is call:
         return vendor_time(work, group_of(work.op_class, work, hw), hw, l2_hit_bytes=float(sum(hits)))
     if k.cast_of is not None:
