@@ -300,7 +300,14 @@ class CoreState:
         core type and counts no instruction; its line, record and budget are instr's."""
         records = self.records
         idx = len(records)
-        line = self.kernel_line()
+        f = self.caller  # (kernel_line(), its common case inline, as in instr: one flag per queue call)
+        if f is not None and f.f_code.co_filename == self.kernel_file:
+            line = self.lines.get((id(f.f_code), f.f_lasti))
+            if line is None:
+                line = self._new_site(f)
+            self.last_line = line
+        else:
+            line = self.kernel_line()
         records.append((pipe, SYNC, FLAG, 0, 0, 0, 0, -1, 0, 0, deps or None, name, line))
         vcp = self.vc[pipe]
         vcp[pipe] += 1
