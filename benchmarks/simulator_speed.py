@@ -22,7 +22,11 @@ machine; it reports each version's median CPU and old / new. A version without
 `run_functional` (before the functional run and the replay were split) is timed whole
 through `run_kernel_source`. A workload the older simulator cannot run says why.
 
-    .venv/bin/python benchmarks/simulator_speed.py [--repeat 3] [--compare] [--baseline REV]
+`--blocks` runs every block alone (`lockstep=False`) in every timed run: the plain table, or
+both sides of `--baseline` (a version that has no `lockstep` switch has no lane groups either:
+its runs are block by block already). It measures the path a lane group falls back to.
+
+    .venv/bin/python benchmarks/simulator_speed.py [--repeat 3] [--compare] [--baseline REV] [--blocks]
                                                   [--only NAME,...] [--preset ascend910b2] [--json]
                                                   [--doc docs/performance.md]
 
@@ -105,7 +109,13 @@ name = sys.argv[1].rsplit("/", 1)[-1]
 warm = np.ones(1 << 16, np.float16)
 ex.run_kernel_source(open(sys.argv[5]).read(), [warm, warm], preset=spec, filename="add.py")
 if hasattr(ex, "run_functional"):
-    kw = {} if lockstep else {"lockstep": False}
+    import inspect
+    has_switch = "lockstep" in inspect.signature(ex.run_functional).parameters
+    if not lockstep and not has_switch:
+        import importlib.util
+        # a simulator with lane groups but no switch could not run block by block: say so, not time lanes
+        assert importlib.util.find_spec("sage.npu.sim.lanes") is None, "no lockstep switch to run block by block"
+    kw = {"lockstep": False} if not lockstep and has_switch else {}
     t0 = time.process_time()
     done = ex.run_functional(source, args, spec=spec, filename=name, **kw)
     t1 = time.process_time()
@@ -154,7 +164,7 @@ def once(source: str, name: str, args: list, spec, lockstep: bool) -> tuple[floa
     return cpu1 - cpu0, cpu2 - cpu1, run.profile.instructions, run.profile.time_us
 
 
-def measure(kernel: Path, args: list, repeat: int, preset: str, compare: bool = False) -> dict:
+def measure(kernel: Path, args: list, repeat: int, preset: str, compare: bool = False, lockstep: bool = True) -> dict:
     from sage.npu.hardware import load_preset
 
     spec = load_preset(preset)
@@ -162,7 +172,7 @@ def measure(kernel: Path, args: list, repeat: int, preset: str, compare: bool = 
     functional, timing, blocks = [], [], []
     instructions = simulated = 0
     for _ in range(repeat):
-        f, r, instructions, simulated = once(source, kernel.name, args, spec, True)
+        f, r, instructions, simulated = once(source, kernel.name, args, spec, lockstep)
         functional.append(f)
         timing.append(r)
         if compare:
@@ -180,14 +190,16 @@ def measure(kernel: Path, args: list, repeat: int, preset: str, compare: bool = 
     return row
 
 
-def measure_against(kernel: Path, args: list, repeat: int, preset: str, baseline: Path, work: Path) -> dict:
-    """This checkout and `baseline`, each repeat in fresh processes, alternating."""
+def measure_against(kernel: Path, args: list, repeat: int, preset: str, baseline: Path, work: Path,
+                    lockstep: bool = True) -> dict:
+    """This checkout and `baseline`, each repeat in fresh processes, alternating (`lockstep=False`:
+    both block by block)."""
     inputs = work / f"{kernel.stem}.npz"
     np.savez(inputs, **{f"a{i}": a for i, a in enumerate(args)})
     runs: dict[str, list[dict]] = {"new": [], "old": []}
     for _ in range(repeat):
-        runs["new"].append(once_in(ROOT, kernel, inputs, preset))
-        runs["old"].append(once_in(baseline, kernel, inputs, preset))
+        runs["new"].append(once_in(ROOT, kernel, inputs, preset, lockstep))
+        runs["old"].append(once_in(baseline, kernel, inputs, preset, lockstep))
     new = [r for r in runs["new"] if not r.get("error")]
     if len(new) < len(runs["new"]):
         raise RuntimeError(f"{kernel.name}: {next(r['error'] for r in runs['new'] if r.get('error'))}")
@@ -220,11 +232,15 @@ def main() -> int:
     parser.add_argument("--preset", default="ascend910b2")
     parser.add_argument("--compare", action="store_true", help="also run every block alone, alternating")
     parser.add_argument("--baseline", metavar="REV", help="also run the simulator of commit REV, alternating")
+    parser.add_argument("--blocks", action="store_true",
+                        help="every timed run block by block (lockstep=False), with --baseline on both sides")
     parser.add_argument("--only", help="comma-separated words: the workloads whose name contains one of them")
     parser.add_argument("--json", action="store_true", help="one JSON list instead of the table")
     parser.add_argument("--doc", type=Path, metavar="PATH",
                         help="also write the table into PATH between its markers (docs/performance.md)")
     args = parser.parse_args()
+    if args.blocks and args.compare:
+        parser.error("--blocks and --compare: --compare already times block by block against lanes")
     chosen = [w for w in workloads() if not args.only or any(k in w[0] for k in args.only.split(","))]
     rows = []
     with tempfile.TemporaryDirectory(prefix="simspeed-") as tmp:
@@ -232,12 +248,12 @@ def main() -> int:
         for label, kernel, inputs in chosen:
             if not args.json:
                 print(f"\r{label[:60]:60}", end="", file=sys.stderr, flush=True)
-            row = (measure_against(kernel, inputs, args.repeat, args.preset, base, Path(tmp)) if base else
-                   measure(kernel, inputs, args.repeat, args.preset, args.compare))
+            row = (measure_against(kernel, inputs, args.repeat, args.preset, base, Path(tmp), not args.blocks) if base
+                   else measure(kernel, inputs, args.repeat, args.preset, args.compare, not args.blocks))
             rows.append({"name": label, **row})
     if args.doc is not None:
-        kind = f"simulator_speed vs {args.baseline}" if args.baseline else \
-            "simulator_speed --compare" if args.compare else "simulator_speed"
+        kind = f"simulator_speed vs {args.baseline}{' --blocks' if args.blocks else ''}" if args.baseline else \
+            "simulator_speed --compare" if args.compare else "simulator_speed --blocks" if args.blocks else "simulator_speed"
         place_block(args.doc, markdown(rows, args), f"<!-- {kind} -->", f"<!-- /{kind} -->")
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -251,6 +267,7 @@ def markdown(rows: list[dict], args) -> str:
     """The table as a generated doc block, with the command and the run it came from."""
     command = " ".join(["benchmarks/simulator_speed.py", f"--repeat {args.repeat}"]
                        + (["--compare"] if args.compare else []) + ([f"--baseline {args.baseline}"] if args.baseline else [])
+                       + (["--blocks"] if args.blocks else [])
                        + ([f"--only {args.only}"] if args.only else []) + [f"--doc {args.doc}"])
     head = ["workload", "instructions", "CPU s", "instructions / CPU-s", "functional s", "replay s"]
     if args.baseline:

@@ -312,10 +312,18 @@ class KernelNamespace:
         # would hash it, and lists, dicts and parameter structs are unhashable.
         return isinstance(obj, type) and obj in self.classes
 
-    def getitem(self, obj: Any, key: Any) -> Any:
-        if isinstance(obj, self.item_types):
-            return obj[key]
-        raise SandboxError(f"indexing a {getattr(type(obj), '__name__', 'object')} is not allowed in a kernel")
+    def guarded_getitem(self):
+        """The `_getitem_` of the kernel's namespace (every ``x[i]`` of a kernel: a tensor view, a
+        list item): a closure, so the common case, an object of one of the very classes allowed,
+        is one set test; a subclass of one of them is asked of isinstance."""
+        item_types = self.item_types
+        exact = frozenset(item_types)
+
+        def _getitem_(obj: Any, key: Any) -> Any:
+            if type(obj) in exact or isinstance(obj, item_types):
+                return obj[key]
+            raise SandboxError(f"indexing a {getattr(type(obj), '__name__', 'object')} is not allowed in a kernel")
+        return _getitem_
 
     def build_class(self, name: str, bases: tuple, ns: dict) -> type:
         for base in bases:
@@ -347,7 +355,7 @@ class KernelNamespace:
             "_arms_": masks.arms,
             "_callee_": masks.callee,
             "_write_": self.write,
-            "_getitem_": self.getitem,
+            "_getitem_": self.guarded_getitem(),
             "_getiter_": iter,
             "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
             "_unpack_sequence_": guarded_unpack_sequence,

@@ -268,3 +268,30 @@ def test_timing_identical_blocks_once_gives_the_times_of_timing_each_block():
     assert [p.finish for p in grouped.launches[0].placements] == pytest.approx(
         [p.finish for p in single.launches[0].placements], rel=1e-12)
     assert grouped.launches[0].busy == pytest.approx(single.launches[0].busy, rel=1e-12)
+
+
+@pytest.mark.parametrize("lockstep", [False, True])
+def test_a_finished_blocks_local_memory_is_released_and_never_read_again(monkeypatch, lockstep):
+    """Every core's UB goes when its block (or lane group) runs to its end (CoreState.release_memory), before
+    the launch ends: a later block reuses those pages instead of faulting in fresh ones. The
+    outputs are those of the copy, and memory of an ended block cannot be read again silently."""
+    from sage.npu.sim.core import CoreState
+
+    ended = []
+    release = CoreState.release_memory
+
+    def spy(core):
+        assert core.spaces["UB"]._data is not None  # (the copy used its UB up to here)
+        release(core)
+        ended.append(core)
+    monkeypatch.setattr(CoreState, "release_memory", spy)
+    x = np.arange(4 * 8192, dtype=np.float32)
+    run = run_functional(kernel_source(COPY), [x], {"blocks": 4}, spec=load_preset("ascend910b2"), lockstep=lockstep)
+    assert run.error is None
+    np.testing.assert_array_equal(run.outputs[0], x)
+    # the four blocks, each alone (with lanes too: the group parts on the last block's `n`; a
+    # try thrown away at a divergence is not a block that ended, its memory goes with its launch)
+    assert len(ended) == 4 and len(set(map(id, ended))) == 4
+    assert all(s._data is None and s.released for core in ended for s in core.spaces.values())
+    with pytest.raises(AssertionError, match="block that has ended"):
+        ended[0].spaces["UB"].data

@@ -101,6 +101,23 @@ def test_flags_order_the_pipes(run):
     np.testing.assert_array_equal(result.outputs[0], np.arange(256, dtype=np.float32) * 2)
 
 
+def test_a_flag_resolved_before_is_checked_again_against_this_core(run):
+    """SetFlag/WaitFlag remember what an (event, id) resolves to (sync._FLAG_CALLS); what that
+    memory cannot hold, whether the id is in range on this preset and whether it is an int, is
+    asked again: an id 5 that ran on 8 event ids is refused on a preset with 4, and True after 1
+    (equal as dictionary keys) is refused as a bool."""
+    flags = ("SetFlag(HardEvent.MTE2_V, 5); WaitFlag(HardEvent.MTE2_V, 5)",
+             "SetFlag(HardEvent.V_MTE3, 1); WaitFlag(HardEvent.V_MTE3, 1)")
+    x = [np.arange(256, dtype=np.float32)]
+    assert run(_tbuf(*flags), x)[1].error is None
+    spec = load_preset("ascend910b2")
+    four = spec.model_copy(update={"scalar": spec.scalar.model_copy(update={"event_ids": 4})})
+    _, result = run(_tbuf(*flags), x, preset=four)
+    assert result.error is not None and "event_id must be an int in 0..3, got 5" in result.error.message
+    _, result = run(_tbuf(flags[0], flags[1].replace("1)", "True)")), x)
+    assert result.error is not None and "got True" in result.error.message
+
+
 def test_wait_flag_delays_the_waiting_pipe(run):
     """With the MTE2->V flag, the vector instruction starts only after the copy finished."""
     _, result = run(_tbuf("SetFlag(HardEvent.MTE2_V, 0); WaitFlag(HardEvent.MTE2_V, 0)",

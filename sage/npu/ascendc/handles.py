@@ -51,6 +51,10 @@ _PLAIN_BASES: tuple[type, ...] = (enum.Enum, np.dtype)
 _HOST = object()                   # the owner of block-level handles made outside every block
 _ARGUMENT_TYPES: set[type] = {types.FunctionType}  # besides _PLAIN and handles; params added on first use
 _MAX_ARGUMENT_DEPTH = 8            # lists of lists of ... of DSL values (masks, shapes) are shallow
+# The argument classes `api` passes as they are without asking unwrap(): _PLAIN but LaneValue (whose
+# group unwrap() checks), then each enum, dtype, numpy scalar and parameter class unwrap() has
+# accepted once (_accept); a set that only grows, shared by reference with every `api` wrapper.
+_PASSING: set[type] = _PLAIN - {LaneValue} | {types.FunctionType}
 
 
 class Handle:
@@ -132,7 +136,7 @@ def unwrap(handle: Any, depth: int = 0) -> Any:
         if cls in _PLAIN or cls in _ARGUMENT_TYPES:
             return handle
         if isinstance(handle, _PLAIN_BASES):
-            _ARGUMENT_TYPES.add(cls)  # an enum or dtype class: every value of it passes (and _plain says so at once)
+            _accept(cls)  # an enum or dtype class: every value of it passes (and _plain says so at once)
             return handle
         if _is_param(cls):
             return handle
@@ -159,35 +163,82 @@ def unwrap(handle: Any, depth: int = 0) -> Any:
 def _is_param(cls: type) -> bool:
     """A DSL parameter struct (registered on first sight: params.py imports nothing of this module)."""
     if cls in writable_types() or issubclass(cls, (np.number, np.bool_)):  # numpy scalars are values too
-        _ARGUMENT_TYPES.add(cls)
+        _accept(cls)
         return True
     return False
 
 
+def _accept(cls: type) -> None:
+    """Every value of `cls` is a DSL argument as it is (an enum, dtype, numpy scalar or parameter class)."""
+    _ARGUMENT_TYPES.add(cls)
+    _PASSING.add(cls)
+
+
 def api(fn: Callable) -> Callable:
-    """The kernel-facing form of DSL function `fn`: handles in, handles out."""
+    """The kernel-facing form of DSL function `fn`: handles in, handles out.
+
+    This runs on every DSL call a kernel makes (block by block, 28 per row of the softmax
+    example), so its common case, a call inside a block without keywords, is one Python
+    frame: the arguments are translated inline (`_plain` for the rest), and the names it
+    needs are bound once here, not looked up as globals per call."""
+    getframe, plain, wrap_ = sys._getframe, _plain, wrap
+    handle_types, objects, passing = _HANDLE_TYPES, _OBJECTS, _PASSING
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
         core = core_mod._current
-        if core is not None:
-            if core.lanes is not None:
-                if fn not in LANE_READY:
-                    raise NotLaneable(fn.__name__)
-                if core.mask is not None and fn not in MASKABLE:  # (an arm under a lane mask: sim/masks.py)
-                    raise core.mask.diverge()
-            outer, core.caller = core.caller, sys._getframe(1)
+        if core is None or kwargs:
+            return _api_slow(fn, core, getframe(1), args, kwargs)
+        if core.lanes is not None:
+            if fn not in LANE_READY:
+                raise NotLaneable(fn.__name__)
+            if core.mask is not None and fn not in MASKABLE:  # (an arm under a lane mask: sim/masks.py)
+                raise core.mask.diverge()
+        # handles of this core (or of the run) to their objects inline; anything else through
+        # unwrap(), which explains what is wrong (`_plain`, the same rule)
+        out = []
+        for a in args:
+            cls = a.__class__
+            if cls in handle_types:
+                entry = objects.get(a._hid)
+                if entry is None or (entry[1] is not None and entry[1] is not core):
+                    out = plain(args)
+                    break
+                a = entry[0]
+            elif cls not in passing:
+                out = plain(args)
+                break
+            out.append(a)
+        outer = core.caller
+        core.caller = getframe(1)
         try:
-            if kwargs:
-                result = fn(*_plain(args), **{k: unwrap(v) for k, v in kwargs.items()})
-            else:
-                result = fn(*_plain(args))
+            result = fn(*out)
         finally:
-            if core is not None:
-                core.caller = outer
-        return None if result is None else wrap(result)
+            core.caller = outer
+        return None if result is None else wrap_(result)
     if fn in MASKABLE:
         CALLS.add(call)
     return call
+
+
+def _api_slow(fn: Callable, core: Any, frame: Any, args: tuple, kwargs: dict) -> Any:
+    """`api`'s call outside a block (on the host) or with keywords."""
+    if core is not None:
+        if core.lanes is not None:
+            if fn not in LANE_READY:
+                raise NotLaneable(fn.__name__)
+            if core.mask is not None and fn not in MASKABLE:
+                raise core.mask.diverge()
+        outer, core.caller = core.caller, frame
+    try:
+        if kwargs:
+            result = fn(*_plain(args), **{k: unwrap(v) for k, v in kwargs.items()})
+        else:
+            result = fn(*_plain(args))
+    finally:
+        if core is not None:
+            core.caller = outer
+    return None if result is None else wrap(result)
 
 
 def _plain(args: tuple) -> list:

@@ -37,21 +37,17 @@ HardEvent.__doc__ = "Event pairs SRC_DST: SetFlag runs on SRC when its earlier w
 # Keyed by the member's name: an Enum member hashes through a Python-level __hash__, a string's
 # hash is cached, and SetFlag/WaitFlag look these up on every call.
 _PAIR_PIPES = {e.name: (PIPE_INDEX[e.value.split("_")[0]], PIPE_INDEX[e.value.split("_")[1]]) for e in HardEvent}
-_FLAG_NAMES: dict[tuple, str] = {}  # (verb, event name, id) -> record name, built once per combination
+# (verb, event name, id) -> (source pipe, destination pipe, record name): what a SetFlag or
+# WaitFlag of a valid event and id resolves to never changes, so it is worked out once per
+# combination (three helper calls and an f-string per call before). Only whether the id is in
+# range depends on the core (its preset's event_ids), so that is checked on every call.
+_FLAG_CALLS: dict[tuple[str, str, int], tuple[int, int, str]] = {}
 
 
 def _pair(event) -> tuple[int, int]:
     if event.__class__ is not HardEvent:  # (an Enum with members cannot be subclassed)
         raise KernelRuntimeError(f"expected a HardEvent (e.g. HardEvent.MTE2_V), got {event!r}")
     return _PAIR_PIPES[event._name_]
-
-
-def _flag_name(verb: str, event: HardEvent, event_id: int) -> str:
-    key = (verb, event._name_, event_id)
-    name = _FLAG_NAMES.get(key)
-    if name is None:
-        name = _FLAG_NAMES[key] = f"{verb}({event.name},{event_id})"
-    return name
 
 
 def _event_id(core, event_id) -> int:
@@ -61,20 +57,32 @@ def _event_id(core, event_id) -> int:
     return event_id
 
 
+def _flag_call(core, verb: str, event, event_id) -> tuple[int, int, str]:
+    """(source pipe, destination pipe, record name) of `verb`(event, event_id), checked."""
+    if event.__class__ is HardEvent and event_id.__class__ is int and 0 <= event_id < core.spec.scalar.event_ids:
+        hit = _FLAG_CALLS.get((verb, event._name_, event_id))
+        if hit is not None:
+            return hit
+    src, dst = _pair(event)
+    event_id = _event_id(core, event_id)
+    hit = _FLAG_CALLS[(verb, event._name_, event_id)] = (src, dst, f"{verb}({event.name},{event_id})")
+    return hit
+
+
 @lane_ready
 def SetFlag(event: HardEvent, event_id: int = 0) -> None:
     """For ``HardEvent.SRC_DST`` and id 0..7: the flag goes up on pipe SRC once all its earlier work is done. Cost: 1 cycle on SRC."""
     core = current_core("SetFlag")
-    src, dst = _pair(event)
-    core.set_flag(src, dst, _event_id(core, event_id), _flag_name("SetFlag", event, event_id))
+    src, dst, name = _flag_call(core, "SetFlag", event, event_id)
+    core.set_flag(src, dst, event_id, name)
 
 
 @lane_ready
 def WaitFlag(event: HardEvent, event_id: int = 0) -> None:
     """For ``HardEvent.SRC_DST`` and id: pipe DST waits for the matching SetFlag, then lowers it. Cost: 1 cycle on DST."""
     core = current_core("WaitFlag")
-    src, dst = _pair(event)
-    core.wait_flag(src, dst, _event_id(core, event_id), _flag_name("WaitFlag", event, event_id))
+    src, dst, name = _flag_call(core, "WaitFlag", event, event_id)
+    core.wait_flag(src, dst, event_id, name)
 
 
 @lane_ready

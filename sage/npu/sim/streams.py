@@ -165,6 +165,7 @@ class LaunchRun:
         finally:
             if self.on_block_end is not None:
                 self.on_block_end(stream.core)
+            stream.core.release_memory()
         stream.done = True
 
     def _resume(self, stream: Stream) -> None:
