@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from sage.kernels.symbolic import is_sym
 from sage.npu import ascendc
 from sage.npu.hardware import HardwareSpec
 from sage.npu.sim.caps import MAX_RECORDS_PER_LAUNCH
@@ -101,34 +102,57 @@ class RepeatCosts:
 class FormChoice:
     """The form of every site of one tile's compute: the cheaper in cycles (`by="cycles"`,
     ties to fewer instructions) or the one of fewer instructions (`by="records"`, ties to
-    fewer cycles). Sums what the chosen forms make per tile."""
+    fewer cycles). Sums the instructions the chosen forms make per tile.
+
+    On a shape-generic kernel (`nr`, `nc` symbolic, symbolic.py) the cycles are compared on
+    the traced case's sizes, unrecorded: the form changes what a tile costs, never what it
+    computes, and a guard per comparison (each max() of the estimate is one) grew the public
+    level1/10_layer_norm file's tiling functions from 17 KB to 42 KB. What does bound the
+    text is recorded: that the row form's repeats fit (its range), and the instruction count
+    the record budget is checked on."""
 
     costs: RepeatCosts
-    nr: object            # the tile's rows and columns: ints, or symbolic sizes (their
-    nc: object            # comparisons become guards of the kernel text, symbolic.py)
+    nr: object            # the tile's rows and columns: ints, or symbolic sizes
+    nc: object
     by: By = "cycles"
     instructions: int = 0
-    cycles: float = 0.0
 
     def broadcast(self, op: str) -> Form:
-        return self._take(self.costs.broadcast(op, self.nr, self.nc))
+        lanes, nr, nc = self.costs.lanes, self.nr, self.nc
+        form = self._take(self.costs.broadcast(op, _plain(nr), _plain(nc)))
+        if form == "rows" and not lanes <= nc <= self.costs.spec.vector.max_repeat * lanes:
+            form = "cols"                                    # (only on a symbolic size: a guard)
+        part = 1 if nc % lanes else 0
+        self.instructions += (nc + lanes - 1) // lanes if form == "cols" else nr * (1 + part)
+        return form
 
     def reduce(self, whole: str, fold: str, copy: bool) -> Form:
-        return self._take(self.costs.reduce(whole, fold, copy, self.nr, self.nc))
+        lanes, nr, nc = self.costs.lanes, self.nr, self.nc
+        form = self._take(self.costs.reduce(whole, fold, copy, _plain(nr), _plain(nc)))
+        if form == "rows" and not nc <= lanes * lanes:
+            form = "cols"
+        if nc <= lanes:
+            self.instructions += 1
+        elif form == "cols":
+            self.instructions += (nc + lanes - 1) // lanes + (1 if copy else 0)
+        else:
+            self.instructions += nr * (1 + (1 if nc % lanes else 0)) + 1
+        return form
 
     def _take(self, forms: dict[Form, FormCost]) -> Form:
-        form: Form = "cols"
-        if "rows" in forms:
-            c, r = forms["cols"], forms["rows"]
-            cheaper, dearer = r.cycles < c.cycles - _SAME, c.cycles < r.cycles - _SAME
-            if self.by == "cycles":
-                rows = cheaper or (not dearer and r.instructions < c.instructions)
-            else:
-                rows = r.instructions < c.instructions or (r.instructions == c.instructions and cheaper)
-            form = "rows" if rows else "cols"
-        self.instructions += forms[form].instructions
-        self.cycles += forms[form].cycles
-        return form
+        if "rows" not in forms:
+            return "cols"
+        c, r = forms["cols"], forms["rows"]
+        cheaper, dearer = r.cycles < c.cycles - _SAME, c.cycles < r.cycles - _SAME
+        if self.by == "cycles":
+            rows = cheaper or (not dearer and r.instructions < c.instructions)
+        else:
+            rows = r.instructions < c.instructions or (r.instructions == c.instructions and cheaper)
+        return "rows" if rows else "cols"
+
+
+def _plain(x):  # noqa: ANN001, ANN202 - an int or a symbolic size
+    return x.plain() if is_sym(x) else x
 
 
 __all__ = ["RECORD_BUDGET", "FormChoice", "FormCost", "RepeatCosts"]
