@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from sage.kernels.chain import Const, Expr, Inp, Kind, Op, Reduce
+from sage.kernels.repeat_cost import FormChoice
 from sage.kernels.repeat_rows import PITCH, broadcast_lines, reduce_lines
 from sage.kernels.symbolic import active, is_sym
 from sage.kernels.vector_ops import (
@@ -55,6 +56,9 @@ class Lowerer:
     int_temp: bool = False   # floor ran: the kernel needs an int32 buffer `ti` of one tile
     dtype: str = "float32"   # the compute dtype (comparisons against scalars are typed by it)
     repeat_form: bool = False  # broadcasts and reductions in mask/repeat form (see the module doc)
+    # which repeat form each broadcast and reduction takes (repeat_cost.py); None: the column form
+    forms: FormChoice | None = None
+    site_calls: int = 0        # instruction lines written by those sites
     dying: list[Val] = field(default_factory=list)   # operands of the op being lowered on their last use
     reduce_rows: bool = False  # the tile program reduces over rows itself (Reduce nodes are its roots)
     # segment operands (library/tile_seg.py): buffer -> (segment length, segments per row,
@@ -406,8 +410,14 @@ class Lowerer:
     def _columns(self, op: str, dst: str, srcs: list[tuple[str, str]], scalar: str | None = None) -> None:
         """`op` into full `dst` over the tile, each source (ref, kind "full"/"row"/"brcb"):
         once per 256 B chunk of the columns over every row, or once per row over its chunks
-        when the tile has few long rows (repeat_rows.py)."""
-        for line in broadcast_lines(op, dst, srcs, scalar):
+        when that costs less (repeat_rows.py, repeat_cost.py)."""
+        form = self.forms.broadcast(op) if self.forms is not None else "cols"
+        self._site(broadcast_lines(op, dst, srcs, scalar, form))
+
+    def _site(self, lines: list[str]) -> None:
+        """The lines of one repeat-form site (their instructions are counted by `forms`)."""
+        self.site_calls += instruction_lines(lines)
+        for line in lines:
             self.emit(line)
 
     def _spread(self, v: Val) -> Val:
@@ -448,8 +458,8 @@ class Lowerer:
         c = self.temp("col")
         # A dying operand folds in place (its first LANES columns); else into a fresh temp.
         acc = x.ref if any(d.ref == x.ref for d in self.dying) else self.temp("full")
-        for line in reduce_lines(whole, fold, c, x.ref, acc, order):
-            self.emit(line)
+        form = self.forms.reduce(whole, fold, acc != x.ref) if self.forms is not None else "cols"
+        self._site(reduce_lines(whole, fold, c, x.ref, acc, order, form))
         if acc != x.ref:
             self.free["full"].append(acc)
         return Val("col", c, temp=True)
@@ -499,6 +509,11 @@ def _integral(e: Expr) -> bool:
         return True
     return e.name in INTEGRAL_PRESERVING and all(_integral(a) for a in e.args) and \
         all(float(v).is_integer() for _, v in e.params)
+
+
+def instruction_lines(lines: list[str]) -> int:
+    """Lines of kernel text that issue an instruction: calls that are not loop or branch heads."""
+    return sum(1 for ln in lines if "(" in ln and not ln.lstrip().startswith(("for", "if", "else", "elif", "while")))
 
 
 def literal(v: float | int) -> str:

@@ -8,7 +8,8 @@ of 4096 per tile, 64 instructions per broadcast and 63 per reduction fold, and i
 made 2.5 M instruction records. There each row is one instruction repeating over its
 chunks (plus one for a partial last chunk), and a reduction is a `WholeReduce` of each
 row's chunks into one value per chunk, then one `WholeReduce` of those over every row.
-The kernel picks the form per tile: rows when the tile has fewer rows than half its chunks.
+Which form a site takes is the compiler's choice, on each form's cost (`repeat_cost.py`);
+the kernel text has only the chosen one.
 
 Operand kinds: "full" (one value per element, row pitch `s`), "row" (one row, the same for
 every row of the tile), "brcb" (one value per row, each filling one 32 B block: `Brcb`'s
@@ -24,46 +25,44 @@ from __future__ import annotations
 PITCH = "s // EPB"
 # a 256 B repeat is 8 blocks of 32 B
 _REP_BLOCKS = "8"
-# the most repeats one instruction takes (an 8-bit repeat count)
-MAX_REPEATS = 255
-
-ROW_FORM = "nr * 2 < (nc + LANES - 1) // LANES"
 
 
-def broadcast_lines(op: str, dst: str, srcs: list[tuple[str, str]], scalar: str | None) -> list[str]:
-    """`op` over a tile: `dst` full, each source (ref, kind); `scalar` the scalar argument of
-    a unary-with-scalar form (`Adds(d, x, 0, ...)`), else None for a binary form."""
-    lines = [f"if {ROW_FORM} and nc <= {MAX_REPEATS} * LANES:", "    for r in range(nr):"]
+def broadcast_lines(op: str, dst: str, srcs: list[tuple[str, str]], scalar: str | None, form: str) -> list[str]:
+    """`op` over a tile in `form` ("rows" or "cols"): `dst` full, each source (ref, kind);
+    `scalar` the scalar argument of a unary-with-scalar form (`Adds(d, x, 0, ...)`), else
+    None for a binary form. The row form is for LANES <= NC <= 255 * LANES (an 8-bit repeat count); a last
+    column tile narrower than one repeat (nc < LANES) has only its partial chunk."""
+    if form == "cols":
+        return ["for k in range(0, nc, LANES):",
+                "    " + _call(op, f"{dst}[k]", [_column_operand(x, k) for x, k in srcs],
+                               scalar, "min(LANES, nc - k)", "nr", "1", PITCH)]
     q = "nc // LANES * LANES"
-    lines.append("        " + _call(op, f"{dst}[r * s]", [_row_operand(x, k, "") for x, k in srcs],
-                                      scalar, "LANES", "nc // LANES", "1", _REP_BLOCKS))
-    lines.append("        if nc % LANES:")
-    lines.append("            " + _call(op, f"{dst}[r * s + {q}]", [_row_operand(x, k, f" + {q}") for x, k in srcs],
-                                          scalar, "nc % LANES", "1", "1", _REP_BLOCKS))
-    lines.append("else:")
-    lines.append("    for k in range(0, nc, LANES):")
-    lines.append("        " + _call(op, f"{dst}[k]", [_column_operand(x, k) for x, k in srcs],
-                                      scalar, "min(LANES, nc - k)", "nr", "1", PITCH))
-    return lines
+    return ["for r in range(nr):",
+            "    if nc >= LANES:",
+            "        " + _call(op, f"{dst}[r * s]", [_row_operand(x, k, "") for x, k in srcs],
+                               scalar, "LANES", "nc // LANES", "1", _REP_BLOCKS),
+            "    if nc % LANES:",
+            "        " + _call(op, f"{dst}[r * s + {q}]", [_row_operand(x, k, f" + {q}") for x, k in srcs],
+                               scalar, "nc % LANES", "1", "1", _REP_BLOCKS)]
 
 
-def reduce_lines(whole: str, fold: str, col: str, src: str, acc: str, order: str) -> list[str]:
+def reduce_lines(whole: str, fold: str, col: str, src: str, acc: str, order: str, form: str) -> list[str]:
     """Each row's first `nc` columns of `src` reduced into `col` (one value per row), with
-    `fold` (Add/Max/Min) and `whole` (WholeReduceSum/Max/Min); `acc` a full buffer the
-    partial results may go to (may be `src` itself: each row's partials are written over
-    its first chunk, which the row's first repeat has read)."""
+    `fold` (Add/Max/Min) and `whole` (WholeReduceSum/Max/Min) in `form`; `acc` a full buffer
+    the partial results may go to (may be `src` itself: each row's partials are written over
+    its first chunk, which the row's first repeat has read). The row form is for
+    NC <= LANES * LANES (one row's partials fit one repeat)."""
     p = PITCH
-    parts = "(nc + LANES - 1) // LANES"
-    q = "nc // LANES"
-    lines = ["if nc <= LANES:", f"    {whole}({col}, {src}, nc, nr, 1, 1, {p}{order})",
-             f"elif {ROW_FORM} and nc <= LANES * LANES:",
-             "    for r in range(nr):",
-             f"        {whole}({acc}[r * s], {src}[r * s], LANES, {q}, 1, 1, {_REP_BLOCKS}{order})",
-             "        if nc % LANES:",
-             f"            {whole}({acc}[r * s + {q}], {src}[r * s + {q} * LANES], nc % LANES, 1, 1, 1, "
-             f"{_REP_BLOCKS}{order})",
-             f"    {whole}({col}, {acc}, {parts}, nr, 1, 1, {p}{order})",
-             "else:"]
+    lines = ["if nc <= LANES:", f"    {whole}({col}, {src}, nc, nr, 1, 1, {p}{order})", "else:"]
+    if form == "rows":
+        q = "nc // LANES"
+        return lines + [
+            "    for r in range(nr):",
+            f"        {whole}({acc}[r * s], {src}[r * s], LANES, {q}, 1, 1, {_REP_BLOCKS}{order})",
+            "        if nc % LANES:",
+            f"            {whole}({acc}[r * s + {q}], {src}[r * s + {q} * LANES], nc % LANES, 1, 1, 1, "
+            f"{_REP_BLOCKS}{order})",
+            f"    {whole}({col}, {acc}, (nc + LANES - 1) // LANES, nr, 1, 1, {p}{order})"]
     if acc != src:
         lines.append(f"    Adds({acc}, {src}, 0, LANES, nr, UnaryRepeatParams(1, 1, {p}, {p}))")
     lines.append("    for k in range(LANES, nc, LANES):")

@@ -20,6 +20,8 @@ Reductions come in two modes:
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel
 
 from sage.kernels.chain import Expr, Inp, Op, Reduce, inputs_of, render
@@ -32,8 +34,10 @@ from sage.kernels.library.tile_plan import plan_tile
 from sage.kernels.library.tile_resident import ROW_TILES
 from sage.kernels.library.tile_round import rounded_store
 from sage.kernels.library.tile_spec import Access, TileSpec, leaf_kind
-from sage.kernels.lowering import Lowerer, Val
+from sage.kernels.lowering import Lowerer, Val, instruction_lines
+from sage.kernels.repeat_cost import RECORD_BUDGET, By, FormChoice, RepeatCosts
 from sage.kernels.target import Target, target_for
+from sage.npu.hardware import load_preset
 
 
 class TileTooBig(ValueError):
@@ -107,7 +111,9 @@ class _Writer:
         self.e = Emit(spec, lay)
         self.masked = self.int_temp = False
         self.made: dict[str, int] = {}
-        self.vector_lines = 0
+        self.vector_lines = self.site_calls = 0
+        self.forms: FormChoice | None = None            # the repeat forms of a tile's compute
+        self.finish_forms: FormChoice | None = None     # and of row mode's Finish (one row)
         self.rows = spec.reduce_rows
         # row mode: the reductions, and which outputs are finished after the last row tile
         self.reduces: list[Reduce] = []
@@ -128,15 +134,16 @@ class _Writer:
 
     def write(self) -> str:
         spec = self.spec
-        tile_outs = [j for j in range(len(spec.outputs)) if j not in self.late]
-        roots = [r.arg for r in self.reduces] + [spec.outputs[j].expr for j in tile_outs]
-        compute = self.phase(roots, tile_outs, fold=bool(self.reduces))
-        finish = self.phase([self._late_expr(spec.outputs[j].expr) for j in sorted(self.late)], sorted(self.late),
-                            extra=len(self.reduces)) if self.rows else []
+        self._lower(None)             # the temporaries the tile needs: the same in either repeat form
         try:
             self.lay.size(self.made, self.masked, self.int_temp)
         except ValueError as exc:
             raise TileTooBig(str(exc)) from None
+        # each broadcast and reduction in its cheaper form on the sized tile; in the form of
+        # fewer instructions if the tiles would make too many records (repeat_cost.py)
+        tile_outs, roots, compute, finish = self._lower("cycles")
+        if self.launch_records(compute, tile_outs, roots) > RECORD_BUDGET:
+            tile_outs, roots, compute, finish = self._lower("records")
         lines = [HEADER, f"# {spec.name}: tile program over dims {list(spec.dims)} (row axis {spec.row}"
                  f"{', reduced' if self.rows else ''}), compute in {spec.compute}"]
         lines += [f"# out{j} = {render(o.expr)}" for j, o in enumerate(spec.outputs)]
@@ -173,6 +180,33 @@ class _Writer:
                      "    tpb = (T + cores - 1) // cores\n"
                      f"    {spec.name}_kernel[(T + tpb - 1) // tpb]({', '.join(self.args)}, tpb)\n\n")
         return "\n".join(lines)
+
+    def _lower(self, by: By | None) -> tuple[list[int], list[Expr], list[str], list[str]]:
+        """The tile's (outputs, roots, Compute and Finish bodies), each repeat-form site in
+        the form `by` picks on the sized tile (None: the column form, before sizing)."""
+        spec, lay = self.spec, self.lay
+        self.vector_lines = self.site_calls = 0
+        if by is None:
+            self.forms = self.finish_forms = None
+        else:
+            costs = RepeatCosts(load_preset(self.target.preset), lay.es_c)
+            self.forms, self.finish_forms = FormChoice(costs, lay.nr, lay.nc, by), FormChoice(costs, 1, lay.nc, by)
+        tile_outs = [j for j in range(len(spec.outputs)) if j not in self.late]
+        roots = [r.arg for r in self.reduces] + [spec.outputs[j].expr for j in tile_outs]
+        compute = self.phase(roots, tile_outs, fold=bool(self.reduces), forms=self.forms)
+        finish = self.phase([self._late_expr(spec.outputs[j].expr) for j in sorted(self.late)], sorted(self.late),
+                            extra=len(self.reduces), forms=self.finish_forms) if self.rows else []
+        return tile_outs, roots, compute, finish
+
+    def launch_records(self, compute: list[str], tile_outs: list[int], roots: list[Expr]) -> int:
+        """Records the program's tiles make in one launch, about: per tile, the chosen forms'
+        instructions and one per other instruction line of its copies and compute."""
+        spec, lay = self.spec, self.lay
+        pre_leaves = set().union(*(inputs_of(r) for r in roots)) if roots else set()
+        copies = self.e.copy_in(pre_leaves) + self.e.copy_out(set(tile_outs))
+        others = instruction_lines(compute) - self.site_calls + instruction_lines(copies)
+        tiles = math.prod(spec.dims[a] for a in spec.loops) * -(-spec.cols // lay.nc) * -(-spec.rows // lay.nr)
+        return tiles * (self.forms.instructions + others)
 
     def _late_expr(self, e: Expr) -> Expr:
         """A finishing expression with each reduction's accumulator as an extra input."""
@@ -233,7 +267,8 @@ class _Writer:
         return body
 
     # -- Compute -------------------------------------------------------------------------------
-    def phase(self, roots: list[Expr], outs: list[int], fold: bool = False, extra: int = 0) -> list[str]:
+    def phase(self, roots: list[Expr], outs: list[int], fold: bool = False, extra: int = 0,
+              forms: FormChoice | None = None) -> list[str]:
         """Lowered code for `roots` (the reduction operands first when `fold`), storing
         outputs `outs`; `extra` accumulators are inputs after the leaves (row mode's finish)."""
         spec = self.spec
@@ -268,7 +303,7 @@ class _Writer:
             kinds = ["full" if k == "row" else k for k in kinds]
             inputs = {i: Val("full", v.ref, v.temp) if v.kind == "row" else v for i, v in inputs.items()}
         low = Lowerer(kinds=kinds, inputs=inputs, dtype=spec.compute, repeat_form=True, reduce_rows=self.rows,
-                      segs=self.e.segs())
+                      segs=self.e.segs(), forms=forms)
         results = low.lower_all(roots)
         post: list[str] = []
         folds: list[str] = []
@@ -299,7 +334,8 @@ class _Writer:
                      "pnc = (nc + CMP_PAD - 1) // CMP_PAD * CMP_PAD", "pnr = (nr + CMP_PAD - 1) // CMP_PAD * CMP_PAD"]
         if low.int_temp:
             gets.append("ti = self.tib.Get(int32)")
-        self.vector_lines += sum(1 for ln in low.lines if "(" in ln and not ln.lstrip().startswith(("for", "if", "else")))
+        self.vector_lines += instruction_lines(low.lines)
+        self.site_calls += low.site_calls
         return pre + gets + low.lines + post
 
     def _lendable(self, i: int, val: Val) -> bool:
@@ -326,3 +362,4 @@ class _Writer:
         return lines + [f"acc = self.accb{j}.Get({ct})", "h = nr", "while h > 1:", "    half = h // 2",
                         f"    {fn}({src}, {src}, {src}[(h - half) * s], half * s)", "    h = h - half",
                         "if j0 == 0:", f"    Adds(acc, {src}, 0, nc)", "else:", f"    {fn}(acc, acc, {src}, nc)"]
+

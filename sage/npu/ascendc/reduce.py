@@ -174,6 +174,11 @@ def WholeReduceMin(dst, src, mask: int, repeatTimes: int, dstRepStride: int = 1,
     _whole("WholeReduceMin", "vcmin", np.minimum, dst, src, mask, repeatTimes, dstRepStride, srcBlkStride, srcRepStride, order)
 
 
+# the cost keys the three pass to _whole, on the functions as the elementwise ops carry theirs
+# (vector.py): the compiler's form choice reads them (sage/kernels/repeat_cost.py)
+WholeReduceSum.cost_key, WholeReduceMax.cost_key, WholeReduceMin.cost_key = "vcadd", "vcmax", "vcmin"
+
+
 def _block(name, key, op, dst, src, repeatTimes, mask, dstRepStride, srcBlkStride, srcRepStride):
     dt = chk.same_dtype(name, dst, src)
     require(name, dt)
