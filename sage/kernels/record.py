@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -202,6 +203,7 @@ def _op_facts(func: Any) -> tuple[str, str, bool]:
     return facts
 
 
+@lru_cache(maxsize=None)             # asked on every decomposed-mode call of such an op
 def _composite_body(func):
     """torch's own decomposition of an aten op the registry cannot lower: inside another
     op's dispatch (a stand-in's body runs there) autograd keys are excluded, so

@@ -24,7 +24,7 @@ from sage.bench.reference.aicpu import aicpu_kernel_us
 from sage.bench.reference.kernel_paths import KernelPath, PathKernel, Unit, aicpu_elements, default_path, path_of
 from sage.bench.reference.vendor import VendorTime, group_of, vendor_time
 from sage.bench.reference.work import Work, work_of
-from sage.kernels import AtenCall, CostClass, Graph, Node, base_name
+from sage.kernels import AtenCall, Graph, Node, base_name
 from sage.npu.hardware import HardwareSpec
 from sage.npu.sim.l2 import L2Cache
 from sage.npu.timeline import Step
@@ -120,20 +120,21 @@ def eager_chain(graph: Graph, hw: HardwareSpec, *, paths: bool = True) -> list[C
 def _kernel_time(k: PathKernel, call: AtenCall, work: Work, hits: list[int], hw: HardwareSpec) -> VendorTime:
     """An AI CPU kernel by the AI CPU fit; an AI-core one by the vendor model, with L2 hits for
     what it reads while resident (a cast's result was just written: resident)."""
+    own = work if k.call is call else work_of(k.call, hw)
     if k.unit is Unit.AICPU:
-        own = work_of(k.call, hw)
-        aicore = vendor_time(own, group_of(own.op_class, own, hw), hw).work_us
         return VendorTime(group="aicpu", fixed_us=hw.launch.device_fixed_us,
-                          work_us=aicpu_kernel_us(aicpu_elements(k.call), aicore), bound="aicpu")
+                          work_us=aicpu_kernel_us(aicpu_elements(k.call), _aicore(own, hw).work_us), bound="aicpu")
     if k.call is call:
-        return vendor_time(work, group_of(work.op_class, work, hw), hw, l2_hit_bytes=float(sum(hits)))
-    if k.cast_of is not None:
+        hit = float(sum(hits))
+    elif k.cast_of is not None:
         hit = float(hits[k.cast_of])
     else:                            # the op's own kernel after casts: cast inputs are resident
         hit = float(sum(h if a.dtype == b.dtype else b.nbytes for h, a, b in zip(hits, call.inputs, k.call.inputs)))
-    own = work_of(k.call, hw)
-    klass: CostClass | None = own.op_class
-    return vendor_time(own, group_of(klass, own, hw), hw, l2_hit_bytes=hit)
+    return _aicore(own, hw, hit)
+
+
+def _aicore(work: Work, hw: HardwareSpec, l2_hit_bytes: float = 0.0) -> VendorTime:
+    return vendor_time(work, group_of(work.op_class, work, hw), hw, l2_hit_bytes=l2_hit_bytes)
 
 
 def _together(kernels: list[KernelTime]) -> VendorTime:
