@@ -123,13 +123,20 @@ def shape_pattern(shape: Any) -> tuple[int, ...]:
     return tuple(min(int(d), 2) for d in shape)
 
 
-# The host helper computing `shape_pattern` in the kernel file.
+# The host helper computing `shape_pattern` in the kernel file, as a string of digits ("212"
+# for [7, 1, 9]): a class's check then reads '212' rather than (2, 1, 2), shorter in files that
+# hold dozens of classes (64 KB per file).
 PATTERN_HELPER = """def dims_pattern(t):
-    out = []
+    out = ''
     for d in t.shape:
-        out.append(min(d, 2))
-    return tuple(out)
+        out = out + str(min(d, 2))
+    return out
 """
+
+
+def pattern_text(shape: Any) -> str:
+    """`shape_pattern` as the kernel file's `dims_pattern` gives it."""
+    return "".join(str(d) for d in shape_pattern(shape))
 
 
 class Tilings:

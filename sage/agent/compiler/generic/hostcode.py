@@ -14,13 +14,16 @@ results. forward() takes the first class that answers.
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
+from sage.agent.compiler.generic.ambiguity import category_implied
 from sage.agent.compiler.generic.hostexpr import BROADCAST_HELPERS, HostExpr, literal
 from sage.agent.compiler.generic.prune import compact, hoist
 from sage.agent.compiler.generic.templates import strip_header, templated
 from sage.agent.compiler.generic.unify import unified
-from sage.agent.compiler.generic.casemodel import PATTERN_HELPER, Tilings, shape_pattern
+from sage.agent.compiler.generic.casemodel import PATTERN_HELPER, Tilings, pattern_text
 from sage.agent.compiler.generic.rules import Rule
 from sage.kernels import HEADER, dsl_dtype, suffixed
 from sage.kernels.host_helpers import HOST_HELPERS, helper_source
@@ -66,16 +69,15 @@ def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[st
             parts.append(f"tiling_k{i} = {tiling_made[i]}\n")
         else:
             parts.append(tiling_fns[i].replace("def tiling(", f"def tiling_k{i}(", 1))
-    if any(e.kind in ("bdim", "bprod", "bnumel") for r in rules for e in r.chosen()) or \
-            any(not r.ranked and not r.exact and any(p[2][1] for p in r.code.signature(False)[1] if p[0] == "t")
-                for r in rules):
-        parts.append(BROADCAST_HELPERS)
-    if any(r.ranked and not r.exact for r in rules):
-        parts.append(PATTERN_HELPER)
     head = rules[0].code
     forward_params = [f"x{i}" for i in range(len(head.packing))] + params
-    for j, rule in enumerate(rules):
-        parts.append(_rule_function(j, rule, kernels, forward_params, _mixed_kinds(rules)))
+    classes = [_rule_function(j, rule, kernels, forward_params, _mixed_kinds(rules)) for j, rule in enumerate(rules)]
+    # the helpers the classes' checks and expressions call (broadcast shapes, 0/1 patterns)
+    if any(re.search(r"\b(bshape|bsize)\(", c) for c in classes):
+        parts.append(BROADCAST_HELPERS)
+    if any("dims_pattern(" in c for c in classes):
+        parts.append(PATTERN_HELPER)
+    parts += classes
     parts.append(_forward(len(rules), forward_params))
     return "\n".join(parts).rstrip() + "\n", kernels
 
@@ -126,13 +128,17 @@ def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str], mi
     else:           # no list arguments: forward's x<i> is a<i>, taken under that name
         lines[0] = lines[0].replace(f"def class_{j}({', '.join(params)})", f"def class_{j}({', '.join(flat + params[len(flat):])})")
     body += _checks(rule, mixed)
+    checked = len(body)
     chosen = rule.chosen()
     names: dict[HostExpr, str] = {}
     for e in chosen:
         if e.kind != "lit" and e not in names:
             names[e] = f"v{len(names)}"
-            body.append(f"{names[e]} = {e.text(flat)}")
-    conds = [f"{names[chosen[k]]} {('== 0', '== 1', 'not in (0, 1)')[cat]}" for k, cat in rule.categories().items()]
+    if names:                # one line: a 50-case file holds dozens of classes (64 KB per file)
+        body.append(f"{', '.join(names.values())} = {', '.join(e.text(flat) for e in names)}")
+    conds = [f"{names[chosen[k]]} {('== 0', '== 1', 'not in (0, 1)')[cat]}" for k, cat in rule.categories().items()
+             if not category_implied(chosen[k], cat, code.flat, rule.ranked)]
+    conds += [f"{_side(a, names, flat)} == {_side(b, names, flat)}" for a, b in rule.ambiguities()]
     if conds:
         body.append(f"if not ({' and '.join(dict.fromkeys(conds))}):")
         body.append("    return None")
@@ -145,8 +151,7 @@ def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str], mi
         else:
             local = [formula_text(_term(chosen[at + p], names)) for p in range(len(launch.values))]
             body.append(f"tl{i} = tiling_k{k}({', '.join(local)})")
-            body.append(f"if tl{i} is None:")
-            body.append("    return None")
+            body.append(f"if tl{i} is None: return None")
             tiling = f"tl{i}"
         at += len(launch.values)
         calls.append(f"{launch.entry}_k{k}({', '.join(launch.args)}, {tiling})")
@@ -164,7 +169,41 @@ def _rule_function(j: int, rule: Rule, kernels: list[str], params: list[str], mi
             shape = f"a{rule.likes[j][0]}.shape"
         returns.append(f"{r[1]}.view({shape})" if r[0] == "view" else f"empty({shape}, {dsl_dtype(r[2])})")
     body.append("return " + (returns[0] if len(returns) == 1 else "(" + ", ".join(returns) + ")"))
+    body[checked:] = _shape_aliases(body[checked:], len(flat))
+    body = _one_line_refusals(body)
     return "\n".join(lines + ["    " + ln for b in body for ln in b.split("\n")]) + "\n"
+
+
+def _all_like(code: Any, i: int) -> bool:
+    """Whether every other tensor argument is checked to have tensor i's shape (then it is
+    the broadcast's shape without a `bshape` check)."""
+    sig = code.signature(False)[1]
+    return all(p[2][0] == i for p in sig if p[0] == "t")
+
+
+def _one_line_refusals(body: list[str]) -> list[str]:
+    """`if not (...): return None` on one line (the class's checks; 64 KB per file)."""
+    out: list[str] = []
+    for line in body:
+        if line == "    return None" and out and out[-1].startswith("if ") and out[-1].endswith(":"):
+            out[-1] += " return None"
+        else:
+            out.append(line)
+    return out
+
+
+def _shape_aliases(body: list[str], n: int) -> list[str]:
+    """`s0 = a0.shape` once and `s0[k]` after it, for a tensor whose dimensions the class
+    reads more than twice: ranked classes read many, and a 50-case file holds dozens of
+    classes (issue 31: 64 KB per file)."""
+    text = "\n".join(body)
+    aliases = []
+    for i in range(n):
+        read = re.compile(rf"\ba{i}\.shape\[")
+        if len(read.findall(text)) > 2:
+            aliases.append(f"s{i} = a{i}.shape")
+            text = read.sub(f"s{i}[", text)
+    return aliases + text.split("\n") if aliases else body
 
 
 def _checks(rule: Rule, mixed: set[int]) -> list[str]:
@@ -182,12 +221,12 @@ def _checks(rule: Rule, mixed: set[int]) -> list[str]:
             if rule.exact:
                 tests.append(f"tuple(a{i}.shape) == {tuple(int(d) for d in a.shape)!r}")
             elif rule.ranked:
-                tests.append(f"dims_pattern(a{i}) == {shape_pattern(a.shape)!r}")
+                tests.append(f"dims_pattern(a{i}) == {pattern_text(a.shape)!r}")
             else:
                 like, whole = code.signature(False)[1][i][2]
                 if like != i:
-                    tests.append(f"tuple(a{i}.shape) == tuple(a{like}.shape)")
-                elif whole:
+                    tests.append(f"a{i}.shape == a{like}.shape")   # both GmHandle shapes: tuples
+                elif whole and not _all_like(code, i):
                     tensors = ", ".join(f"a{j}" for j, b in enumerate(code.flat) if hasattr(b, "shape"))
                     tests.append(f"tuple(bshape(({tensors},))) == tuple(a{i}.shape)")
         elif a is None:
@@ -203,8 +242,17 @@ def _checks(rule: Rule, mixed: set[int]) -> list[str]:
             tests.append(f"a{i} != a{i}")
         elif v is not None:
             tests.append(f"a{i} == {literal(v)}")
+    pinned = rule.pinned_shapes()
+    if pinned is not None:
+        tensors = [f"tuple(a{i}.shape)" for i, a in enumerate(code.flat) if hasattr(a, "dtype") and hasattr(a, "dim")]
+        tests.append(f"({', '.join(tensors)},) in {tuple(pinned)!r}")
     tests = present + tests
     return [f"if not ({' and '.join(tests)}):", "    return None"] if tests else []
+
+
+def _side(e: HostExpr, names: dict[HostExpr, str], flat: list[str]) -> str:
+    """One side of an ambiguity check: a variable the class already computed, else the text."""
+    return names.get(e) or e.text(flat)
 
 
 def _term(e: HostExpr, names: dict[HostExpr, str]) -> Formula:

@@ -25,7 +25,7 @@ import torch
 # Preference among candidates with the same value, most general first: a dimension before
 # the element count before a product of dimensions; a literal last, except for 0 and 1
 # (sizes that are structure, like torch's specialisation of 0/1 sizes).
-_ORDER = {"dim": 0, "numel": 1, "prod": 2, "bdim": 3, "bnumel": 3, "bprod": 4, "scalar": 5, "float": 5, "item": 6, "round": 7,
+_ORDER = {"dim": 0, "numel": 1, "prod": 2, "xprod": 3, "bdim": 3, "bnumel": 3, "bprod": 4, "scalar": 5, "float": 5, "item": 6, "round": 7,
           "flag": 7, "mul": 8, "scaled": 8, "lit": 9}
 ROUNDINGS = ("float16", "bfloat16", "float32")
 # Expressions that read no single dimension: a rule made of them serves every rank.
@@ -65,14 +65,16 @@ def bsize(ts, lo, hi):
 class HostExpr:
     """One host expression: `kind` over flat argument `arg` (its text `expr`)."""
 
-    kind: str                        # dim | prod | numel | bdim | bprod | bnumel | scalar | float | flag | item | round | mul | scaled | lit
+    kind: str                        # dim | prod | xprod | numel | bdim | bprod | bnumel | scalar | float | flag | item | round | mul | scaled | lit
     arg: int = -1                    # the flat argument it reads (-1: none)
     lo: int = 0                      # dim: the dimension; prod: first dimension; item: index
     hi: int = 0                      # prod: one past the last dimension
     dtype: str = ""                  # round: the dtype the scalar is rounded to
     value: Any = None                # lit: the value
     args: tuple[int, ...] = ()       # bdim/bprod/bnumel: the tensors broadcast; mul: the scalars multiplied;
-    #                                  scaled: (the int scalar, the dimension divided out or -1)
+    #                                  scaled: (the int scalar, the dimension divided out or -1);
+    #                                  xprod: (tensor, lo, hi, tensor, dim): a run of one tensor's
+    #                                  dimensions times another's dimension
 
     def text(self, flat: list[str]) -> str:
         e = flat[self.arg] if self.arg >= 0 else ""
@@ -98,7 +100,11 @@ class HostExpr:
             # own rounding cancelled); dispatch and tilings are decided on the rounded value,
             # as traced
             return e
-        ts = "(" + "".join(f"{flat[i]}, " for i in self.args) + ")"
+        if self.kind == "xprod":
+            i, lo, hi, j, m = self.args
+            return "(" + " * ".join([f"{flat[i]}.shape[{k}]" for k in range(lo, hi)] + [f"{flat[j]}.shape[{m}]"]) + ")"
+        # the tensors broadcast (only the b* kinds' args name tensors: scaled's are a scalar and an axis)
+        ts = "(" + "".join(f"{flat[i]}, " for i in self.args) + ")" if self.kind.startswith("b") else ""
         if self.kind == "bdim":
             return f"bshape({ts})[{self.lo}]"
         if self.kind in ("bprod", "bnumel"):
@@ -121,6 +127,9 @@ class HostExpr:
             return math.prod(int(d) for d in a.shape[self.lo:self.hi])
         if self.kind == "numel":
             return int(a.numel())
+        if self.kind == "xprod":
+            i, lo, hi, j, m = self.args
+            return math.prod(int(d) for d in args[i].shape[lo:hi]) * int(args[j].shape[m])
         if self.kind == "scalar":
             return a
         if self.kind == "float":
@@ -146,6 +155,15 @@ class HostExpr:
             d = int(a.shape[self.args[1]]) if self.args[1] >= 0 else 1
             return (n // d if d else 0) * args[self.args[0]]
         return self.value
+
+    @property
+    def source(self) -> tuple:
+        """What it reads, up to rounding: a scalar argument as given, as a float or rounded
+        to a dtype is one quantity (which of them the graph used is numerics, not a guess
+        about which input a size came from)."""
+        if self.kind in ("scalar", "float", "round", "flag"):
+            return ("arg", self.arg)
+        return (self.kind, self.arg, self.lo, self.hi, self.dtype, self.args)
 
     @property
     def reads(self) -> frozenset[int]:
@@ -205,6 +223,7 @@ class Candidates:
                 for j, v in enumerate(a):
                     self._add(v, HostExpr("item", i, j))
         self._broadcasts(flat_args)
+        self._cross_products(flat_args)
         self._products(flat_args)
         self._scaled(flat_args)
 
@@ -223,6 +242,24 @@ class Candidates:
             for hi in range(lo + 2, len(shape) + 1):
                 if (lo, hi) != (0, len(shape)):
                     self._add(math.prod(shape[lo:hi]), HostExpr("bprod", lo=lo, hi=hi, args=tensors))
+
+    def _cross_products(self, flat_args: list) -> None:
+        """A run of one tensor's dimensions times a dimension of another (or a non-adjacent one
+        of its own): a batched matmul's result has B * M * N elements, B and M from one operand
+        and N from the other, a count no run of one tensor's dimensions gives. Factors 0 and 1
+        add nothing a shorter product does not."""
+        shapes = {i: [int(d) for d in a.shape] for i, a in enumerate(flat_args) if isinstance(a, torch.Tensor)}
+        for i, shape in shapes.items():
+            for lo in range(len(shape)):
+                for hi in range(lo + 1, len(shape) + 1):
+                    if min(shape[lo:hi]) <= 1:
+                        break
+                    run = math.prod(shape[lo:hi])
+                    for j, other in shapes.items():
+                        for m, d in enumerate(other):
+                            if d <= 1 or (j == i and lo - 1 <= m <= hi) or (j, m) < (i, lo) and hi - lo == 1:
+                                continue      # a run of its own (`prod`), or a pair already offered
+                            self._add(run * d, HostExpr("xprod", args=(i, lo, hi, j, m)))
 
     def _products(self, flat_args: list) -> None:
         scalars = [i for i, a in enumerate(flat_args) if isinstance(a, (int, float)) and not isinstance(a, bool)]

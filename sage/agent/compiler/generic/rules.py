@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from sage.agent.compiler.generic.ambiguity import needed
 from sage.agent.compiler.generic.casemodel import CaseCode, Tilings
 from sage.agent.compiler.generic.hostexpr import RANK_FREE, Candidates, HostExpr
 
@@ -46,6 +47,33 @@ class Rule:
 
     def chosen(self) -> list[HostExpr]:
         return [c[0] for c in self.candidates]
+
+    def ambiguities(self) -> list[tuple[HostExpr, HostExpr]]:
+        """(chosen, other): expressions every case of the rule agrees on for one parameter
+        besides the one chosen, each once. The cases cannot tell which of them the kernel's
+        size really is (a matmul traced at 128 x 64 @ 64 x 128 has M and N both 128), so the
+        rule takes only arguments on which they still agree: a call with sizes no case
+        traced then gets the traced result or no class, never a kernel built on the wrong
+        size (a BoundsError or a wrong answer). A scalar read as given, as a float or
+        rounded is one quantity (`HostExpr.source`); a literal explains nothing."""
+        out: dict[tuple, tuple[HostExpr, HostExpr]] = {}
+        for cands in self.candidates:
+            ref = cands[0]
+            if ref.kind == "lit" and isinstance(ref.value, float) and ref.value != ref.value:
+                continue                   # NaN equals nothing, not even the case that traced it
+            for e in cands[1:]:
+                if e.kind != "lit" and e.source != ref.source:
+                    out.setdefault((ref, e) if repr(ref) <= repr(e) else (e, ref), (ref, e))
+        pairs = [p for p in out.values() if not _nan(p[0].evaluate(self.code.flat))]
+        return needed(pairs, self.code.flat, self.ranked)
+
+    def pinned_shapes(self) -> list[tuple] | None:
+        """The tensors' shapes of its cases, when the rule holds a size no host expression
+        explains (a concatenation's sum, a triple product): that literal is right for the
+        shapes traced and for no other that anything shows, so the rule takes only those."""
+        if self.exact or not any(_sized_literal(e) for e in self.chosen()):
+            return None
+        return sorted({_shapes(c) for c in self.cases})
 
     def scalar_checks(self) -> dict[int, Any]:
         """Flat scalar arguments the rule checks by value: those no chosen expression reads,
@@ -84,11 +112,19 @@ class Rule:
                 else None
         if any(not _same(case.flat[i], v) for i, v in self.scalar_checks().items()):
             return None
+        pinned = self.pinned_shapes()
+        if pinned is not None and _shapes(case) not in pinned:
+            return None
         try:
             values = [e.evaluate(case.flat) for e in self.chosen()]
         except (IndexError, TypeError, ValueError):
             return None
         if any(_category(values[k]) != cat for k, cat in self.categories().items()):
+            return None
+        try:
+            if any(a.evaluate(case.flat) != b.evaluate(case.flat) for a, b in self.ambiguities()):
+                return None
+        except (IndexError, TypeError, ValueError):
             return None
         out, at = [], 0
         for launch in self.code.launches:
@@ -131,11 +167,24 @@ def _offers(code: CaseCode, ranked: bool) -> tuple[list[list[HostExpr]], list[li
 
 
 def _rule_of(code: CaseCode) -> Rule:
+    """Rank-free when every result has an input's shape, no tensor is broadcast, and no size
+    the rank-free kinds leave as a literal has a dimension that explains it. A rank-free
+    class sees element counts only: a broadcast's outer count (the quotient of two counts)
+    or attention's sequence length would be a coincidence it cannot check (a + b over
+    [1, 64, 64, 1] and [1, 1, 64, 1] took [1, 64, 64, 1] and [1, 64, 1, 1] and gave a
+    wrong sum), where a ranked class names each dimension."""
     offers, likes = _offers(code, ranked=False)
-    if all(offers) and all(likes):
+    ranked, _ = _offers(code, ranked=True)
+    unexplained = any(_sized_literal(o[0]) and not _sized_literal(r[0]) for o, r in zip(offers, ranked))
+    shapes = {tuple(a.shape) for a in code.flat if isinstance(a, torch.Tensor) and a.numel() != 1}
+    if all(offers) and all(likes) and not unexplained and len(shapes) <= 1:
         return Rule(False, [code], offers, likes)
-    offers, _ = _offers(code, ranked=True)
-    return Rule(True, [code], offers, [])
+    return Rule(True, [code], ranked, [])
+
+
+def _sized_literal(e: HostExpr) -> bool:
+    """A literal int other than 0 and 1: a size no expression of the inputs explains."""
+    return e.kind == "lit" and isinstance(e.value, int) and not isinstance(e.value, bool) and e.value not in (0, 1)
 
 
 def _joined(rule: Rule, code: CaseCode) -> bool:
@@ -185,6 +234,10 @@ def _common(a: list[HostExpr], b: list[HostExpr]) -> list[HostExpr]:
     return [e for e in a if e in keep]
 
 
+def _nan(v: Any) -> bool:
+    return isinstance(v, float) and v != v
+
+
 def _category(v: Any) -> int:
     """0, 1 or 2 (any other value, NaN included); the host tests `== 0`, `== 1`, `not in (0, 1)`."""
     return 0 if v == 0 else 1 if v == 1 else 2
@@ -204,6 +257,10 @@ def _same_values(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float) and a != a:
         return b != b
     return a == b and isinstance(a, float) == isinstance(b, float)
+
+
+def _shapes(case: CaseCode) -> tuple:
+    return tuple(tuple(int(d) for d in a.shape) for a in case.flat if isinstance(a, torch.Tensor))
 
 
 def _exact_key(case: CaseCode) -> tuple:
