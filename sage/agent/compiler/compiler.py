@@ -26,7 +26,9 @@ from sage.agent.compiler.lowerings import TileDoesNotFit, lower_group
 from sage.agent.compiler.merge import merge_launches
 from sage.agent.compiler.padfuse import fuse_paddings
 from sage.agent.compiler.pieces import split_piecewise_reads
-from sage.agent.compiler.rewrite import absorb_index_wraps, absorb_upcasts, exact_integer_products, wrapping_int64
+from sage.agent.compiler.rewrite import (
+    absorb_index_wraps, absorb_upcasts, exact_integer_products, values_only_extrema, wrapping_int64,
+)
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
 from sage.agent.compiler.tracing import check_static, reference_failure, traced
 from sage.bench.case_support import describe_case
@@ -153,6 +155,7 @@ REDRAW_SEED_OFFSET = 1_000_003
 
 def _planned(graph: Any, n_args: int, merged_reads: bool = True) -> tuple[Built, Plan]:
     built = build_program(graph, n_args)
+    values_only_extrema(built.program)
     absorb_upcasts(built.program)
     absorb_index_wraps(built.program)
     exact_integer_products(built.program)

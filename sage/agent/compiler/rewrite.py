@@ -18,6 +18,10 @@ subtraction and multiplication commute with reduction mod 2^32, so the int32 res
 to the same low 32 bits the final cast keeps; a count of elements is that count mod 2^32.
 The 910B's vector unit has no int64 arithmetic (it is refused by the instruction table);
 this is how such a chain runs on it at all.
+
+`values_only_extrema`: `x.max(dim)[0]` (aten.max.dim, whose indices nobody reads) is
+`amax(x, dim)`: the same values, NaN included (both propagate it), through the reduce
+lowering; the indices, which need the argreduce lowering, are never computed.
 """
 
 from __future__ import annotations
@@ -197,3 +201,23 @@ def _reads_wrapped(node: Node, narrow: set[int]) -> bool:
     if node.op in COPIES:
         return all(o.buf in narrow or o.dtype in NARROW_INTS for o in node.outs)
     return node.op in WRAPPING_OPS and all(o.buf in narrow for o in node.outs)
+
+
+EXTREMA = {"max": "amax", "min": "amin"}
+
+
+def values_only_extrema(prog: Program) -> None:
+    uses = prog.uses()
+    returned = {r.buf for r in prog.outputs}
+    for node in prog.nodes:
+        call = node.call
+        if node.op not in EXTREMA or call.overload != "dim" or len(node.outs) != 2:
+            continue
+        idx = node.outs[1]
+        if uses.readers(idx.buf) or idx.buf in returned or len(uses.writers(idx.buf)) != 1:
+            continue
+        dim, keepdim = (list(call.scalars) + [False])[:2]
+        node.op = EXTREMA[node.op]
+        node.call = call.model_copy(update={"name": node.op, "overload": "default", "outputs": call.outputs[:1],
+                                            "scalars": [[dim], bool(keepdim)], "arg_kinds": call.arg_kinds[:3]})
+        node.outs = node.outs[:1]     # its buffer stays (ids are dense): nothing writes or reads it
