@@ -18,6 +18,10 @@ The input budget is fixed (--max-input-gb, 4 GB by default) rather than half of 
 machine's free memory, so that the table does not depend on the machine: a case above it is
 `unsupported` with its size and never made.
 
+`--doc` rewrites the rows of the folders whose runs --out holds and keeps every other row
+(run folders are not kept in the repository): data/public_folders.json beside the doc holds
+each folder's last summary, and the "by reason" line counts the folders whose reasons it has.
+
 Columns: files (task files; helper modules excluded; "(N not run)": a run stopped part-way left
 N of them without a row), loaded (the reference ran on the CPU),
 correct (every judged case of the kernel within the rule of docs/evaluation.md), faster
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import sys
 import time
@@ -47,6 +52,7 @@ BEGIN, END = "<!-- public-folders:begin -->", "<!-- public-folders:end -->"
 PINNED = "460a972"
 REPOSITORY = "https://github.com/wzzll123/MultiKernelBench"
 NOT_LOADED = ("reference_unavailable", "reference_error")
+DATA = Path("data") / "public_folders.json"   # beside the doc: every folder's last summary
 RUN_INFO = "run_info.json"   # the sage commit a folder's rows were made at (folders may be run at different commits)
 
 
@@ -84,8 +90,53 @@ def main() -> None:
     else:
         print(markdown(summary, args, time.perf_counter() - began, unrun))
     if args.doc is not None:
-        place_block(args.doc, markdown(summary, args, unrun=unrun), BEGIN, END)
-        print(f"wrote the public-folders block of {args.doc}", file=sys.stderr)
+        # folders this --out has no run of keep the rows the doc had (run folders are not kept
+        # in the repository; each row names the commit it was made at)
+        kept = {k: v for k, v in _kept_rows(args.doc).items() if k not in summary}
+        merged = dict(sorted({**kept, **summary}.items()))
+        data = args.doc.parent / DATA
+        data.parent.mkdir(parents=True, exist_ok=True)
+        data.write_text(json.dumps(merged, indent=1) + "\n")
+        unrun = [f.name for f in sorted(p for p in reference.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+                 if f.name not in merged]
+        place_block(args.doc, markdown(merged, args, unrun=unrun), BEGIN, END)
+        print(f"wrote the public-folders block of {args.doc} ({len(summary)} folder(s) from this run, "
+              f"{len(kept)} kept from the doc)", file=sys.stderr)
+
+
+def _kept_rows(doc: Path) -> dict[str, dict]:
+    """Every folder's last summary: docs/data/public_folders.json, written with the doc, or
+    (before it existed) the doc's own rows."""
+    data = doc.parent / DATA
+    return json.loads(data.read_text()) if data.exists() else _doc_rows(doc)
+
+
+def _doc_rows(doc: Path) -> dict[str, dict]:
+    """The folder rows of the doc's block, as summaries (their reasons are not in the table:
+    a kept row adds none to the "by reason" line, which says so)."""
+    text = doc.read_text() if doc.exists() else ""
+    block = text[text.find(BEGIN):text.find(END)] if BEGIN in text and END in text else ""
+    rows = {}
+    for line in block.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 8 or not cells[1][:1].isdigit() or cells[0] in ("all", "folder"):
+            continue
+        files, _, rest = cells[1].partition(" ")
+        unrun = int(rest.strip("()").split()[0]) if rest else 0
+        commits = [c.strip() for c in cells[7].split(",") if c.strip() and c.strip() != "?"]
+        rows[cells[0]] = {"files": int(files), "unrun": unrun, "loaded": int(cells[2]), "correct": int(cells[3]),
+                          "faster": int(cells[4]), "over_budget": ["?"] * int(cells[5]), "torch_npu": int(cells[6]),
+                          "by_reason": None, "sage_commits": commits, "task_timeout_s": None, "from_doc": True}
+    limits = re.search(r"Run with another limit per task: (.*)\.", block)
+    for name, secs in re.findall(r"(\S+) \((\d+) s\)", limits.group(1) if limits else ""):
+        if name in rows:
+            rows[name]["task_timeout_s"] = float(secs)
+    over = re.search(r"Over the input budget: (.*)\.", block)
+    for task in (over.group(1).split(", ") if over else []):
+        folder = next((n for n in rows if n.endswith(task.split("/")[0]) and "?" in rows[n]["over_budget"]), None)
+        if folder is not None:
+            rows[folder]["over_budget"][rows[folder]["over_budget"].index("?")] = task
+    return rows
 
 
 def run_folder(folder: Path, args: argparse.Namespace) -> None:
@@ -175,11 +226,15 @@ def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = Non
                  f"{totals['over']} | {totals['npu']} | |")
     kinds: dict[str, int] = {}
     for s in summary.values():
-        for g in s["by_reason"]:
+        for g in s["by_reason"] or []:
             kinds[g["reason"]] = kinds.get(g["reason"], 0) + g["count"]
-    lines += ["", "Not correct, by reason, over all folders: "
-              + ", ".join(f"{k} ({n})" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))) + "."]
-    over = [t for s in summary.values() for t in s["over_budget"]]
+    kept = [name for name, s in summary.items() if s.get("by_reason") is None]
+    scope = "over all folders" if not kept else (
+        f"over the folders with recorded reasons ({len(kept)} rows kept from an earlier table have theirs only in "
+        "their own runs' report.md)")
+    found = ", ".join(f"{k} ({n})" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
+    lines += ["", f"Not correct, by reason, {scope}: {found}."]
+    over = [t for s in summary.values() for t in s["over_budget"] if t != "?"]
     if over:
         lines += ["", f"Over the input budget: {', '.join(over)}."]
     other = [f"{name} ({s['task_timeout_s']:g} s)" for name, s in summary.items()

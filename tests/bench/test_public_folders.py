@@ -45,3 +45,41 @@ def test_a_part_run_folder_counts_its_unrun_files_and_names_its_commit(tmp_path)
     (out / RUN_INFO).write_text(json.dumps({"sage_commits": ["abc1234"], "task_timeout_s": 1500}))
     table = markdown({"math": folder_summary(out, folder)}, Args(), unrun=[])
     assert "Run with another limit per task: math (1500 s)." in table
+
+
+def test_a_doc_keeps_the_rows_of_folders_this_run_did_not_make(tmp_path, monkeypatch):
+    """Run folders are not in the repository: a later run of one folder rewrites its row and
+    keeps the others' (with their commits, limits and over-budget tasks), first from the
+    doc's own table, then from data/public_folders.json written beside it."""
+    import sys
+
+    from benchmarks import public_folders
+
+    doc = tmp_path / "docs" / "results.md"
+    doc.parent.mkdir()
+    doc.write_text(f"# R\n\n{public_folders.BEGIN}\n| folder | files | loaded | correct | faster | over budget | "
+                   "torch_npu | sage at |\n|---|---|---|---|---|---|---|---|\n"
+                   "| loss | 7 | 7 | 0 | 0 | 0 | 0 | e9c6f34 |\n"
+                   "| npukernelbench_level1 | 31 (24 not run) | 7 | 2 | 1 | 1 | 0 | 39ac132 |\n"
+                   "| all | 38 | 14 | 2 | 1 | 1 | 0 | |\n\nOver the input budget: level1/17_adam_w.\n\n"
+                   f"Run with another limit per task: loss (900 s).\n{public_folders.END}\n")
+    checkout = tmp_path / "mkb"
+    for name in ("loss", "math", "npukernelbench_level1"):
+        (checkout / "reference" / name).mkdir(parents=True)
+    (checkout / "reference" / "math" / "a.py").write_text(TASK)
+    out = tmp_path / "out"
+    (out / "math").mkdir(parents=True)
+    (out / "math" / "results.jsonl").write_text(_row("a", True, 3.0).model_dump_json() + "\n")
+    (out / "math" / RUN_INFO).write_text(json.dumps({"sage_commits": ["fff0000"]}))
+    argv = ["public_folders.py", str(checkout), "--out", str(out), "--report-only", "--doc", str(doc)]
+    for _ in range(2):                     # the second time from the data file: the same table
+        monkeypatch.setattr(sys, "argv", argv)
+        public_folders.main()
+        text = doc.read_text()
+        assert "| loss | 7 | 7 | 0 | 0 | 0 | 0 | e9c6f34 |" in text
+        assert "| math | 1 | 1 | 1 | 1 | 0 | 0 | fff0000 |" in text
+        assert "| npukernelbench_level1 | 31 (24 not run) | 7 | 2 | 1 | 1 | 0 | 39ac132 |" in text
+        assert "Over the input budget: level1/17_adam_w." in text
+        assert "Run with another limit per task: loss (900 s)." in text
+        assert "2 rows kept from an earlier table" in text
+    assert (doc.parent / "data" / "public_folders.json").exists()
