@@ -20,7 +20,7 @@ reach, placed first (`Rule.exact`; rare, and reported by the plan).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -37,6 +37,7 @@ class Rule:
     candidates: list[list[HostExpr]]   # per parameter (ranked: then each result's dimensions), what every case agrees with
     likes: list[list[int]]             # rank-free: per result, the inputs whose shape it has in every case
     exact: bool = False                # reached only by its one case's exact shapes and values
+    _checked: tuple | None = field(default=None, repr=False, compare=False)   # ambiguities(), for its candidates
 
     @property
     def code(self) -> CaseCode:
@@ -56,6 +57,9 @@ class Rule:
         traced then gets the traced result or no class, never a kernel built on the wrong
         size (a BoundsError or a wrong answer). A scalar read as given, as a float or
         rounded is one quantity (`HostExpr.source`); a literal explains nothing."""
+        key = (id(self.candidates), len(self.cases))     # a join replaces the candidates' list
+        if self._checked is not None and self._checked[0] == key:
+            return self._checked[1]
         out: dict[tuple, tuple[HostExpr, HostExpr]] = {}
         for cands in self.candidates:
             ref = cands[0]
@@ -65,7 +69,8 @@ class Rule:
                 if e.kind != "lit" and e.source != ref.source:
                     out.setdefault((ref, e) if repr(ref) <= repr(e) else (e, ref), (ref, e))
         pairs = [p for p in out.values() if not _nan(p[0].evaluate(self.code.flat))]
-        return needed(pairs, self.code.flat, self.ranked)
+        self._checked = (key, needed(pairs, self.code.flat, self.ranked))
+        return self._checked[1]
 
     def pinned_shapes(self) -> list[tuple] | None:
         """The tensors' shapes of its cases, when the rule holds a size no host expression
