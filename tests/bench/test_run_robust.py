@@ -24,7 +24,9 @@ from sage.bench.workers import die_with_parent
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 ROBUST = FIXTURES / "robust_tasks"
-HANG_LIMIT_S = 8.0
+# The hang costs this much; the other tasks must each finish within it on a loaded 2-core
+# machine (at 8 s, a worker's start under a load of 4-6 made good_relu time out).
+HANG_LIMIT_S = 20.0
 
 # What each fixture file must become in a reference-only run: (row status, words of the reason).
 EXPECTED_REFERENCE = {
@@ -69,7 +71,7 @@ def test_a_mixed_folder_gives_a_row_for_every_file(tmp_path):
             assert "\n" not in _reason(row)
     assert rows["good_relu"].reference.cases[0].inputs == ["float32[8, 64]"]
     # The hang costs its deadline, not the run: the other jobs ran beside it on the second worker.
-    assert HANG_LIMIT_S <= wall < HANG_LIMIT_S + 30
+    assert HANG_LIMIT_S <= wall < HANG_LIMIT_S + 45
     # Task code ran only in the workers: this process imported none of the files.
     assert not [m for m in sys.modules.values() if str(getattr(m, "__file__", "")).startswith(str(ROBUST))]
 
