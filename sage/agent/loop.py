@@ -36,6 +36,7 @@ from sage.agent.feedback import (error_feedback, incorrect_feedback, malformed_f
 from sage.agent.prompt import ShownItem, system_message, task_brief, task_message
 from sage.agent.records import SynthesisResult, Turn
 from sage.agent.reference_facts import ReferenceFacts, reference_facts
+from sage.config import ANSWER_MAX_TOKENS
 
 TurnCallback = Callable[[Turn, str], None]   # (turn, phase): phase is "evaluating" or "done"
 
@@ -49,7 +50,8 @@ class AgentConfig(BaseModel):
     cases: int | list[int] | None = Field(None, description="the first K cases, or these case indices (None: all)")
     limits: dict[str, float] | None = None
     max_prompt_tokens: int | None = Field(None, ge=1, description="bound on every prompt (estimated)")
-    max_completion_tokens: int = Field(4096, ge=1, description="the backend's completion limit (budget checks)")
+    max_completion_tokens: int = Field(ANSWER_MAX_TOKENS, ge=1, description="one answer's completion limit "
+                                       "(--answer-tokens): what the budget checks price the next call at")
 
 
 class ReferenceProblem(RuntimeError):

@@ -21,6 +21,7 @@ import openai
 from pydantic import BaseModel, Field
 
 from sage.agent.backends.base import BackendError, BackendUnavailable, Completion, Message
+from sage.config import ANSWER_MAX_TOKENS
 
 # Servers started on a laptop (vLLM, llama.cpp, Ollama) accept any key; the client
 # insists on having one.
@@ -36,7 +37,7 @@ class OpenAIConfig(BaseModel):
     model: str
     base_url: str | None = None  # None: OPENAI_BASE_URL, else the client's default
     temperature: float = 0.2
-    max_tokens: int = 4096
+    max_tokens: int = Field(ANSWER_MAX_TOKENS, ge=1, description="every request's completion limit (one answer)")
     timeout_s: float = 120.0
     retries: int = Field(4, ge=0, description="extra attempts after a 429, 5xx, timeout or dropped connection")
     backoff_s: float = Field(1.0, ge=0, description="first backoff; doubles on each retry")
