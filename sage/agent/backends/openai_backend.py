@@ -119,14 +119,16 @@ class OpenAIBackend:
     def _account(self, response) -> Completion:
         if not response.choices:
             raise BackendError(f"{self.base_url}: the endpoint answered with no choices")
-        text = response.choices[0].message.content or ""
+        choice = response.choices[0]
+        text = choice.message.content or ""
         usage = response.usage
         prompt = usage.prompt_tokens if usage else 0
         completion = usage.completion_tokens if usage else 0
         self.stats.calls += 1
         self.stats.prompt_tokens += prompt
         self.stats.completion_tokens += completion
-        return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion)
+        return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion,
+                          truncated=choice.finish_reason == "length")
 
 
 class MissingApiKey(BackendUnavailable):
