@@ -114,7 +114,9 @@ def success_feedback(evaluation: TaskEvaluation, best_speedup: float | None,
         lines += slowest_case_lines(slowest, refs.get(slowest.index))
         p = slowest.profile
         summary = {"bottleneck": p.bottleneck, "cores_used": p.cores_used, "blocks": p.blocks,
-                   "launches": p.launches, "utilisation": {k: v.utilisation for k, v in p.pipes.items()}}
+                   "launches": p.launches, "utilisation": {k: v.utilisation for k, v in p.pipes.items()},
+                   "utilisation_by_type": {kind: {k: v.utilisation for k, v in pipes.items()}
+                                           for kind, pipes in p.pipes_by_type.items()}}
     lines.append("Make it faster: attack the bottleneck (fuse launches the reference pays for, move fewer bytes, "
                  "bigger tiles or double buffering for a copy-bound kernel, more blocks if cores sit idle, fewer "
                  "instructions for a vector-bound one). " + AGAIN)
@@ -167,7 +169,20 @@ def slowest_case_lines(case: CaseResult, ref: ReferenceFacts | None) -> list[str
     out.append(f"Pipe profile: {p.cycles} device cycles, {p.blocks} blocks on {p.cores_used} cores; busy cycles by "
                f"pipe: {pipes}; bottleneck {p.bottleneck}; roofline bound {p.roofline_bound_us:.1f} us "
                f"({p.roofline_bound}), fraction {p.roofline_fraction:.2f}.")
+    if len(p.pipes_by_type) > 1:
+        out.append(core_type_line(p))
     return out
+
+
+def core_type_line(p: Any) -> str:
+    """A MIX launch's pipes per core type: the figures above average the AICs and AIVs together."""
+    parts = []
+    for kind, pipes in p.pipes_by_type.items():
+        busy = ", ".join(f"{name} {stat.utilisation:.0%}" for name, stat in pipes.items() if stat.busy_cycles)
+        cores = p.cores_by_type.get(kind)
+        parts.append(f"{kind}{f' ({cores} cores)' if cores else ''}: {busy or 'idle'}")
+    return ("Per core type (each against its own cores; the pipe profile above averages them): "
+            + "; ".join(parts) + ".")
 
 
 def attempt_outcome(turn: Turn) -> str:

@@ -1,12 +1,14 @@
 """Success feedback gives every case's speedup (issue 27): a line per case, the lowest first,
-capped for a task of many cases, with the geometric mean they make."""
+capped for a task of many cases, with the geometric mean they make; and a MIX launch's pipes
+per core type, which the average over all cores hides."""
 
 from __future__ import annotations
 
 import math
 
-from sage.agent.feedback import CASES_SHOWN, case_speedup_lines, success_feedback
+from sage.agent.feedback import CASES_SHOWN, case_speedup_lines, slowest_case_lines, success_feedback
 from sage.bench.evaluate import CaseResult, TaskEvaluation, evaluate_kernel
+from sage.npu.results import PipeStat, Profile
 from sage.npu.timeline import Times
 from tests.agent.test_loop_openai import _good_kernel
 
@@ -54,3 +56,33 @@ def test_a_single_case_adds_no_lines():
     evaluation = TaskEvaluation(task="t", status="correct", executed=True, correct=True, speedup=2.0,
                                 cases=[_case(0, 10.0, 20.0)])
     assert case_speedup_lines(evaluation) == []
+
+
+def _mix_profile() -> Profile:
+    # 24 AICs copy at 87 % on MTE2, 48 AIVs at 1.5 %: over all 72 cores (0.87*24 + 0.015*48) / 72 = 30 %
+    kernel = 10_000
+    aic = {"MTE2": PipeStat(busy_cycles=24 * 8700, utilisation=0.87), "M": PipeStat(busy_cycles=24 * 4000,
+                                                                                    utilisation=0.40)}
+    aiv = {"MTE2": PipeStat(busy_cycles=48 * 150, utilisation=0.015), "V": PipeStat(busy_cycles=48 * 6000,
+                                                                                    utilisation=0.60)}
+    mte2 = PipeStat(busy_cycles=24 * 8700 + 48 * 150, utilisation=round((0.87 * 24 + 0.015 * 48) / 72, 4))
+    return Profile(cycles=kernel, time_us=20.0, launches=1, device_us=10.0, kernel_us=8.0, blocks=24, cores_used=72,
+                   pipes={"MTE2": mte2, "M": aic["M"], "V": aiv["V"]}, bytes={}, bottleneck="MTE2",
+                   roofline_bound_us=4.0, roofline_fraction=0.5, instructions=100,
+                   cores_by_type={"AIC": 24, "AIV": 48}, pipes_by_type={"AIC": aic, "AIV": aiv})
+
+
+def test_a_mix_launch_reports_each_core_types_pipes():
+    case = CaseResult(index=0, inputs=["float16[1024, 1024]"], correct=True, speedup=1.5, device_speedup=1.2,
+                      profile=_mix_profile())
+    lines = slowest_case_lines(case, None)
+    assert "MTE2 216000 (30%)" in lines[2]               # the average over all cores
+    assert lines[-1] == ("Per core type (each against its own cores; the pipe profile above averages them): "
+                         "AIC (24 cores): MTE2 87%, M 40%; AIV (48 cores): MTE2 2%, V 60%.")
+
+
+def test_a_single_core_type_adds_no_line():
+    profile = _mix_profile()
+    profile.pipes_by_type = {"AIV": profile.pipes_by_type["AIV"]}
+    case = CaseResult(index=0, inputs=["float16[8]"], correct=True, speedup=1.0, profile=profile)
+    assert not any(li.startswith("Per core type") for li in slowest_case_lines(case, None))
