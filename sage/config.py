@@ -16,6 +16,10 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 OFFLINE_MODEL = "offline"   # `--model offline`: the built-in synthesizer, as leaving the model unset
 OFFLINE_REFINEMENTS = 1     # default refinement turns per task of the offline agent
 LLM_REFINEMENTS = 4         # ... and of an LLM
+# One answer's completion limit (the `max_tokens` of every request). A strong model's MIX kernels
+# were 14-19 K characters (about 4.8 K tokens, issue 27): 4096 cut them off, so the default leaves room
+# for a long kernel and its plan; the whole run's budget is --max-tokens, apart from it.
+ANSWER_MAX_TOKENS = 16_000
 
 
 def sage_home() -> Path:
@@ -54,7 +58,8 @@ class Settings(BaseSettings):
     model: str | None = Field(None, description="LLM model name; unset or 'offline' means the offline synthesizer")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (else OPENAI_BASE_URL)")
     temperature: float = 0.2
-    max_tokens: int = 4096
+    answer_max_tokens: int = Field(ANSWER_MAX_TOKENS, ge=1, description="completion limit of every LLM request "
+                                   "(one answer); the whole run's token budget is --max-tokens")
     llm_timeout_s: float = 120.0
     llm_retries: int = 4
     iterations: int | None = Field(None, ge=0, description="refinement turns after the first answer (unset: "

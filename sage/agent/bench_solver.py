@@ -16,13 +16,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from sage.agent.budget import LedgerBudget
+from sage.config import ANSWER_MAX_TOKENS
 
 
 class AgentSolver(BaseModel):
     model: str | None = None                 # None: the offline synthesizer
     base_url: str | None = None
     temperature: float = 0.2
-    max_tokens: int = 4096
+    answer_max_tokens: int = Field(ANSWER_MAX_TOKENS, ge=1)   # every request's completion limit
     llm_timeout_s: float = 120.0
     llm_retries: int = 4
     memory_url: str
@@ -42,7 +43,7 @@ class AgentSolver(BaseModel):
 
         s = load_settings(**{k: v for k, v in overrides.items() if k in _SETTING_FLAGS})
         return cls(budget=overrides.get("budget"), model=s.model, base_url=s.base_url, temperature=s.temperature,
-                   max_tokens=s.max_tokens, search_budget=s.search_budget,
+                   answer_max_tokens=s.answer_max_tokens, search_budget=s.search_budget,
                    llm_timeout_s=s.llm_timeout_s, llm_retries=s.llm_retries, memory_url=s.memory_url,
                    memory_mode=s.memory_mode, iterations=s.refinements, preset=config.preset, cases=config.cases)
 
@@ -64,7 +65,8 @@ class AgentSolver(BaseModel):
 
         settings = _Settings(self, seed)
         config = AgentConfig(preset=self.preset, iterations=self.iterations, memory_mode=self.memory_mode,
-                             seed=seed, k=self.k, cases=self.cases)
+                             seed=seed, k=self.k, cases=self.cases,
+                             max_completion_tokens=self.answer_max_tokens)
         with Memory(self.memory_url, episode_key=job_key) as memory:
             stored = memory.finished_episode(job_key) if job_key is not None else None
             if stored is not None:
@@ -123,7 +125,8 @@ def _restored(task: Any, episode: Any) -> Any:
     return SolveResult(attempts=attempts, best=best, extra=extra)
 
 
-_SETTING_FLAGS = {"model", "base_url", "memory_url", "memory_mode", "iterations", "temperature", "max_tokens"}
+_SETTING_FLAGS = {"model", "base_url", "memory_url", "memory_mode", "iterations", "temperature",
+                  "answer_max_tokens"}
 
 
 class _Settings:
@@ -132,5 +135,5 @@ class _Settings:
     def __init__(self, solver: AgentSolver, seed: int) -> None:
         self.model, self.base_url, self.preset, self.seed = solver.model, solver.base_url, solver.preset, seed
         self.search_budget = solver.search_budget
-        self.temperature, self.max_tokens = solver.temperature, solver.max_tokens
+        self.temperature, self.answer_max_tokens = solver.temperature, solver.answer_max_tokens
         self.llm_timeout_s, self.llm_retries = solver.llm_timeout_s, solver.llm_retries

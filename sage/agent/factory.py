@@ -18,7 +18,7 @@ class BackendSettings(Protocol):
     seed: int
     search_budget: int
     temperature: float
-    max_tokens: int
+    answer_max_tokens: int
     llm_timeout_s: float
     llm_retries: int
 
@@ -44,7 +44,7 @@ def make_backend(settings: BackendSettings, task: Any) -> LLMBackend:
 
         return OpenAIBackend(OpenAIConfig(
             model=settings.model, base_url=settings.base_url, temperature=settings.temperature,
-            max_tokens=settings.max_tokens, timeout_s=settings.llm_timeout_s, retries=settings.llm_retries,
+            max_tokens=settings.answer_max_tokens, timeout_s=settings.llm_timeout_s, retries=settings.llm_retries,
         ))
     from sage.agent.backends.offline import OfflineBackend
 

@@ -10,6 +10,9 @@ in the order they were queued) and records the request body in `server.requests`
 An answer scripted with `prompt_tokens=None` reports `counted_tokens(body)`: the request's
 message characters over 4, the fake's stand-in for a tokenizer (tests compute the same
 figure from the recorded requests to check that every call was counted).
+An answer scripted with `finish_reason="length"` says it was cut off at the completion
+limit; `reply_in_parts(text, n)` queues a long answer as n such pieces, the last one
+finished ("stop"), as an endpoint does when a client asks for the rest.
 An unscripted request gets HTTP 400, so a test that scripted too little fails loudly
 instead of being retried.
 """
@@ -31,6 +34,7 @@ class ScriptedAnswer:
     text: str | Callable[[dict[str, Any]], str]   # or a function of the request body
     prompt_tokens: int | None = 0                 # None: counted_tokens(request)
     completion_tokens: int | None = 0             # None: the answer's characters over 4
+    finish_reason: str = "stop"                   # "length": cut off at the completion limit
 
 
 CHARS_PER_TOKEN = 4
@@ -58,9 +62,23 @@ class FakeOpenAIServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-openai", daemon=True)
 
     # -- scripting -------------------------------------------------------------------
-    def reply(self, text: str, *, prompt_tokens: int | None = 0, completion_tokens: int | None = 0) -> None:
+    def reply(self, text: str, *, prompt_tokens: int | None = 0, completion_tokens: int | None = 0,
+              finish_reason: str = "stop") -> None:
         with self._lock:
-            self._script.append(ScriptedAnswer(text, prompt_tokens, completion_tokens))
+            self._script.append(ScriptedAnswer(text, prompt_tokens, completion_tokens, finish_reason))
+
+    def reply_in_parts(self, text: str, parts: int, *, prompt_tokens: int | None = 0,
+                       completion_tokens: int | None = None) -> list[str]:
+        """`text` cut into `parts` consecutive pieces of about equal length, each but the last
+        answered with finish_reason "length"; returns the pieces."""
+        if parts < 1:
+            raise ValueError(f"parts must be at least 1, not {parts}")
+        step = -(-len(text) // parts)
+        pieces = [text[i * step:(i + 1) * step] for i in range(parts)]
+        for i, piece in enumerate(pieces):
+            self.reply(piece, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                       finish_reason="length" if i < parts - 1 else "stop")
+        return pieces
 
     def reply_with(self, answer: Callable[[dict[str, Any]], str], *, prompt_tokens: int | None = 0,
                    completion_tokens: int | None = 0) -> None:
@@ -138,7 +156,8 @@ def _handler_for(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 text = item.text(body) if callable(item.text) else item.text
                 prompt = counted_tokens(body) if item.prompt_tokens is None else item.prompt_tokens
                 completion = len(text) // CHARS_PER_TOKEN if item.completion_tokens is None else item.completion_tokens
-                self._send(200, _completion_body(body.get("model", "fake"), text, prompt, completion))
+                self._send(200, _completion_body(body.get("model", "fake"), text, prompt, completion,
+                                                 item.finish_reason))
 
         def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
             data = json.dumps(payload).encode()
@@ -157,7 +176,8 @@ def _error_body(message: str, kind: str, code: str | None = None) -> dict[str, A
     return {"error": {"message": message, "type": kind, "code": code, "param": None}}
 
 
-def _completion_body(model: str, text: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
+def _completion_body(model: str, text: str, prompt_tokens: int, completion_tokens: int,
+                     finish_reason: str = "stop") -> dict[str, Any]:
     return {
         "id": f"chatcmpl-fake-{time.monotonic_ns()}",
         "object": "chat.completion",
@@ -167,7 +187,7 @@ def _completion_body(model: str, text: str, prompt_tokens: int, completion_token
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
+                "finish_reason": finish_reason,
             }
         ],
         "usage": {

@@ -6,7 +6,8 @@ counted apart from the finite error, and the first failing positions with the ke
 the eager reference's and the float64 truth's values. After a repeat: which attempt it
 repeats and what that attempt got. After a success: end-to-end and device time against
 the reference's (and how the reference runs: launches, fused or not), bytes moved per
-path against the essential bytes, and the slowest case's pipe profile.
+path against the essential bytes, every case's speedup (the lowest first, capped at
+`CASES_SHOWN` lines for a task of many cases), and the slowest case's pipe profile.
 
 The correctness rule itself is in the system message (sage.bench.correctness.RULE); the
 failure text here drops its copy of it so the prompt does not carry it twice.
@@ -25,6 +26,10 @@ if TYPE_CHECKING:
     from sage.bench.evaluate import CaseResult, TaskEvaluation
 
 AGAIN = "Answer again in the same format (one python block, one JSON object)."
+# Per-case lines in a success feedback: every case up to CASES_ALL; beyond, the CASES_SHOWN
+# lowest speedups (the cases that pull the geometric mean down) and one line for the rest.
+CASES_ALL = 10
+CASES_SHOWN = 8
 
 
 def error_feedback(evaluation: TaskEvaluation, source: str) -> Message:
@@ -101,6 +106,7 @@ def success_feedback(evaluation: TaskEvaluation, best_speedup: float | None,
              f"the device alone; roofline fraction {_fmt(evaluation.roofline_fraction)}."]
     if best_speedup is not None and evaluation.speedup is not None and best_speedup > evaluation.speedup:
         lines.append(f"Your best kernel so far reached {best_speedup:.2f}x.")
+    lines += case_speedup_lines(evaluation)
     summary: dict[str, Any] = {}
     timed = [c for c in evaluation.cases if c.profile is not None]
     if timed:
@@ -108,13 +114,40 @@ def success_feedback(evaluation: TaskEvaluation, best_speedup: float | None,
         lines += slowest_case_lines(slowest, refs.get(slowest.index))
         p = slowest.profile
         summary = {"bottleneck": p.bottleneck, "cores_used": p.cores_used, "blocks": p.blocks,
-                   "launches": p.launches, "utilisation": {k: v.utilisation for k, v in p.pipes.items()}}
+                   "launches": p.launches, "utilisation": {k: v.utilisation for k, v in p.pipes.items()},
+                   "utilisation_by_type": {kind: {k: v.utilisation for k, v in pipes.items()}
+                                           for kind, pipes in p.pipes_by_type.items()}}
     lines.append("Make it faster: attack the bottleneck (fuse launches the reference pays for, move fewer bytes, "
                  "bigger tiles or double buffering for a copy-bound kernel, more blocks if cores sit idle, fewer "
                  "instructions for a vector-bound one). " + AGAIN)
     facts = {"feedback": {"kind": "correct", "speedup": evaluation.speedup,
                           "roofline_fraction": evaluation.roofline_fraction, **summary}}
     return Message(role="user", content="\n".join(lines), facts=facts)
+
+
+def case_speedup_lines(evaluation: TaskEvaluation) -> list[str]:
+    """One short line per timed case: its inputs, your time against the reference's and the
+    speedup, the lowest speedups first. A task of more than CASES_ALL cases shows the
+    CASES_SHOWN lowest and sums up the rest in one line."""
+    timed = [c for c in evaluation.cases if c.speedup is not None and c.times is not None]
+    if len(timed) < 2:      # one case: the headline above is its speedup
+        return []
+    timed.sort(key=lambda c: (c.speedup, c.index))
+    shown = timed if len(timed) <= CASES_ALL else timed[:CASES_SHOWN]
+    head = (f"Speedup per case (end to end, lowest first; the score is their geometric mean, "
+            f"{_fmt(evaluation.speedup)}x):")
+    out = [head] + [f"- case {c.index} ({short(', '.join(c.inputs), 80)}): {_case_times(c)}, {c.speedup:.2f}x"
+                    for c in shown]
+    rest = timed[len(shown):]
+    if rest:
+        out.append(f"- {len(rest)} more cases, {rest[0].speedup:.2f}x to {rest[-1].speedup:.2f}x")
+    return out
+
+
+def _case_times(case: CaseResult) -> str:
+    ref = case.reference_times.end_to_end_us if case.reference_times is not None else None
+    yours = f"yours {case.times.end_to_end_us:.1f} us"
+    return yours + (f" vs torch_npu {ref:.1f} us" if ref is not None else "")
 
 
 def slowest_case_lines(case: CaseResult, ref: ReferenceFacts | None) -> list[str]:
@@ -136,7 +169,20 @@ def slowest_case_lines(case: CaseResult, ref: ReferenceFacts | None) -> list[str
     out.append(f"Pipe profile: {p.cycles} device cycles, {p.blocks} blocks on {p.cores_used} cores; busy cycles by "
                f"pipe: {pipes}; bottleneck {p.bottleneck}; roofline bound {p.roofline_bound_us:.1f} us "
                f"({p.roofline_bound}), fraction {p.roofline_fraction:.2f}.")
+    if len(p.pipes_by_type) > 1:
+        out.append(core_type_line(p))
     return out
+
+
+def core_type_line(p: Any) -> str:
+    """A MIX launch's pipes per core type: the figures above average the AICs and AIVs together."""
+    parts = []
+    for kind, pipes in p.pipes_by_type.items():
+        busy = ", ".join(f"{name} {stat.utilisation:.0%}" for name, stat in pipes.items() if stat.busy_cycles)
+        cores = p.cores_by_type.get(kind)
+        parts.append(f"{kind}{f' ({cores} cores)' if cores else ''}: {busy or 'idle'}")
+    return ("Per core type (each against its own cores; the pipe profile above averages them): "
+            + "; ".join(parts) + ".")
 
 
 def attempt_outcome(turn: Turn) -> str:

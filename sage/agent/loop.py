@@ -7,6 +7,8 @@ attempts summarised, bounded by `max_prompt_tokens`.
 
 Faults and where they go:
 - a malformed answer is a failed attempt; the next turn says what broke the contract;
+- an answer cut off at the completion limit is asked for the rest (`continuation.py`); one
+  still cut off after the continuations is a failed attempt that says so;
 - a repeated kernel is not judged again; the next turn says it was a repeat, and the
   attempt budget decides when to stop (the offline synthesizer repeats its best kernel
   only when it has nothing left to try, so for it a repeat ends the loop);
@@ -26,9 +28,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from sage.agent.answer import MalformedAnswer, parse_answer
-from sage.agent.backends.base import BackendError, Completion, LLMBackend, Message
+from sage.agent.backends.base import BackendError, LLMBackend, Message
 from sage.agent.backends.offline import OFFLINE, NoKernel
 from sage.agent.budget import BudgetExhausted, RunBudget, charge
+from sage.agent.continuation import Continued, whole_answer
 from sage.agent.conversation import Conversation, PromptTooLarge, chars
 from sage.agent.extraction import extract
 from sage.agent.feedback import (error_feedback, incorrect_feedback, malformed_feedback, repeat_feedback,
@@ -36,6 +39,7 @@ from sage.agent.feedback import (error_feedback, incorrect_feedback, malformed_f
 from sage.agent.prompt import ShownItem, system_message, task_brief, task_message
 from sage.agent.records import SynthesisResult, Turn
 from sage.agent.reference_facts import ReferenceFacts, reference_facts
+from sage.config import ANSWER_MAX_TOKENS
 
 TurnCallback = Callable[[Turn, str], None]   # (turn, phase): phase is "evaluating" or "done"
 
@@ -49,7 +53,8 @@ class AgentConfig(BaseModel):
     cases: int | list[int] | None = Field(None, description="the first K cases, or these case indices (None: all)")
     limits: dict[str, float] | None = None
     max_prompt_tokens: int | None = Field(None, ge=1, description="bound on every prompt (estimated)")
-    max_completion_tokens: int = Field(4096, ge=1, description="the backend's completion limit (budget checks)")
+    max_completion_tokens: int = Field(ANSWER_MAX_TOKENS, ge=1, description="one answer's completion limit "
+                                       "(--answer-tokens): what the budget checks price the next call at")
 
 
 class ReferenceProblem(RuntimeError):
@@ -96,6 +101,9 @@ def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
             if budget is not None:
                 budget.check(conversation.tokens(messages), config.max_completion_tokens)
             completion = backend.complete(messages)
+            charge(result, budget, conversation, chars(messages), completion)
+            completion = whole_answer(completion, backend, messages, result=result, budget=budget,
+                                      conversation=conversation, completion_limit=config.max_completion_tokens)
         except NoKernel as exc:
             result.status, result.reason = "no_kernel", str(exc)
             break
@@ -109,7 +117,6 @@ def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
                 raise
             result.turns.append(Turn(index=index, status="llm_error", message=str(exc)))
             break
-        charge(result, budget, conversation, chars(messages), completion)
         last_answer = completion.text
         turn = _judge(task, completion, index, seen, episode, config, on_turn, shown)
         result.turns.append(turn)
@@ -145,13 +152,15 @@ def synthesize(task: Any, backend: LLMBackend, memory: Any, config: AgentConfig,
     return result
 
 
-def _judge(task: Any, completion: Completion, index: int, seen: dict[str, Turn], episode: Any,
+def _judge(task: Any, completion: Continued, index: int, seen: dict[str, Turn], episode: Any,
            config: AgentConfig, on_turn: TurnCallback | None, shown: set[str]) -> Turn:
     from sage.bench.evaluate import SKIP_STATUSES, evaluate_kernel
 
     base = dict(index=index, prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens)
     began = time.perf_counter()
     try:
+        if completion.problem is not None:     # still cut off: what there is is not the whole answer
+            raise MalformedAnswer(completion.problem)
         answer = parse_answer(completion.text)
     except MalformedAnswer as exc:
         if episode is not None:

@@ -147,6 +147,9 @@ def run(
                                      "memory, and write an ablation report to OUT/report.md"),
     max_tokens: int = typer.Option(None, "--max-tokens", min=1, help="agent: token budget of the whole run (prompt "
                                                                      "+ completion, all workers); stops cleanly"),
+    answer_tokens: int = typer.Option(None, "--answer-tokens", min=1,
+                                      help="agent: completion limit of one LLM answer (every request's max_tokens; "
+                                           "default 16000)"),
     max_cost: float = typer.Option(None, "--max-cost", min=0, help="agent: cost budget of the whole run in US$ "
                                                                    "(needs --prices); stops cleanly"),
     prices: str = typer.Option(None, "--prices", help="agent: the model's prices: PROMPT,COMPLETION in US$ per "
@@ -179,7 +182,8 @@ def run(
         fail(f"--memory must be one of {', '.join(MEMORY_MODES)}, not '{memory}'")
     agent_flags = [f for f, v in (("--model", model), ("--base-url", base_url), ("--memory", memory),
                                   ("--memory-url", memory_url), ("--iterations", iterations),
-                                  ("--compare", compare), ("--max-tokens", max_tokens), ("--max-cost", max_cost),
+                                  ("--compare", compare), ("--max-tokens", max_tokens),
+                                  ("--answer-tokens", answer_tokens), ("--max-cost", max_cost),
                                   ("--prices", prices)) if v is not None]
     if agent_flags and (kernels is not None or reference_only):
         fail(f"agent options ({', '.join(agent_flags)}) do not apply with --kernels or --reference-only")
@@ -221,7 +225,8 @@ def run(
     # starts from nothing spent with the budget it is given.
     config.out.mkdir(parents=True, exist_ok=True)
     budget = run_budget(max_tokens, max_cost, prices, ledger=config.out / "budget.json")
-    agent = dict(model=model, base_url=base_url, iterations=iterations, budget=budget)
+    agent = dict(model=model, base_url=base_url, iterations=iterations, answer_max_tokens=answer_tokens,
+                 budget=budget)
     if modes is not None:
         _run_compare(config, modes, agent, as_json)
         return

@@ -56,6 +56,9 @@ def synth(
                                                "first"),
     max_tokens: int = typer.Option(None, "--max-tokens", min=1, help="token budget of the whole run (prompt + "
                                                                      "completion, every call); stops cleanly"),
+    answer_tokens: int = typer.Option(None, "--answer-tokens", min=1, help="completion limit of one LLM answer "
+                                                                           "(every request's max_tokens; default "
+                                                                           "16000)"),
     max_cost: float = typer.Option(None, "--max-cost", min=0, help="cost budget of the whole run in US$ (needs "
                                                                    "--prices); stops cleanly"),
     prices: str = typer.Option(None, "--prices", help="the model's prices: PROMPT,COMPLETION in US$ per million "
@@ -80,7 +83,8 @@ def synth(
     if memory_mode is not None and memory_mode not in MODES:
         fail(f"--memory must be one of {', '.join(MODES)}, not {memory_mode!r}")
     settings = load_settings(model=model, base_url=base_url, iterations=iterations, memory_mode=memory_mode,
-                             memory_url=memory_url, preset=preset, seed=seed)
+                             memory_url=memory_url, preset=preset, seed=seed,
+                             answer_max_tokens=answer_tokens)
     _check_preset(settings.preset)
     budget = run_budget(max_tokens, max_cost, prices)
     task.seed = settings.seed
@@ -91,7 +95,7 @@ def synth(
     backend = make_backend(settings, task)
     config = AgentConfig(preset=settings.preset, iterations=settings.refinements, memory_mode=settings.memory_mode,
                          seed=settings.seed, cases=selected, max_prompt_tokens=max_prompt_tokens,
-                         max_completion_tokens=settings.max_tokens)
+                         max_completion_tokens=settings.answer_max_tokens)
     view = TurnView(task.key, backend.name)
     try:
         # The attempts redrawn as they come (stderr, on a terminal); the result is printed below.

@@ -59,6 +59,10 @@ class Profile(BaseModel):
     cores_by_type: dict[str, int] = Field(default_factory=dict,
                                           description="physical cores of each type used by the widest launch")
     hbm_bytes: int = Field(0, description="bytes read from or written to HBM (L2 misses and all writes), all cores")
+    pipes_by_type: dict[str, dict[str, PipeStat]] = Field(
+        default_factory=dict, description="the same pipe figures per core type (AIC, AIV), each measured against the "
+                                          "cores of that type alone: a MIX launch's averages over both hide a busy "
+                                          "pipe of one type (msprof reports aic_* and aiv_* apart)")
     hbm_utilisation: float = Field(0.0, description="hbm_bytes / (HBM bandwidth x device time): the chip-wide "
                                                     "fraction of HBM bandwidth used")
 

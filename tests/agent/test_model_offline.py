@@ -21,7 +21,7 @@ def test_the_model_name_offline_is_no_model(name):
 def test_the_factory_also_takes_it_from_a_solver(tiny_task):
     class Raw:  # what the bench solver hands make_backend: its own fields, not validated Settings
         model, base_url, preset, seed, search_budget = "offline", None, "ascend910b2", 0, 0
-        temperature, max_tokens, llm_timeout_s, llm_retries = 0.2, 100, 1.0, 0
+        temperature, answer_max_tokens, llm_timeout_s, llm_retries = 0.2, 100, 1.0, 0
 
     assert isinstance(make_backend(Raw(), tiny_task), OfflineBackend)
 

@@ -22,8 +22,8 @@ def test_card_covers_every_exported_name_and_stays_compact():
     assert not missing, missing
     # compact: it goes into every prompt (2700 before the language, queue and core-type rules; 3600 before the
     # high-level APIs and the Atlas A2 legality rules; 3950 before the printf/DumpTensor section; 4100 before
-    # the resource caps)
-    assert len(card.split()) <= 4200
+    # the resource caps; 4200 before issue 27's MIX rules: GetBlockNum, SyncAll's span, PIPE_S, AllocTensor order)
+    assert len(card.split()) <= 4300
     assert "5.9+2.07r" in card  # vadd from the preset
 
 

@@ -255,3 +255,29 @@ def test_a_mix_profile_measures_each_pipe_against_the_cores_that_run_it():
     assert p.pipes["S"].busy_cycles == 3 * ISSUE
     assert (p.cores_used, p.cores_by_type) == (3, {AIC: 1, AIV: 2})
 
+
+
+def test_a_mix_profile_gives_each_core_type_its_own_pipe_figures():
+    # The AIC runs 3 Mmads, each AIV one Adds of 200 repeats; the AIVs set the kernel's length.
+    aic = [mad(), mad(), mad()]
+    aiv = [vadds(200)]
+    trace = launch("MIX_AIC_1_2", (AIC, 0, 0, aic), (AIV, 0, 0, aiv), (AIV, 0, 1, aiv))
+    p = time_run(FunctionalRun([], trace, None), SPEC).profile
+    kernel = ISSUE + HEAD + 200
+    assert ISSUE * 3 + 3 * MAD_CYCLES < kernel                        # the cube side finishes first
+    aic_pipes, aiv_pipes = p.pipes_by_type[AIC], p.pipes_by_type[AIV]
+    # S runs on every core: the average over the 3 cores hides the two types' different loads
+    assert p.pipes["S"].utilisation == pytest.approx((3 * ISSUE + 2 * ISSUE) / (3 * kernel), abs=1e-4)
+    assert aic_pipes["S"].utilisation == pytest.approx(3 * ISSUE / kernel, abs=1e-4)
+    assert aiv_pipes["S"].utilisation == pytest.approx(2 * ISSUE / (2 * kernel), abs=1e-4)
+    assert (aic_pipes["S"].busy_cycles, aiv_pipes["S"].busy_cycles) == (3 * ISSUE, 2 * ISSUE)
+    assert aic_pipes["M"].utilisation == pytest.approx(3 * MAD_CYCLES / kernel, abs=1e-4)
+    assert aiv_pipes["V"].utilisation == pytest.approx((HEAD + 200) / kernel, abs=1e-4)
+    assert aic_pipes["V"].busy_cycles == 0 and aiv_pipes["M"].busy_cycles == 0
+
+
+def test_a_vector_only_launch_has_one_core_type():
+    trace = launch("AIV_ONLY", (AIV, 0, 0, [vadds(10)]))
+    p = time_run(FunctionalRun([], trace, None), SPEC).profile
+    assert list(p.pipes_by_type) == [AIV]
+    assert p.pipes_by_type[AIV]["V"] == p.pipes["V"]

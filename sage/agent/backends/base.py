@@ -36,6 +36,8 @@ class Completion(BaseModel):
     # Only an in-process backend that times its own work (the offline agent's search) fills
     # this; nothing an LLM writes reaches it, so a model cannot forge the evidence.
     trials: list[MeasuredTrial] = []
+    # The endpoint stopped at the completion limit (finish_reason "length"): the answer is cut off.
+    truncated: bool = False
 
     @property
     def total_tokens(self) -> int:

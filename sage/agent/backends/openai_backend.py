@@ -21,6 +21,7 @@ import openai
 from pydantic import BaseModel, Field
 
 from sage.agent.backends.base import BackendError, BackendUnavailable, Completion, Message
+from sage.config import ANSWER_MAX_TOKENS
 
 # Servers started on a laptop (vLLM, llama.cpp, Ollama) accept any key; the client
 # insists on having one.
@@ -36,7 +37,7 @@ class OpenAIConfig(BaseModel):
     model: str
     base_url: str | None = None  # None: OPENAI_BASE_URL, else the client's default
     temperature: float = 0.2
-    max_tokens: int = 4096
+    max_tokens: int = Field(ANSWER_MAX_TOKENS, ge=1, description="every request's completion limit (one answer)")
     timeout_s: float = 120.0
     retries: int = Field(4, ge=0, description="extra attempts after a 429, 5xx, timeout or dropped connection")
     backoff_s: float = Field(1.0, ge=0, description="first backoff; doubles on each retry")
@@ -118,14 +119,16 @@ class OpenAIBackend:
     def _account(self, response) -> Completion:
         if not response.choices:
             raise BackendError(f"{self.base_url}: the endpoint answered with no choices")
-        text = response.choices[0].message.content or ""
+        choice = response.choices[0]
+        text = choice.message.content or ""
         usage = response.usage
         prompt = usage.prompt_tokens if usage else 0
         completion = usage.completion_tokens if usage else 0
         self.stats.calls += 1
         self.stats.prompt_tokens += prompt
         self.stats.completion_tokens += completion
-        return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion)
+        return Completion(text=text, prompt_tokens=prompt, completion_tokens=completion,
+                          truncated=choice.finish_reason == "length")
 
 
 class MissingApiKey(BackendUnavailable):

@@ -82,9 +82,12 @@ class TQue:
         if not self._slots:
             raise QueueError(f"{what} on a {self._name} that has no buffers: call pipe.InitBuffer(que, num, bytes) first")
 
+    # CANN's AllocTensor page (cannmirror/asc-devkit docs/api/context/AllocTensor.md) says nothing of
+    # timing; here a queue is its flags, so the wait for the buffer is a WaitFlag issued in program order.
     @lane_ready
     def AllocTensor(self, dtype=dtypes.float16) -> LocalTensor:
-        """Take a free buffer (round robin); its next user waits until its previous users finished."""
+        """Take a free buffer (round robin, in call order). Its wait for the last FreeTensor is put on the
+        producer pipe where AllocTensor is called: all later work of that pipe waits too, so allocate late."""
         core = current_core("AllocTensor")
         slots = self._slots
         if not slots:

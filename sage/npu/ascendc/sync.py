@@ -105,9 +105,13 @@ def GetBlockIdx() -> int:
     return core.block_idx
 
 
+# CANN documents GetBlockNum only as "the core count the task was configured with"
+# (cannmirror/asc-devkit docs/api/context/GetBlockNum.md); its MIX operators count their AIVs
+# as GetBlockNum() * GetTaskRation(), i.e. GetBlockNum() is the number of groups on both sides.
 @lane_ready
 def GetBlockNum() -> int:
-    """block_dim of the launch (in a mix launch: the number of AIC + 2 AIV groups)."""
+    """block_dim of the launch, the same on every core: in a MIX_AIC_1_2 launch the number of groups (one AIC
+    + two AIVs each), so the AIVs number GetBlockNum() * GetTaskRation()."""
     return current_core("GetBlockNum").block_num
 
 
@@ -174,12 +178,14 @@ class AscendIs:
 ASCEND_IS_AIC, ASCEND_IS_AIV = AscendIs(AIC), AscendIs(AIV)
 
 
+# pipe: "PIPE_S and PIPE_ALL are not supported" (https://hiascend.com/document/detail/zh/
+# CANNCommunityEdition/800alpha003/apiref/ascendcopapi/atlasascendc_api_07_0273.html).
 @lane_ready
 def CrossCoreSetFlag(modeId: int, pipe: PipeType, flagId: int) -> None:
     """``CrossCoreSetFlag<modeId, pipe>(flagId)``: once `pipe`'s earlier work is done, raise flag `flagId`
     (0..10) for other cores. Mode 0: every core of this type (the flag reaches each when all have set it);
     mode 1: the two AIVs of this group; mode 2: AIC -> its two AIVs, or both AIVs -> their AIC. At most 16
-    sets of one flag may be pending."""
+    sets of one flag may be pending. `pipe` may not be PIPE_S or PIPE_ALL (KernelRuntimeError, as CANN)."""
     core = current_core("CrossCoreSetFlag")
     if not isinstance(pipe, PipeType) or pipe in (PipeType.PIPE_S, PipeType.PIPE_ALL):
         raise KernelRuntimeError(f"CrossCoreSetFlag needs the pipe the flag follows (PIPE_MTE3, PIPE_FIX, ...; not "
@@ -201,10 +207,13 @@ def CrossCoreWaitFlag(flagId: int, modeId: int = 0, pipe: PipeType | None = None
     core.launch.cross_wait(core, flag)
 
 
+# isAIVOnly true (the default): the vector cores only; false: the vector and the cube cores each, then
+# the two together (cannmirror/asc-devkit docs/api/context/SyncAll.md).
 @lane_ready
 def SyncAll(isAIVOnly: bool = True) -> None:
-    """``SyncAll<isAIVOnly>()``: every core of the launch (vector cores only by default) waits until all
-    have arrived; their earlier work is done first. Needs a MIX kernel type and block_dim <= the cores."""
+    """``SyncAll<isAIVOnly>()``: every core of the launch waits until all have arrived; their earlier work is
+    done first. SyncAll() spans the AIVs only (an AIC calling it is a LaunchError); SyncAll(False) spans every
+    AIC and AIV. Needs a MIX kernel type and block_dim <= the cores."""
     core = current_core("SyncAll")
     core.barrier(None, "SyncAll")
     core.instr(S, "SyncAll", SYNC_ALL, 1 if isAIVOnly else 0, kind=SYNC)
