@@ -1,0 +1,172 @@
+"""One recorded DSL call -> one HIVM operation (or a one-line refusal).
+
+The HIVM names and forms are those of the dialect reference, docs/source/en/developer_guide/
+dialects/HIVMDialect.md of https://github.com/Ascend/AscendNPU-IR: `hivm.hir.load` / `store`
+(GM <-> UB), the elementwise `hivm.hir.v*` ops (vector-vector and vector-scalar forms),
+`vcast` with its `round_mode`, `vbrc` of a scalar and `vreduce <op> ... reduce_dims = [0]`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+
+from sage.export.record import Call, Gm, Ub
+
+# DSL name -> HIVM op, by operand form
+BINARY = {"Add": "vadd", "Sub": "vsub", "Mul": "vmul", "Div": "vdiv", "Max": "vmax", "Min": "vmin",
+          "And": "vand", "Or": "vor"}
+SCALAR = {"Adds": "vadd", "Muls": "vmul", "Maxs": "vmax", "Mins": "vmin"}
+UNARY = {"Exp": "vexp", "Ln": "vln", "Abs": "vabs", "Reciprocal": "vrec", "Sqrt": "vsqrt", "Rsqrt": "vrsqrt",
+         "Relu": "vrelu", "Not": "vnot"}
+REDUCE = {"ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}
+# sage's RoundMode -> HIVM's RoundMode (CAST_NONE is "exact where possible, else to nearest even")
+ROUND = {"CAST_NONE": "rint", "CAST_RINT": "rint", "CAST_FLOOR": "floor", "CAST_CEIL": "ceil",
+         "CAST_ROUND": "round", "CAST_TRUNC": "trunc", "CAST_ODD": "odd"}
+MLIR_TYPES = {"float16": "f16", "float32": "f32", "bfloat16": "bf16", "int8": "i8", "uint8": "i8", "int16": "i16",
+              "uint16": "i16", "int32": "i32", "uint32": "i32", "int64": "i64"}
+
+
+class Refused(Exception):
+    """The kernel cannot be exported (yet); the message is one line saying why."""
+
+
+def mlir_type(dtype: np.dtype) -> str:
+    try:
+        return MLIR_TYPES[np.dtype(dtype).name]
+    except KeyError:
+        raise Refused(f"element type {np.dtype(dtype).name} has no AscendNPU IR counterpart here") from None
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A memref operand of `count` elements: GM (`where` = argument index, `off` element offset) or
+    local memory (`where` = buffer key, `off` byte offset)."""
+    gm: bool
+    where: object
+    off: int
+    count: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Op:
+    """One HIVM operation: its `form` picks the text (emit.py), `name` the op, `ins`/`outs` memrefs,
+    `scalar` a (value, mlir type) input, `attrs` the text after the operands."""
+    form: str
+    name: str
+    ins: tuple[Operand, ...]
+    outs: tuple[Operand, ...]
+    scalar: tuple | None
+    attrs: str
+    line: int | None
+
+    def shape(self) -> tuple:
+        """Everything but the GM offsets: blocks whose ops agree on this differ only in where in GM they work."""
+        strip = lambda o: (o.gm, o.where, None if o.gm else o.off, o.count, o.dtype)  # noqa: E731
+        return (self.form, self.name, tuple(map(strip, self.ins)), tuple(map(strip, self.outs)), self.scalar,
+                self.attrs, self.line)
+
+    def gm_offsets(self) -> list[int]:
+        return [o.off for o in self.ins + self.outs if o.gm]
+
+
+def _count(value, call: Call) -> int:
+    if value.__class__ is not int or value < 0:
+        raise Refused(f"{call.name} (line {call.line}) with a mask/repeat form is not exported yet: give an element "
+                      f"count")
+    return value
+
+
+def _operand(arg, count: int, gm_index: dict[int, int], call: Call) -> Operand:
+    if isinstance(arg, Gm):
+        if arg.buf not in gm_index:
+            raise Refused(f"{call.name} (line {call.line}) touches a GM tensor that is not an argument of the launch")
+        return Operand(True, gm_index[arg.buf], arg.off, count, mlir_type(arg.dtype))
+    if isinstance(arg, Ub):
+        if arg.slot[0] != "UB":
+            raise Refused(f"{call.name} (line {call.line}) works on {arg.slot[0]}: only UB (the vector core) is "
+                          f"exported yet")
+        return Operand(False, arg.slot, arg.off, count, mlir_type(arg.dtype))
+    raise Refused(f"{call.name} (line {call.line}): an operand that is not a tensor ({type(arg).__name__})")
+
+
+def _scalar(value, dtype: str, call: Call) -> tuple:
+    if isinstance(value, enum.Enum) or not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
+        raise Refused(f"{call.name} (line {call.line}): scalar {value!r} is not a number")
+    return (float(value) if dtype[0] in "fb" else int(value), dtype)
+
+
+def _copy_count(call: Call, dst, src) -> int:
+    """Elements one DataCopy/DataCopyPad moves, for the contiguous forms only."""
+    params = call.args[2]
+    isz = src.dtype.itemsize
+    if call.name == "DataCopy":
+        if isinstance(params, int):
+            return _count(params, call)
+        unit = 32
+    else:
+        if call.args[3:] and isinstance(call.args[3], dict) and call.args[3].get("isPad"):
+            raise Refused(f"DataCopyPad (line {call.line}) with padding is not exported yet")
+        unit = 1
+    if not isinstance(params, dict) or "blockCount" not in params:
+        raise Refused(f"{call.name} (line {call.line}): unrecognised copy parameters")
+    count, length = params["blockCount"], params["blockLen"] * unit
+    if count != 1 and (params.get("srcStride") or params.get("dstStride") or length % 32):
+        raise Refused(f"{call.name} (line {call.line}) of {count} strided or padded rows is not exported yet "
+                      f"(one contiguous run only)")
+    if (count * length) % isz:
+        raise Refused(f"{call.name} (line {call.line}) moves a part of an element")
+    return count * length // isz
+
+
+def translate(call: Call, gm_index: dict[int, int]) -> Op:
+    """The HIVM op of one recorded call, or Refused."""
+    name, args, line = call.name, call.args, call.line
+    if name.endswith(".GetValue"):
+        raise Refused(f"line {line} reads tensor data into a scalar ({name}): values and control flow that depend "
+                      f"on tensor data are not exported")
+    if name == "DataCopy" or name == "DataCopyPad":
+        dst, src = args[0], args[1]
+        if isinstance(dst, Ub) and isinstance(src, Gm):
+            n = _copy_count(call, dst, src)
+            return Op("copy", "load", (_operand(src, n, gm_index, call),), (_operand(dst, n, gm_index, call),),
+                      None, "", line)
+        if isinstance(dst, Gm) and isinstance(src, Ub):
+            n = _copy_count(call, dst, src)
+            return Op("copy", "store", (_operand(src, n, gm_index, call),), (_operand(dst, n, gm_index, call),),
+                      None, "", line)
+        raise Refused(f"{name} (line {line}) between two local buffers or two GM tensors is not exported yet")
+    if name in BINARY and len(args) == 4:
+        n = _count(args[3], call)
+        return Op("vector", BINARY[name], tuple(_operand(a, n, gm_index, call) for a in args[1:3]),
+                  (_operand(args[0], n, gm_index, call),), None, "", line)
+    if name in SCALAR and len(args) == 4:
+        n = _count(args[3], call)
+        src = _operand(args[1], n, gm_index, call)
+        return Op("vector", SCALAR[name], (src,), (_operand(args[0], n, gm_index, call),),
+                  _scalar(args[2], src.dtype, call), "", line)
+    if name in UNARY and len(args) == 3:
+        n = _count(args[2], call)
+        return Op("vector", UNARY[name], (_operand(args[1], n, gm_index, call),),
+                  (_operand(args[0], n, gm_index, call),), None, "", line)
+    if name == "Duplicate" and len(args) == 3:
+        n = _count(args[2], call)
+        dst = _operand(args[0], n, gm_index, call)
+        return Op("vector", "vbrc", (), (dst,), _scalar(args[1], dst.dtype, call), "", line)
+    if name == "Cast" and len(args) == 4:
+        n = _count(args[3], call)
+        mode = getattr(args[2], "name", None)
+        if mode not in ROUND:
+            raise Refused(f"Cast (line {line}): unknown round mode {args[2]!r}")
+        return Op("vector", "vcast", (_operand(args[1], n, gm_index, call),), (_operand(args[0], n, gm_index, call),),
+                  None, f" round_mode = <{ROUND[mode]}>", line)
+    if name in REDUCE and len(args) == 4:   # (dst, src, work, count): the work buffer is the vendor's to plan
+        n = _count(args[3], call)
+        return Op("vector", "vreduce", (_operand(args[1], n, gm_index, call),), (_operand(args[0], 1, gm_index, call),),
+                  None, f"<{REDUCE[name]}>", line)
+    known = name in BINARY or name in SCALAR or name in UNARY or name in REDUCE or name in ("Duplicate", "Cast")
+    form = "this argument form of " if known else ""
+    raise Refused(f"{form}{name} (line {line}) is not exported yet")
