@@ -27,6 +27,9 @@ from sage.export.ops import Op, Operand, Refused, mlir_type, translate
 from sage.export.record import Launch, Recording, record
 from sage.npu.hardware import HardwareSpec
 
+# traced scalar operations -> MLIR (the math.* ones come named from sage/export/scalars.py)
+ARITH = {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf", "div": "arith.divf", "neg": "arith.negf",
+         "pow": "math.powf"}
 MAX_OPS = 20_000      # ops of the emitted text, all groups together: beyond, the unrolled text is too long
 
 
@@ -93,14 +96,28 @@ class _Writer:
                 if not o.gm and o.where not in allocs:
                     allocs[o.where] = self.fresh("ub")
                     self.emit(indent, f"{allocs[o.where]} = memref.alloc() : memref<{o.where[2]}xi8, #ub>")
-        for op in ops:
+        loads: dict[int, tuple[str, str]] = {}   # op index of a GetValue -> (its SSA value, its type)
+        for k, op in enumerate(ops):
             names = [self.view(indent, o, allocs, next(fit) if o.gm else None, idx) for o in op.ins + op.outs]
+            if op.form == "sload":
+                c, s = self.fresh("c"), self.fresh("s")
+                self.emit(indent, f"{c} = arith.constant {op.attrs} : index")
+                self.emit(indent, f"{s} = memref.load {names[0]}[{c}] : {self.type_of(op.ins[0])}", op.line)
+                loads[k] = (s, op.ins[0].dtype)
+                continue
             ins, outs = names[:len(op.ins)], names[len(op.ins):]
             in_types = [self.type_of(o) for o in op.ins]
             if op.scalar is not None:
                 value, typ = op.scalar
-                s = self.fresh("s")
-                self.emit(indent, f"{s} = arith.constant {_literal(value, typ)} : {typ}")
+                if isinstance(value, tuple):      # ("expr", e): computed from values read from tensor data
+                    s = self.expression(indent, value[1], loads, op.line)
+                    if typ != "f32":
+                        t = self.fresh("s")
+                        self.emit(indent, f"{t} = arith.truncf {s} : f32 to {typ}", op.line)
+                        s = t
+                else:
+                    s = self.fresh("s")
+                    self.emit(indent, f"{s} = arith.constant {_literal(value, typ)} : {typ}")
                 ins.append(s)
                 in_types.append(typ)
             head = f"hivm.hir.{op.name}" if op.name != "vreduce" else f"hivm.hir.vreduce {op.attrs}"
@@ -108,6 +125,27 @@ class _Writer:
             outs_t = ", ".join(self.type_of(o) for o in op.outs)
             ins_text = f"ins({', '.join(ins)} : {', '.join(in_types)}) " if ins else ""
             self.emit(indent, f"{head} {ins_text}outs({', '.join(outs)} : {outs_t}){tail}", op.line)
+
+    def expression(self, indent: int, e: tuple, loads: dict, line: int | None) -> str:
+        """The f32 SSA value of a traced scalar expression (sage/export/scalars.py); Python computed it in
+        double, the chip's scalar unit computes in float."""
+        kind = e[0]
+        if kind == "const":
+            s = self.fresh("s")
+            self.emit(indent, f"{s} = arith.constant {_literal(e[1], 'f32')} : f32")
+            return s
+        if kind == "load":
+            value, typ = loads[e[1]]
+            if typ == "f32":
+                return value
+            s = self.fresh("s")
+            self.emit(indent, f"{s} = arith.extf {value} : {typ} to f32", line)
+            return s
+        args = [self.expression(indent, a, loads, line) for a in e[1:]]
+        s = self.fresh("s")
+        name = ARITH.get(kind, kind)
+        self.emit(indent, f"{s} = {name} {', '.join(args)} : f32", line)
+        return s
 
     def type_of(self, o: Operand) -> str:
         if o.gm:
@@ -142,7 +180,7 @@ def _literal(value, typ: str) -> str:
 
 def emit_launch(launch: Launch, filename: str) -> Exported:
     gm_index = {buf: k for k, (buf, _, _) in enumerate(launch.gm_args)}
-    programs = {b: [translate(c, gm_index) for c in calls] for b, calls in sorted(launch.blocks.items())}
+    programs = {b: [translate(c, gm_index, (0, b)) for c in calls] for b, calls in sorted(launch.blocks.items())}
     missing = launch.block_dim - len(programs)
     groups: dict[tuple, list[int]] = {}
     for b, ops in programs.items():
@@ -200,6 +238,10 @@ def export_kernel(source: str, args: list, kwargs: dict | None, *, spec: Hardwar
         where = f" (line {rec.error.line})" if rec.error.line else ""
         return Exported(refusal=f"the kernel fails on this case: {rec.error.type}{where}: "
                                 f"{rec.error.message.splitlines()[0] if rec.error.message else ''}")
+    if rec.taint is not None:
+        what, line = rec.taint
+        return Exported(refusal=f"line {line} uses a value read from tensor data in {what}: control flow on tensor "
+                                f"data is not exported")
     if rec.host_reads:
         return Exported(refusal="forward() reads tensor data back (read_back): a launch that depends on tensor "
                                 "data is not exported")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sage.export.record import Call, Gm, Ub
+from sage.export.scalars import Traced, loads_of
 
 # DSL name -> HIVM op, by operand form
 BINARY = {"Add": "vadd", "Sub": "vsub", "Mul": "vmul", "Div": "vdiv", "Max": "vmax", "Min": "vmin",
@@ -93,10 +94,31 @@ def _operand(arg, count: int, gm_index: dict[int, int], call: Call) -> Operand:
     raise Refused(f"{call.name} (line {call.line}): an operand that is not a tensor ({type(arg).__name__})")
 
 
-def _scalar(value, dtype: str, call: Call) -> tuple:
+def _strip(expr: tuple, block: tuple, call: Call) -> tuple:
+    """A traced expression with its loads named by their index in this block's program."""
+    for leaf in loads_of(expr):
+        if leaf[1] != block:
+            raise Refused(f"{call.name} (line {call.line}) uses a value another block read from tensor data")
+    if expr[0] == "load":
+        return ("load", expr[2])
+    if expr[0] == "const":
+        return expr
+    return (expr[0], *(_strip(e, block, call) for e in expr[1:]))
+
+
+def _scalar(value, dtype: str, call: Call, block: tuple) -> tuple:
+    if isinstance(value, Traced):
+        if dtype not in ("f16", "f32", "bf16"):
+            raise Refused(f"{call.name} (line {call.line}): a value read from tensor data as the scalar of a "
+                          f"{dtype} op is not exported yet")
+        return (("expr", _strip(value._sage_expr, block, call)), dtype)
     if isinstance(value, enum.Enum) or not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
         raise Refused(f"{call.name} (line {call.line}): scalar {value!r} is not a number")
     return (float(value) if dtype[0] in "fb" else int(value), dtype)
+
+
+def _place(arg) -> str:
+    return "GM" if isinstance(arg, Gm) else arg.slot[0] if isinstance(arg, Ub) else type(arg).__name__
 
 
 def _copy_count(call: Call, dst, src) -> int:
@@ -122,14 +144,22 @@ def _copy_count(call: Call, dst, src) -> int:
     return count * length // isz
 
 
-def translate(call: Call, gm_index: dict[int, int]) -> Op:
-    """The HIVM op of one recorded call, or Refused."""
+def translate(call: Call, gm_index: dict[int, int], block: tuple) -> Op:
+    """The HIVM op of one recorded call of `block` ((launch, block index)), or Refused."""
     name, args, line = call.name, call.args, call.line
+    if name == "LocalTensor.GetValue" and len(args) == 2 and isinstance(args[0], Ub) and args[1].__class__ is int:
+        if args[0].dtype.kind != "f":
+            raise Refused(f"line {line} reads an integer from tensor data ({name}): values and control flow that "
+                          f"depend on it are not exported")
+        return Op("sload", "load", (_operand(args[0], args[1] + 1, gm_index, call),), (), None, str(args[1]), line)
     if name.endswith(".GetValue"):
         raise Refused(f"line {line} reads tensor data into a scalar ({name}): values and control flow that depend "
                       f"on tensor data are not exported")
     if name == "DataCopy" or name == "DataCopyPad":
         dst, src = args[0], args[1]
+        for arg in (dst, src):
+            if isinstance(arg, Ub) and arg.slot[0] != "UB":
+                raise Refused(f"{name} (line {line}) to or from {arg.slot[0]} (the cube path) is not exported yet")
         if isinstance(dst, Ub) and isinstance(src, Gm):
             n = _copy_count(call, dst, src)
             return Op("copy", "load", (_operand(src, n, gm_index, call),), (_operand(dst, n, gm_index, call),),
@@ -138,7 +168,11 @@ def translate(call: Call, gm_index: dict[int, int]) -> Op:
             n = _copy_count(call, dst, src)
             return Op("copy", "store", (_operand(src, n, gm_index, call),), (_operand(dst, n, gm_index, call),),
                       None, "", line)
-        raise Refused(f"{name} (line {line}) between two local buffers or two GM tensors is not exported yet")
+        if isinstance(dst, Ub) and isinstance(src, Ub) and name == "DataCopy":   # UB -> UB on the vector pipe
+            n = _copy_count(call, dst, src)
+            return Op("copy", "copy", (_operand(src, n, gm_index, call),), (_operand(dst, n, gm_index, call),),
+                      None, "", line)
+        raise Refused(f"{name} (line {line}) from {_place(src)} to {_place(dst)} is not exported yet")
     if name in BINARY and len(args) == 4:
         n = _count(args[3], call)
         return Op("vector", BINARY[name], tuple(_operand(a, n, gm_index, call) for a in args[1:3]),
@@ -147,7 +181,7 @@ def translate(call: Call, gm_index: dict[int, int]) -> Op:
         n = _count(args[3], call)
         src = _operand(args[1], n, gm_index, call)
         return Op("vector", SCALAR[name], (src,), (_operand(args[0], n, gm_index, call),),
-                  _scalar(args[2], src.dtype, call), "", line)
+                  _scalar(args[2], src.dtype, call, block), "", line)
     if name in UNARY and len(args) == 3:
         n = _count(args[2], call)
         return Op("vector", UNARY[name], (_operand(args[1], n, gm_index, call),),
@@ -155,7 +189,7 @@ def translate(call: Call, gm_index: dict[int, int]) -> Op:
     if name == "Duplicate" and len(args) == 3:
         n = _count(args[2], call)
         dst = _operand(args[0], n, gm_index, call)
-        return Op("vector", "vbrc", (), (dst,), _scalar(args[1], dst.dtype, call), "", line)
+        return Op("vector", "vbrc", (), (dst,), _scalar(args[1], dst.dtype, call, block), "", line)
     if name == "Cast" and len(args) == 4:
         n = _count(args[3], call)
         mode = getattr(args[2], "name", None)

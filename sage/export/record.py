@@ -24,6 +24,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 import sage.npu.ascendc as dsl
+from sage.export.scalars import Taint, Traced, set_taint, traced_math
+from sage.npu import restricted
 from sage.npu.ascendc import handles, host
 from sage.npu.ascendc.tensors import GlobalTensor, LocalTensor
 from sage.npu.execute import run_functional
@@ -84,6 +86,7 @@ class Recording:
     launches: list[Launch]
     error: ErrorInfo | None = None        # the kernel's own error (it did not run)
     host_reads: int = 0                   # reads of tensor data by forward()
+    taint: tuple[str, int | None] | None = None   # the first use of tensor data the IR cannot follow
 
 
 def _operand(value: Any) -> Any:
@@ -104,6 +107,7 @@ class _Recorder:
     def __init__(self, filename: str) -> None:
         self.filename = filename
         self.launches: list[Launch] = []
+        self.taint = Taint(filename, lambda: self.line())
 
     def line(self) -> int | None:
         frame = sys._getframe(2)
@@ -111,12 +115,24 @@ class _Recorder:
             frame = frame.f_back
         return frame.f_lineno if frame is not None else None
 
-    def add(self, name: str, args: tuple) -> None:
+    def add(self, name: str, args: tuple) -> tuple | None:
+        """Record a call of the running block; its (block key, index in the block's program)."""
         core = core_mod._current
         if core is None or not self.launches:
-            return  # host-side calls (empty, kernel, ...) are not part of a block's program
+            return None  # host-side calls (empty, kernel, ...) are not part of a block's program
         block = self.launches[-1].blocks.setdefault(int(core.block_idx), [])
         block.append(Call(name, tuple(_operand(a) for a in args), self.line()))
+        return (len(self.launches) - 1, int(core.block_idx)), len(block) - 1
+
+    def traced_get(self, fn: Callable) -> Callable:
+        """LocalTensor.GetValue: a float read comes back as a Traced load of this call."""
+        def recorded(*args, **kwargs):
+            where = self.add("LocalTensor.GetValue", args)
+            value = fn(*args, **kwargs)
+            if where is not None and isinstance(value, float) and not kwargs:
+                return Traced(value, ("load", *where))
+            return value
+        return recorded
 
     def wrap(self, name: str, fn: Callable) -> Callable:
         def recorded(*args, **kwargs):
@@ -141,7 +157,18 @@ def _recording(rec: _Recorder) -> Iterator[None]:
             patch(dsl, name, rec.wrap(name, value))
     for cls in (dsl.LocalTensor, dsl.GlobalTensor):
         for method in SCALAR_METHODS:
-            patch(cls, method, rec.wrap(f"{cls.__name__}.{method}", cls.__dict__[method]))
+            original = cls.__dict__[method]
+            traced = cls is dsl.LocalTensor and method == "GetValue"
+            patch(cls, method, rec.traced_get(original) if traced else rec.wrap(f"{cls.__name__}.{method}", original))
+    for name in restricted.MATH_NAMES:
+        value = getattr(restricted.KERNEL_MATH, name)
+        if callable(value):
+            patch(restricted.KERNEL_MATH, name, traced_math(name, value))
+    # a Traced is a DSL argument as a float is (handles.py lets only known classes through)
+    new_type = Traced not in handles._ARGUMENT_TYPES
+    handles._ARGUMENT_TYPES.add(Traced)
+    handles._PASSING.add(Traced)
+    set_taint(rec.taint)
     launch = Session.launch
 
     def noted(session, fn, name, block_dim, args, kwargs, on_block_end=None):
@@ -154,6 +181,10 @@ def _recording(rec: _Recorder) -> Iterator[None]:
     try:
         yield
     finally:
+        set_taint(None)
+        if new_type:
+            handles._ARGUMENT_TYPES.discard(Traced)
+            handles._PASSING.discard(Traced)
         for owner, name, value in reversed(saved):
             setattr(owner, name, value)
 
@@ -167,4 +198,4 @@ def record(source: str, args: list, kwargs: dict | None, *, spec: HardwareSpec, 
                              instruction_budget=instruction_budget, lockstep=False)
     if run.error is not None:
         return Recording([], error=run.error)
-    return Recording(rec.launches, host_reads=len(run.trace.syncs) if run.trace else 0)
+    return Recording(rec.launches, host_reads=len(run.trace.syncs) if run.trace else 0, taint=rec.taint.first)
