@@ -49,7 +49,7 @@ def unavailable_reason() -> str | None:
     """None when the check can run here, else one line saying why not and how to get it."""
     if compiler_path() is not None:
         return None
-    py = f"{sys.version_info.major}.{sys.version_info.minor}"
+    py = "%d.%d" % tuple(sys.version_info[:2])
     if sys.implementation.name != "cpython" or py != "3.11":
         return (f"the vendor check is unavailable: ascendnpu-ir publishes a wheel for CPython 3.11 only "
                 f"(this is {sys.implementation.name} {py})")
