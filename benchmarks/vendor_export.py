@@ -8,7 +8,9 @@ Each kernel's task is the file its docstring names ("task: add_task.py"). Per ca
 runs once (sage.export.export_kernel, as `sage export` does) and, where it exports, the IR goes
 through `bishengir-compile --target=Ascend910B2` (the `ascendnpu-ir` extra); "passes" means the
 pipeline ran to its end and stopped only because CANN's hivmc is absent. Without the extra the
-verdict column says why the check did not run.
+verdict column says why the check did not run. The `ref` column is an independent reading of the
+exported text (sage.export.interpret, numpy) judged against the PyTorch reference as `sage npu
+run` judges a kernel: "ok" when it matches.
 """
 
 from __future__ import annotations
@@ -23,9 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sage.bench.evaluate import select_cases  # noqa: E402
+import numpy as np  # noqa: E402
+
+from sage.bench.correctness import compare_outputs  # noqa: E402
+from sage.bench.evaluate import reference_outputs, select_cases, truth_outputs  # noqa: E402
 from sage.bench.tasks import kernel_args, load_task, parameter_kwargs  # noqa: E402
 from sage.export import check_ir, export_kernel, unavailable_reason  # noqa: E402
+from sage.export.interpret import run_exported  # noqa: E402
 from sage.npu.hardware import load_preset  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "kernels"
@@ -49,12 +55,13 @@ def rows(case: int | None) -> list[dict]:
         for i in indices:
             began = time.perf_counter()
             model, [(_, inputs)] = select_cases(task, [i])
-            exported = export_kernel(source, kernel_args(inputs), parameter_kwargs(model), spec=spec,
-                                     filename=kernel.name)
+            args, kwargs = kernel_args(inputs), parameter_kwargs(model)
+            exported = export_kernel(source, args, kwargs, spec=spec, filename=kernel.name)
             row = {"kernel": kernel.name, "case": i, "exported": exported.text is not None,
                    "refusal": exported.refusal, "blocks": exported.blocks, "groups": exported.groups,
-                   "ops": exported.ops, "passed": None, "check": None}
+                   "ops": exported.ops, "passed": None, "check": None, "interpreted": None}
             if exported.text is not None:
+                row["interpreted"] = interpreted(exported, model, inputs, args, kwargs)
                 if why_not is not None:
                     row["check"] = why_not
                 else:
@@ -65,6 +72,17 @@ def rows(case: int | None) -> list[dict]:
     return out
 
 
+def interpreted(exported, model, inputs: list, args: list, kwargs: dict) -> bool:
+    """The exported text run by the reference interpreter matches the PyTorch reference."""
+    tensors = [a for a in args if isinstance(a, np.ndarray)] + list(kwargs.values())
+    expected = reference_outputs(model, inputs)
+    outputs = run_exported(exported.text, exported.blocks, exported.args, tensors)
+    if len(outputs) != len(expected):
+        return False
+    outputs = [o.reshape(e.shape) for o, e in zip(outputs, expected)]
+    return compare_outputs(expected, outputs, truth=truth_outputs(model, inputs, len(expected))).correct
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", type=int, default=None, help="only this case of each task (default: all)")
@@ -72,17 +90,19 @@ def main() -> None:
     args = parser.parse_args()
     table = rows(args.case)
     summary = {"target": TARGET, "rows": len(table), "exported": sum(r["exported"] for r in table),
-               "passed": sum(bool(r.get("passed")) for r in table)}
+               "passed": sum(bool(r.get("passed")) for r in table),
+               "interpreted_ok": sum(bool(r.get("interpreted")) for r in table)}
     if args.json:
         print(json.dumps({**summary, "table": table}))
         return
-    print(f"{'kernel':<26} {'case':>4}  {'blocks':>6} {'groups':>6} {'ops':>5}  verdict")
+    print(f"{'kernel':<24} {'case':>4} {'blocks':>6} {'groups':>6} {'ops':>4} {'ref':>4}  verdict")
     for r in table:
         verdict = r["check"] if r["exported"] else f"not exported: {r['refusal']}"
-        figures = (f"{r['blocks']:>6} {r['groups']:>6} {r['ops']:>5}" if r["exported"] else f"{'-':>6} {'-':>6} {'-':>5}")
-        print(f"{r['kernel']:<26} {str(r['case']):>4}  {figures}  {verdict}")
+        ref = "-" if r["interpreted"] is None else "ok" if r["interpreted"] else "BAD"
+        figures = (f"{r['blocks']:>6} {r['groups']:>6} {r['ops']:>4}" if r["exported"] else f"{'-':>6} {'-':>6} {'-':>4}")
+        print(f"{r['kernel']:<24} {str(r['case']):>4} {figures} {ref:>4}  {verdict}")
     print(f"\n{summary['exported']} of {summary['rows']} kernel-cases export; {summary['passed']} pass the vendor "
-          f"pipeline for {TARGET}")
+          f"pipeline for {TARGET}; {summary['interpreted_ok']} match the reference when the IR is interpreted")
 
 
 if __name__ == "__main__":

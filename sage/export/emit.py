@@ -43,6 +43,8 @@ class Exported:
     groups: int = 0
     ops: int = 0
     lines: dict[int, int] = field(default_factory=dict)   # IR line -> kernel line
+    # per function argument: (allocation id, an input of forward()); ids count forward()'s tensors first
+    args: list[tuple[int, bool]] = field(default_factory=list)
 
 
 def _affine(blocks: list[int], offsets: list[list[int]]) -> list[tuple[int, int]]:
@@ -66,7 +68,7 @@ def _affine(blocks: list[int], offsets: list[list[int]]) -> list[tuple[int, int]
 
 
 class _Writer:
-    def __init__(self, filename: str, gm: list[tuple[int, np.dtype, int]]) -> None:
+    def __init__(self, filename: str, gm: list[tuple[int, np.dtype, int, bool]]) -> None:
         self.filename, self.gm = filename, gm
         self.out: list[str] = []
         self.lines: dict[int, int] = {}
@@ -179,7 +181,7 @@ def _literal(value, typ: str) -> str:
 
 
 def emit_launch(launch: Launch, filename: str) -> Exported:
-    gm_index = {buf: k for k, (buf, _, _) in enumerate(launch.gm_args)}
+    gm_index = {buf: k for k, (buf, *_) in enumerate(launch.gm_args)}
     programs = {b: [translate(c, gm_index, (0, b)) for c in calls] for b, calls in sorted(launch.blocks.items())}
     missing = launch.block_dim - len(programs)
     groups: dict[tuple, list[int]] = {}
@@ -227,7 +229,7 @@ def emit_launch(launch: Launch, filename: str) -> Exported:
     w.emit(1, "}")
     w.emit(0, "}")
     return Exported(text="\n".join(w.out) + "\n", kernel=launch.name, blocks=launch.block_dim, groups=len(ordered),
-                    ops=total, lines=w.lines)
+                    ops=total, lines=w.lines, args=[(buf, is_input) for buf, _, _, is_input in launch.gm_args])
 
 
 def export_kernel(source: str, args: list, kwargs: dict | None, *, spec: HardwareSpec,

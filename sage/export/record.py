@@ -77,7 +77,9 @@ class Launch:
     name: str
     line: int | None                   # the kernel function's def line
     block_dim: int
-    gm_args: list[tuple[int, np.dtype, int]]   # the GM tensors passed, in order: (allocation id, dtype, elements)
+    # the GM tensors passed, in order: (allocation id, dtype, elements, an input of forward()); allocation
+    # ids count forward()'s tensor arguments first, in order (sage.npu.execute)
+    gm_args: list[tuple[int, np.dtype, int, bool]]
     blocks: dict[int, list[Call]] = field(default_factory=dict)
 
 
@@ -173,7 +175,8 @@ def _recording(rec: _Recorder) -> Iterator[None]:
 
     def noted(session, fn, name, block_dim, args, kwargs, on_block_end=None):
         tensors = [handles.unwrap(a) for a in args if handles.is_handle(a)]
-        gm = [(t._buf.id, t._buf.dtype, t._buf.data.size) for t in tensors if isinstance(t, host.GmHandle)]
+        gm = [(t._buf.id, t._buf.dtype, t._buf.data.size, t._buf.is_input) for t in tensors
+              if isinstance(t, host.GmHandle)]
         code = getattr(fn, "__code__", None)
         rec.launches.append(Launch(name, code.co_firstlineno if code else None, int(block_dim), gm))
         return launch(session, fn, name, block_dim, args, kwargs, on_block_end)
