@@ -82,7 +82,8 @@ def export(
             output.write_text(exported.text, encoding="utf-8")
         except OSError as exc:
             fail(f"{output}: cannot write the IR ({exc.strerror or exc})")
-        _say(f"{output}: ", f"{exported.kernel}, {exported.blocks} block(s) in {exported.groups} group(s), "
+        launches = f"{len(exported.functions)} launches: " if len(exported.functions) > 1 else ""
+        _say(f"{output}: ", f"{launches}{exported.kernel}, {exported.blocks} block(s) in {exported.groups} group(s), "
                             f"{exported.ops} op(s)")
     if not check:
         raise typer.Exit(0)

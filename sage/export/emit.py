@@ -1,6 +1,6 @@
 """The recorded blocks of one launch -> AscendNPU IR text (docs/export.md).
 
-The IR is one `func.func` marked `hacc.entry` / `#hacc.function_kind<DEVICE>` (the form of the
+The IR has one `func.func` per launch of forward(), marked `hacc.entry` / `#hacc.function_kind<DEVICE>` (the form of the
 `ascendnpu-ir` package README and of docs/source/en/developer_guide/dialects/HACCDialect.md in
 https://github.com/Ascend/AscendNPU-IR) whose arguments are the launch's GM tensors, flat.
 
@@ -34,17 +34,28 @@ MAX_OPS = 20_000      # ops of the emitted text, all groups together: beyond, th
 
 
 @dataclass
+class Function:
+    """One launch's entry function: its name, block count and GM arguments (allocation ids)."""
+    name: str
+    blocks: int
+    args: list[int]
+
+
+@dataclass
 class Exported:
     """An export: the IR `text`, or the one-line `refusal` saying why not."""
     text: str | None = None
     refusal: str | None = None
-    kernel: str = ""
-    blocks: int = 0
+    kernel: str = ""                                      # the functions' names
+    blocks: int = 0                                       # over all launches
     groups: int = 0
     ops: int = 0
     lines: dict[int, int] = field(default_factory=dict)   # IR line -> kernel line
-    # per function argument: (allocation id, an input of forward()); ids count forward()'s tensors first
-    args: list[tuple[int, bool]] = field(default_factory=list)
+    functions: list[Function] = field(default_factory=list)   # in launch order
+    # GM allocation id -> (dtype, elements, an input of forward()); ids count forward()'s tensor
+    # arguments first, in order (sage.npu.execute); `outputs`: the ids forward() returns
+    gm: dict[int, tuple[np.dtype, int, bool]] = field(default_factory=dict)
+    outputs: list[int] = field(default_factory=list)
 
 
 def _affine(blocks: list[int], offsets: list[list[int]]) -> list[tuple[int, int]]:
@@ -180,24 +191,19 @@ def _literal(value, typ: str) -> str:
     return str(int(value))
 
 
-def emit_launch(launch: Launch, filename: str) -> Exported:
+def _function(w: _Writer, launch: Launch, index: int, name: str) -> tuple[int, int]:
+    """One launch as an entry function; (its ops, its block groups)."""
     gm_index = {buf: k for k, (buf, *_) in enumerate(launch.gm_args)}
-    programs = {b: [translate(c, gm_index, (0, b)) for c in calls] for b, calls in sorted(launch.blocks.items())}
-    missing = launch.block_dim - len(programs)
+    programs = {b: [translate(c, gm_index, (index, b)) for c in calls] for b, calls in sorted(launch.blocks.items())}
     groups: dict[tuple, list[int]] = {}
     for b, ops in programs.items():
         groups.setdefault(tuple(op.shape() for op in ops), []).append(b)
-    if missing and any(programs.values()):
+    if len(programs) < launch.block_dim:   # blocks that made no data call: an empty branch
         groups.setdefault((), []).extend(b for b in range(launch.block_dim) if b not in programs)
     total = sum(len(programs[bs[0]]) if bs[0] in programs else 0 for bs in groups.values())
-    if total > MAX_OPS:
-        raise Refused(f"the unrolled program has {total} ops (over {MAX_OPS}): rolling loops back is not done yet")
-    w = _Writer(filename, launch.gm_args)
-    w.emit(0, "#gm = #hivm.address_space<gm>")
-    w.emit(0, "#ub = #hivm.address_space<ub>")
-    w.emit(0, "module {")
+    w.gm = launch.gm_args
     params = ", ".join(f"%arg{k}: {w.gm_type(k)}" for k in range(len(launch.gm_args)))
-    w.emit(1, f"func.func @{launch.name}({params}) attributes {{hacc.entry, hacc.function_kind = "
+    w.emit(1, f"func.func @{name}({params}) attributes {{hacc.entry, hacc.function_kind = "
               f"#hacc.function_kind<DEVICE>}} {{", launch.line, loc=False)
     w.emit(2, "%bi = hivm.hir.get_block_idx -> i64")
     w.emit(2, "%idx = arith.index_cast %bi : i64 to index")
@@ -227,9 +233,30 @@ def emit_launch(launch: Launch, filename: str) -> Exported:
             w.emit(2 + k, "}")
     w.emit(2, "return")
     w.emit(1, "}")
+    return total, len(ordered)
+
+
+def emit_module(rec: Recording, filename: str) -> Exported:
+    """Every launch of forward(), in order, as one entry function each."""
+    w = _Writer(filename, [])
+    w.emit(0, "#gm = #hivm.address_space<gm>")
+    w.emit(0, "#ub = #hivm.address_space<ub>")
+    w.emit(0, "module {")
+    functions, ops, groups, gm = [], 0, 0, {}
+    seen: dict[str, int] = {}
+    for i, launch in enumerate(rec.launches):
+        seen[launch.name] = seen.get(launch.name, 0) + 1
+        name = launch.name if seen[launch.name] == 1 else f"{launch.name}_{seen[launch.name] - 1}"
+        n, g = _function(w, launch, i, name)
+        ops, groups = ops + n, groups + g
+        if ops > MAX_OPS:
+            raise Refused(f"the unrolled program has over {MAX_OPS} ops: rolling loops back is not done yet")
+        functions.append(Function(name, launch.block_dim, [buf for buf, *_ in launch.gm_args]))
+        gm.update({buf: (np.dtype(dtype), n, is_input) for buf, dtype, n, is_input in launch.gm_args})
     w.emit(0, "}")
-    return Exported(text="\n".join(w.out) + "\n", kernel=launch.name, blocks=launch.block_dim, groups=len(ordered),
-                    ops=total, lines=w.lines, args=[(buf, is_input) for buf, _, _, is_input in launch.gm_args])
+    return Exported(text="\n".join(w.out) + "\n", kernel=", ".join(f.name for f in functions),
+                    blocks=sum(f.blocks for f in functions), groups=groups, ops=ops, lines=w.lines,
+                    functions=functions, gm=gm, outputs=rec.outputs)
 
 
 def export_kernel(source: str, args: list, kwargs: dict | None, *, spec: HardwareSpec,
@@ -247,9 +274,12 @@ def export_kernel(source: str, args: list, kwargs: dict | None, *, spec: Hardwar
     if rec.host_reads:
         return Exported(refusal="forward() reads tensor data back (read_back): a launch that depends on tensor "
                                 "data is not exported")
-    if len(rec.launches) != 1:
-        return Exported(refusal=f"forward() launches {len(rec.launches)} kernels: export covers one launch yet")
+    if not rec.launches:
+        return Exported(refusal="forward() launches no kernel")
+    missing = [b for b in rec.outputs if not any(b == buf for launch in rec.launches for buf, *_ in launch.gm_args)]
+    if missing:
+        return Exported(refusal="an output of forward() is not an argument of any launch (a host-side view or copy)")
     try:
-        return emit_launch(rec.launches[0], filename)
+        return emit_module(rec, filename)
     except Refused as exc:
-        return Exported(refusal=str(exc), kernel=rec.launches[0].name, blocks=rec.launches[0].block_dim)
+        return Exported(refusal=str(exc))

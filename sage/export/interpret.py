@@ -58,15 +58,18 @@ def _constant(literal: str, typ: str):
     return TYPES[typ](int(literal))
 
 
-def run(text: str, args: list[np.ndarray], blocks: int) -> None:
-    """Run the IR's entry function for blocks 0..blocks-1 on `args` (flat arrays, written in place)."""
+def run(text: str, args: list[np.ndarray], blocks: int, name: str | None = None) -> None:
+    """Run entry function `name` (default: the first) for blocks 0..blocks-1 on `args` (flat arrays,
+    written in place)."""
     lines = [ln.split(" loc(")[0].strip() for ln in text.splitlines()]
-    head = next((ln for ln in lines if ln.startswith("func.func @")), None)
+    start = "func.func @" if name is None else f"func.func @{name}("
+    head = next((ln for ln in lines if ln.startswith(start)), None)
     if head is None:
-        raise InterpretError("no func.func in the IR")
+        raise InterpretError(f"no func.func {name or ''} in the IR")
     params = re.findall(r"(%arg\d+): memref<(\d+)x(\w+), #gm>", head)
     if len(params) != len(args):
         raise InterpretError(f"the function takes {len(params)} arguments, {len(args)} given")
+    args = [a.view(np.int8) if a.dtype == np.bool_ else a for a in args]   # bool is i8 in the IR (ops.py)
     for (name, n, typ), a in zip(params, args):
         if a.size != int(n) or a.dtype != np.dtype(TYPES[typ]):
             raise InterpretError(f"{name} is memref<{n}x{typ}>, given {a.dtype}[{a.size}]")
@@ -174,21 +177,18 @@ def _value(op: str, rest: str, env: dict, block: int):
     raise InterpretError(f"not in the exported subset: {op}")
 
 
-def run_exported(text: str, blocks: int, args: list[tuple[int, bool]], tensors: list[np.ndarray]) -> list[np.ndarray]:
-    """Run an export on forward()'s tensors (`tensors`, in argument order: allocation id k < len(tensors)
-    is tensor k, sage.npu.execute) and return its other GM arguments, the outputs, flat. `args` is
-    Exported.args; an output's dtype and size come from the function's signature."""
-    head = next(ln for ln in text.splitlines() if ln.lstrip().startswith("func.func @"))
-    params = re.findall(r"%arg\d+: memref<(\d+)x(\w+), #gm>", head)
-    arrays, outputs = [], []
-    for (buf, is_input), (n, typ) in zip(args, params):
+def run_exported(exported, tensors: list[np.ndarray]) -> list[np.ndarray]:
+    """Run an export's functions in launch order on forward()'s tensors (`tensors`, in argument order:
+    allocation id k < len(tensors) is tensor k, sage.npu.execute); every other GM tensor starts as NaN
+    bytes. Returns forward()'s outputs, flat."""
+    gm = {}
+    for buf, (dtype, n, is_input) in exported.gm.items():
         if is_input:
             if buf >= len(tensors):
-                raise InterpretError(f"argument {buf} of forward() was not given")
-            arrays.append(np.ascontiguousarray(tensors[buf]).reshape(-1).copy())
+                raise InterpretError(f"tensor {buf} of forward() was not given")
+            gm[buf] = np.ascontiguousarray(tensors[buf]).reshape(-1).copy()
         else:
-            out = np.full(int(n) * np.dtype(TYPES[typ]).itemsize, UNINITIALISED, np.uint8).view(TYPES[typ])
-            arrays.append(out)
-            outputs.append(out)
-    run(text, arrays, blocks)
-    return outputs
+            gm[buf] = np.full(n * dtype.itemsize, UNINITIALISED, np.uint8).view(dtype)
+    for f in exported.functions:
+        run(exported.text, [gm[b] for b in f.args], f.blocks, f.name)
+    return [gm[b] for b in exported.outputs]

@@ -26,7 +26,8 @@ REDUCE = {"ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}
 # sage's RoundMode -> HIVM's RoundMode (CAST_NONE is "exact where possible, else to nearest even")
 ROUND = {"CAST_NONE": "rint", "CAST_RINT": "rint", "CAST_FLOOR": "floor", "CAST_CEIL": "ceil",
          "CAST_ROUND": "round", "CAST_TRUNC": "trunc", "CAST_ODD": "odd"}
-MLIR_TYPES = {"float16": "f16", "float32": "f32", "bfloat16": "bf16", "int8": "i8", "uint8": "i8", "int16": "i16",
+# bool tensors are bytes of 0/1 in GM and UB alike: i8 (the DSL's bool_ is one byte)
+MLIR_TYPES = {"bool": "i8", "float16": "f16", "float32": "f32", "bfloat16": "bf16", "int8": "i8", "uint8": "i8", "int16": "i16",
               "uint16": "i16", "int32": "i32", "uint32": "i32", "int64": "i64"}
 
 

@@ -28,7 +28,7 @@ from sage.export.scalars import Taint, Traced, set_taint, traced_math
 from sage.npu import restricted
 from sage.npu.ascendc import handles, host
 from sage.npu.ascendc.tensors import GlobalTensor, LocalTensor
-from sage.npu.execute import run_functional
+from sage.npu import execute
 from sage.npu.hardware import HardwareSpec
 from sage.npu.results import ErrorInfo
 from sage.npu.sim import core as core_mod
@@ -89,6 +89,7 @@ class Recording:
     error: ErrorInfo | None = None        # the kernel's own error (it did not run)
     host_reads: int = 0                   # reads of tensor data by forward()
     taint: tuple[str, int | None] | None = None   # the first use of tensor data the IR cannot follow
+    outputs: list[int] = field(default_factory=list)   # allocation ids of the GM tensors forward() returns
 
 
 def _operand(value: Any) -> Any:
@@ -110,6 +111,7 @@ class _Recorder:
         self.filename = filename
         self.launches: list[Launch] = []
         self.taint = Taint(filename, lambda: self.line())
+        self.outputs: list[int] = []
 
     def line(self) -> int | None:
         frame = sys._getframe(2)
@@ -181,6 +183,16 @@ def _recording(rec: _Recorder) -> Iterator[None]:
         rec.launches.append(Launch(name, code.co_firstlineno if code else None, int(block_dim), gm))
         return launch(session, fn, name, block_dim, args, kwargs, on_block_end)
     patch(Session, "launch", noted)
+    collect = execute._collect
+
+    def returned(result, expected):
+        items = list(result) if isinstance(result, (tuple, list)) else [result]
+        for item in items:
+            item = handles.unwrap(item) if handles.is_handle(item) else item
+            if isinstance(item, host.GmHandle):
+                rec.outputs.append(item._buf.id)
+        return collect(result, expected)
+    patch(execute, "_collect", returned)
     try:
         yield
     finally:
@@ -197,8 +209,9 @@ def record(source: str, args: list, kwargs: dict | None, *, spec: HardwareSpec, 
     """Run the kernel file's forward() once on `args` (one case's inputs), block by block, recording."""
     rec = _Recorder(filename)
     with _recording(rec):
-        run = run_functional(source, args, kwargs, spec=spec, filename=filename,
+        run = execute.run_functional(source, args, kwargs, spec=spec, filename=filename,
                              instruction_budget=instruction_budget, lockstep=False)
     if run.error is not None:
         return Recording([], error=run.error)
-    return Recording(rec.launches, host_reads=len(run.trace.syncs) if run.trace else 0, taint=rec.taint.first)
+    return Recording(rec.launches, host_reads=len(run.trace.syncs) if run.trace else 0, taint=rec.taint.first,
+                     outputs=rec.outputs)
