@@ -30,6 +30,8 @@ from sage.npu.hardware import HardwareSpec
 # traced scalar operations -> MLIR (the math.* ones come named from sage/export/scalars.py)
 ARITH = {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf", "div": "arith.divf", "neg": "arith.negf",
          "pow": "math.powf"}
+_NUMPY = {"f16": "float16", "f32": "float32", "bf16": "uint16", "i8": "int8", "i16": "int16", "i32": "int32",
+          "i64": "int64"}   # (bf16's size is what counts here)
 MAX_OPS = 20_000      # ops of the emitted text, all groups together: beyond, the unrolled text is too long
 
 
@@ -121,23 +123,32 @@ class _Writer:
             ins, outs = names[:len(op.ins)], names[len(op.ins):]
             in_types = [self.type_of(o) for o in op.ins]
             if op.scalar is not None:
-                value, typ = op.scalar
-                if isinstance(value, tuple):      # ("expr", e): computed from values read from tensor data
-                    s = self.expression(indent, value[1], loads, op.line)
-                    if typ != "f32":
-                        t = self.fresh("s")
-                        self.emit(indent, f"{t} = arith.truncf {s} : f32 to {typ}", op.line)
-                        s = t
-                else:
-                    s = self.fresh("s")
-                    self.emit(indent, f"{s} = arith.constant {_literal(value, typ)} : {typ}")
-                ins.append(s)
-                in_types.append(typ)
+                ins.append(self.scalar(indent, op, loads))
+                in_types.append(op.scalar[1])
+            if op.form == "sstore":
+                c = self.fresh("c")
+                self.emit(indent, f"{c} = arith.constant {op.attrs} : index")
+                self.emit(indent, f"memref.store {ins[-1]}, {outs[0]}[{c}] : {self.type_of(op.outs[0])}", op.line)
+                continue
             head = f"hivm.hir.{op.name}" if op.name != "vreduce" else f"hivm.hir.vreduce {op.attrs}"
             tail = op.attrs if op.name != "vreduce" else " reduce_dims = [0]"
             outs_t = ", ".join(self.type_of(o) for o in op.outs)
             ins_text = f"ins({', '.join(ins)} : {', '.join(in_types)}) " if ins else ""
             self.emit(indent, f"{head} {ins_text}outs({', '.join(outs)} : {outs_t}){tail}", op.line)
+
+    def scalar(self, indent: int, op: Op, loads: dict) -> str:
+        """The SSA value of an op's scalar operand: a constant, or computed from values read from tensor data."""
+        value, typ = op.scalar
+        if isinstance(value, tuple):      # ("expr", e)
+            s = self.expression(indent, value[1], loads, op.line)
+            if typ != "f32":
+                t = self.fresh("s")
+                self.emit(indent, f"{t} = arith.truncf {s} : f32 to {typ}", op.line)
+                s = t
+            return s
+        s = self.fresh("s")
+        self.emit(indent, f"{s} = arith.constant {_literal(value, typ)} : {typ}")
+        return s
 
     def expression(self, indent: int, e: tuple, loads: dict, line: int | None) -> str:
         """The f32 SSA value of a traced scalar expression (sage/export/scalars.py); Python computed it in
@@ -161,6 +172,9 @@ class _Writer:
         return s
 
     def type_of(self, o: Operand) -> str:
+        if o.rows > 1:
+            space = "offset: ?>, #gm" if o.gm else ">, #ub"
+            return f"memref<{o.rows}x{o.count}x{o.dtype}, strided<[{o.pitch}, 1]{', ' if o.gm else ''}{space}>"
         if o.gm:
             return f"memref<{o.count}x{o.dtype}, strided<[1], offset: ?>, #gm>"
         return f"memref<{o.count}x{o.dtype}, #ub>"
@@ -170,14 +184,29 @@ class _Writer:
         if not o.gm:
             c = self.fresh("c")
             self.emit(indent, f"{c} = arith.constant {o.off} : index")
-            self.emit(indent, f"{v} = memref.view {allocs[o.where]}[{c}][] : memref<{o.where[2]}xi8, #ub> to "
+            if o.rows == 1:
+                self.emit(indent, f"{v} = memref.view {allocs[o.where]}[{c}][] : memref<{o.where[2]}xi8, #ub> to "
+                                  f"{self.type_of(o)}")
+                return v
+            # rows `pitch` apart: a (rows x pitch) view, then its first `count` columns
+            whole = f"memref<{o.rows}x{o.pitch}x{o.dtype}, #ub>"
+            if o.off + o.rows * o.pitch * np.dtype(_NUMPY[o.dtype]).itemsize > o.where[2]:
+                raise Refused(f"rows {o.pitch} elements apart from byte {o.off} run past the end of a UB buffer of "
+                              f"{o.where[2]} bytes")
+            w = self.fresh("v")
+            self.emit(indent, f"{w} = memref.view {allocs[o.where]}[{c}][] : memref<{o.where[2]}xi8, #ub> to {whole}")
+            self.emit(indent, f"{v} = memref.subview {w}[0, 0] [{o.rows}, {o.count}] [1, 1] : {whole} to "
                               f"{self.type_of(o)}")
             return v
         base, step = fit
         off = self.fresh("o")
         self.emit(indent, f"{off} = affine.apply affine_map<(d0) -> (d0 * {step} + {base})>({idx})")
-        self.emit(indent, f"{v} = memref.subview %arg{o.where}[{off}] [{o.count}] [1] : {self.gm_type(o.where)} "
-                          f"to {self.type_of(o)}")
+        if o.rows == 1:
+            self.emit(indent, f"{v} = memref.subview %arg{o.where}[{off}] [{o.count}] [1] : {self.gm_type(o.where)} "
+                              f"to {self.type_of(o)}")
+        else:
+            self.emit(indent, f"{v} = memref.reinterpret_cast %arg{o.where} to offset: [{off}], sizes: [{o.rows}, "
+                              f"{o.count}], strides: [{o.pitch}, 1] : {self.gm_type(o.where)} to {self.type_of(o)}")
         return v
 
 

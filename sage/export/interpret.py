@@ -33,7 +33,7 @@ ROUNDING = {"rint": np.rint, "round": lambda a: np.trunc(a + np.copysign(0.5, a)
             "ceil": np.ceil, "trunc": np.trunc}
 REDUCE = {"sum": np.sum, "max": np.max, "min": np.min}
 
-_MEMREF = re.compile(r"memref<(\d+)x(\w+)")
+_MEMREF = re.compile(r"memref<(\d+)x([a-z]+\d*)")
 
 
 class InterpretError(Exception):
@@ -108,6 +108,11 @@ def _op(line: str, env: dict, block: int) -> None:
         name, op, rest = m.groups()
         env[name] = _value(op, rest, env, block)
         return
+    m = re.match(r"memref\.store (%\w+), (%\w+)\[(%\w+)\]", line)
+    if m:
+        value, dst, idx = m.groups()
+        env[dst][int(env[idx])] = env[value]
+        return
     m = re.match(r"hivm\.hir\.(\w+) (.*)$", line)
     if not m:
         raise InterpretError(f"not in the exported subset: {line}")
@@ -154,9 +159,22 @@ def _value(op: str, rest: str, env: dict, block: int):
         return np.full(n, UNINITIALISED, dtype=np.uint8)
     if op == "memref.view":
         buf, off = re.match(r"(%\w+)\[(%\w+)\]", rest).groups()
-        n, typ = _MEMREF.findall(rest)[-1]
-        start = int(env[off])
-        return env[buf][start:start + int(n) * np.dtype(TYPES[typ]).itemsize].view(TYPES[typ])
+        dims, typ = re.search(r"to memref<((?:\d+x)+)(\w+)", rest).groups()
+        shape = [int(d) for d in dims.split("x") if d]
+        start, size = int(env[off]), int(np.prod(shape)) * np.dtype(TYPES[typ]).itemsize
+        if start + size > env[buf].size:
+            raise InterpretError(f"view of bytes [{start}, {start + size}) outside {buf} of {env[buf].size}")
+        return env[buf][start:start + size].view(TYPES[typ]).reshape(shape)
+    if op == "memref.reinterpret_cast":
+        src, off, rows, cols, pitch = re.match(
+            r"(%\w+) to offset: \[(%\w+)\], sizes: \[(\d+), (\d+)\], strides: \[(\d+), 1\]", rest).groups()
+        a, start, rows, cols, pitch = env[src], int(env[off]), int(rows), int(cols), int(pitch)
+        if start < 0 or start + (rows - 1) * pitch + cols > a.size:
+            raise InterpretError(f"rows from {start} ({rows} x {cols}, pitch {pitch}) outside {src} of {a.size}")
+        return np.lib.stride_tricks.as_strided(a[start:], (rows, cols), (pitch * a.itemsize, a.itemsize))
+    m = re.match(r"(%\w+)\[0, 0\] \[(\d+), (\d+)\] \[1, 1\]", rest) if op == "memref.subview" else None
+    if m:
+        return env[m.group(1)][:int(m.group(2)), :int(m.group(3))]
     if op == "memref.subview":
         src, off, n = re.match(r"(%\w+)\[(%\w+)\] \[(\d+)\] \[1\]", rest).groups()
         start = int(env[off])

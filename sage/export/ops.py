@@ -9,7 +9,7 @@ dialects/HIVMDialect.md of https://github.com/Ascend/AscendNPU-IR: `hivm.hir.loa
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,12 +45,15 @@ def mlir_type(dtype: np.dtype) -> str:
 @dataclass(frozen=True)
 class Operand:
     """A memref operand of `count` elements: GM (`where` = argument index, `off` element offset) or
-    local memory (`where` = buffer key, `off` byte offset)."""
+    local memory (`where` = buffer key, `off` byte offset). With `rows` > 1, `rows` rows of `count`
+    elements, `pitch` elements apart (a multi-row DataCopyPad)."""
     gm: bool
     where: object
     off: int
     count: int
     dtype: str
+    rows: int = 1
+    pitch: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class Op:
 
     def shape(self) -> tuple:
         """Everything but the GM offsets: blocks whose ops agree on this differ only in where in GM they work."""
-        strip = lambda o: (o.gm, o.where, None if o.gm else o.off, o.count, o.dtype)  # noqa: E731
+        strip = lambda o: (o.gm, o.where, None if o.gm else o.off, o.count, o.dtype, o.rows, o.pitch)  # noqa: E731
         return (self.form, self.name, tuple(map(strip, self.ins)), tuple(map(strip, self.outs)), self.scalar,
                 self.attrs, self.line)
 
@@ -122,27 +125,42 @@ def _place(arg) -> str:
     return "GM" if isinstance(arg, Gm) else arg.slot[0] if isinstance(arg, Ub) else type(arg).__name__
 
 
-def _copy_count(call: Call, dst, src) -> int:
-    """Elements one DataCopy/DataCopyPad moves, for the contiguous forms only."""
+def _copy_shape(call: Call, dst, src) -> tuple[int, int, int, int]:
+    """(rows, elements per row, GM row pitch, UB row pitch) of one DataCopy/DataCopyPad, pitches in
+    elements. DataCopy's parameters count 32 B blocks on both sides; DataCopyPad's row length and GM
+    stride count bytes, its UB stride 32 B blocks, and each UB row starts on a 32 B boundary
+    (sage/npu/ascendc/datamove.py)."""
     params = call.args[2]
     isz = src.dtype.itemsize
-    if call.name == "DataCopy":
-        if isinstance(params, int):
-            return _count(params, call)
-        unit = 32
-    else:
-        if call.args[3:] and isinstance(call.args[3], dict) and call.args[3].get("isPad"):
-            raise Refused(f"DataCopyPad (line {call.line}) with padding is not exported yet")
-        unit = 1
+    if call.name == "DataCopy" and isinstance(params, int):
+        n = _count(params, call)
+        return 1, n, n, n
+    if call.name == "DataCopyPad" and call.args[3:] and isinstance(call.args[3], dict) and call.args[3].get("isPad"):
+        raise Refused(f"DataCopyPad (line {call.line}) with padding is not exported yet")
     if not isinstance(params, dict) or "blockCount" not in params:
         raise Refused(f"{call.name} (line {call.line}): unrecognised copy parameters")
-    count, length = params["blockCount"], params["blockLen"] * unit
-    if count != 1 and (params.get("srcStride") or params.get("dstStride") or length % 32):
-        raise Refused(f"{call.name} (line {call.line}) of {count} strided or padded rows is not exported yet "
-                      f"(one contiguous run only)")
-    if (count * length) % isz:
+    rows = params["blockCount"]
+    to_gm = isinstance(dst, Gm)
+    gm_gap, ub_gap = (params["dstStride"], params["srcStride"]) if to_gm else (params["srcStride"], params["dstStride"])
+    if call.name == "DataCopy":
+        length, gm_gap, ub_gap = params["blockLen"] * 32, gm_gap * 32, ub_gap * 32
+        ub_row = length
+    else:
+        length, ub_gap = params["blockLen"], ub_gap * 32
+        ub_row = -(-length // 32) * 32
+    if length % isz or gm_gap % isz or ub_gap % isz:
         raise Refused(f"{call.name} (line {call.line}) moves a part of an element")
-    return count * length // isz
+    return rows, length // isz, (length + gm_gap) // isz, (ub_row + ub_gap) // isz
+
+
+def _copy(call: Call, form: str, src, dst, gm_index: dict[int, int]) -> Op:
+    rows, n, gm_pitch, ub_pitch = _copy_shape(call, dst, src)
+    if rows == 1 or (gm_pitch == n and ub_pitch == n):       # one contiguous run
+        ops = [_operand(a, rows * n, gm_index, call) for a in (src, dst)]
+    else:
+        ops = [replace(_operand(a, n, gm_index, call), rows=rows, pitch=gm_pitch if isinstance(a, Gm) else ub_pitch)
+               for a in (src, dst)]
+    return Op("copy", form, (ops[0],), (ops[1],), None, "", call.line)
 
 
 def translate(call: Call, gm_index: dict[int, int], block: tuple) -> Op:
@@ -153,6 +171,9 @@ def translate(call: Call, gm_index: dict[int, int], block: tuple) -> Op:
             raise Refused(f"line {line} reads an integer from tensor data ({name}): values and control flow that "
                           f"depend on it are not exported")
         return Op("sload", "load", (_operand(args[0], args[1] + 1, gm_index, call),), (), None, str(args[1]), line)
+    if name == "LocalTensor.SetValue" and len(args) == 3 and isinstance(args[0], Ub) and args[1].__class__ is int:
+        view = _operand(args[0], args[1] + 1, gm_index, call)
+        return Op("sstore", "store", (), (view,), _scalar(args[2], view.dtype, call, block), str(args[1]), line)
     if name.endswith(".GetValue"):
         raise Refused(f"line {line} reads tensor data into a scalar ({name}): values and control flow that depend "
                       f"on tensor data are not exported")
@@ -162,17 +183,11 @@ def translate(call: Call, gm_index: dict[int, int], block: tuple) -> Op:
             if isinstance(arg, Ub) and arg.slot[0] != "UB":
                 raise Refused(f"{name} (line {line}) to or from {arg.slot[0]} (the cube path) is not exported yet")
         if isinstance(dst, Ub) and isinstance(src, Gm):
-            n = _copy_count(call, dst, src)
-            return Op("copy", "load", (_operand(src, n, gm_index, call),), (_operand(dst, n, gm_index, call),),
-                      None, "", line)
+            return _copy(call, "load", src, dst, gm_index)
         if isinstance(dst, Gm) and isinstance(src, Ub):
-            n = _copy_count(call, dst, src)
-            return Op("copy", "store", (_operand(src, n, gm_index, call),), (_operand(dst, n, gm_index, call),),
-                      None, "", line)
-        if isinstance(dst, Ub) and isinstance(src, Ub) and name == "DataCopy":   # UB -> UB on the vector pipe
-            n = _copy_count(call, dst, src)
-            return Op("copy", "copy", (_operand(src, n, gm_index, call),), (_operand(dst, n, gm_index, call),),
-                      None, "", line)
+            return _copy(call, "store", src, dst, gm_index)
+        if isinstance(dst, Ub) and isinstance(src, Ub) and name == "DataCopy" and isinstance(args[2], int):
+            return _copy(call, "copy", src, dst, gm_index)   # UB -> UB on the vector pipe
         raise Refused(f"{name} (line {line}) from {_place(src)} to {_place(dst)} is not exported yet")
     if name in BINARY and len(args) == 4:
         n = _count(args[3], call)

@@ -68,3 +68,42 @@ def test_lines_outside_the_subset_are_refused():
         run('func.func @k(%arg0: memref<8xf32, #gm>) {\n'
             '  hivm.hir.vgather ins(%arg0 : memref<8xf32, #gm>) outs(%arg0 : memref<8xf32, #gm>)\n  return\n}\n',
             [np.zeros(8, np.float32)], 1)
+
+
+ROWS = """
+from sage.npu.ascendc import *
+
+@kernel
+def k(x, y, rows, d):
+    pipe = TPipe()
+    buf = TBuf(TPosition.VECCALC)
+    pitch = (d * 4 + 31) // 32 * 8                   # fp32 row padded to 32 B in UB
+    pipe.InitBuffer(buf, rows * pitch * 4)
+    gx = GlobalTensor(); gx.SetGlobalBuffer(x, GetBlockIdx() * rows * d, rows * d)
+    gy = GlobalTensor(); gy.SetGlobalBuffer(y, GetBlockIdx() * rows * d, rows * d)
+    t = buf.Get(float32)
+    DataCopyPad(t, gx, DataCopyExtParams(rows, d * 4, 0, 0, 0), DataCopyPadExtParams(False, 0, 0, 0))
+    SetFlag(HardEvent.MTE2_V, 0)
+    WaitFlag(HardEvent.MTE2_V, 0)
+    Muls(t, t, 2.0, rows * pitch)
+    SetFlag(HardEvent.V_MTE3, 0)
+    WaitFlag(HardEvent.V_MTE3, 0)
+    DataCopyPad(gy, t, DataCopyExtParams(rows, d * 4, 0, 0, 0))
+
+def forward(x):
+    y = empty_like(x)
+    k[4](x, y, 3, x.shape[-1])
+    return y
+"""
+
+
+def test_multi_row_copies_are_two_dimensional():
+    # 4 blocks x 3 rows of 301 fp32: in UB each row takes 304 elements (1216 B, a 32 B multiple)
+    x = np.random.default_rng(0).standard_normal((12, 301)).astype(np.float32)
+    ex = export_kernel(ROWS, [x], None, spec=SPEC, filename="k.py")
+    assert ex.refusal is None
+    assert "memref<3x301xf32, strided<[301, 1], offset: ?>, #gm>" in ex.text
+    assert "memref<3x301xf32, strided<[304, 1]>, #ub>" in ex.text
+    assert "affine_map<(d0) -> (d0 * 903 + 0)>" in ex.text
+    (y,) = run_exported(ex, [x])
+    np.testing.assert_array_equal(y.reshape(12, 301), x * 2)

@@ -117,3 +117,16 @@ def test_check_on_the_command_line(tmp_path):
                                  "-o", str(tmp_path / "s.mlir"), "--check"])
     assert result.exit_code == 0, result.output
     assert result.stderr.strip().splitlines()[-1] == "check (Ascend910B2): passes (stopped only at hivmc)"
+
+
+@needs_vendor
+def test_multi_row_copies_pass_the_vendor_pipeline():
+    import numpy as np
+    from sage.export import export_kernel
+    from test_emit import SPEC
+    from test_interpret import ROWS
+
+    x = np.zeros((12, 301), np.float32)
+    ex = export_kernel(ROWS, [x], None, spec=SPEC, filename="k.py")
+    result = check_ir(ex.text, target="Ascend910B2", kernel_file="k.py", lines=ex.lines)
+    assert result.passed, result.output
