@@ -131,7 +131,7 @@ class _Writer:
                 self.emit(indent, f"memref.store {ins[-1]}, {outs[0]}[{c}] : {self.type_of(op.outs[0])}", op.line)
                 continue
             head = f"hivm.hir.{op.name}" if op.name != "vreduce" else f"hivm.hir.vreduce {op.attrs}"
-            tail = op.attrs if op.name != "vreduce" else " reduce_dims = [0]"
+            tail = op.attrs if op.name != "vreduce" else f" reduce_dims = [{1 if op.ins[0].rows > 1 else 0}]"
             outs_t = ", ".join(self.type_of(o) for o in op.outs)
             ins_text = f"ins({', '.join(ins)} : {', '.join(in_types)}) " if ins else ""
             self.emit(indent, f"{head} {ins_text}outs({', '.join(outs)} : {outs_t}){tail}", op.line)
@@ -188,15 +188,16 @@ class _Writer:
                 self.emit(indent, f"{v} = memref.view {allocs[o.where]}[{c}][] : memref<{o.where[2]}xi8, #ub> to "
                                   f"{self.type_of(o)}")
                 return v
-            # rows `pitch` apart: a (rows x pitch) view, then its first `count` columns
-            whole = f"memref<{o.rows}x{o.pitch}x{o.dtype}, #ub>"
-            if o.off + o.rows * o.pitch * np.dtype(_NUMPY[o.dtype]).itemsize > o.where[2]:
-                raise Refused(f"rows {o.pitch} elements apart from byte {o.off} run past the end of a UB buffer of "
-                              f"{o.where[2]} bytes")
+            # rows `pitch` apart: a 1-D view from the first row's start to the last row's end, recast
+            span = (o.rows - 1) * o.pitch + o.count
+            if o.off + span * np.dtype(_NUMPY[o.dtype]).itemsize > o.where[2]:
+                raise Refused(f"{o.rows} rows {o.pitch} elements apart from byte {o.off} run past the end of a UB "
+                              f"buffer of {o.where[2]} bytes")
             w = self.fresh("v")
-            self.emit(indent, f"{w} = memref.view {allocs[o.where]}[{c}][] : memref<{o.where[2]}xi8, #ub> to {whole}")
-            self.emit(indent, f"{v} = memref.subview {w}[0, 0] [{o.rows}, {o.count}] [1, 1] : {whole} to "
-                              f"{self.type_of(o)}")
+            flat = f"memref<{span}x{o.dtype}, #ub>"
+            self.emit(indent, f"{w} = memref.view {allocs[o.where]}[{c}][] : memref<{o.where[2]}xi8, #ub> to {flat}")
+            self.emit(indent, f"{v} = memref.reinterpret_cast {w} to offset: [0], sizes: [{o.rows}, {o.count}], "
+                              f"strides: [{o.pitch}, 1] : {flat} to {self.type_of(o)}")
             return v
         base, step = fit
         off = self.fresh("o")

@@ -132,7 +132,11 @@ def _op(line: str, env: dict, block: int) -> None:
         src = ins[0].astype(np.float64)
         dst[...] = (ROUNDING[mode](src) if np.dtype(dst.dtype).kind in "iu" else src).astype(dst.dtype)
     elif op == "vreduce":
-        dst[0] = REDUCE[re.match(r"<(\w+)>", rest).group(1)](ins[0])
+        fn = REDUCE[re.match(r"<(\w+)>", rest).group(1)]
+        if "reduce_dims = [1]" in rest:      # rows of a 2-D view, one result per row
+            dst[...] = fn(ins[0], axis=1, keepdims=True)
+        else:
+            dst[0] = fn(ins[0])
     else:
         raise InterpretError(f"not in the exported subset: hivm.hir.{op}")
 
@@ -167,8 +171,9 @@ def _value(op: str, rest: str, env: dict, block: int):
         return env[buf][start:start + size].view(TYPES[typ]).reshape(shape)
     if op == "memref.reinterpret_cast":
         src, off, rows, cols, pitch = re.match(
-            r"(%\w+) to offset: \[(%\w+)\], sizes: \[(\d+), (\d+)\], strides: \[(\d+), 1\]", rest).groups()
-        a, start, rows, cols, pitch = env[src], int(env[off]), int(rows), int(cols), int(pitch)
+            r"(%\w+) to offset: \[(%\w+|\d+)\], sizes: \[(\d+), (\d+)\], strides: \[(\d+), 1\]", rest).groups()
+        start = int(off) if off.isdigit() else int(env[off])
+        a, rows, cols, pitch = env[src], int(rows), int(cols), int(pitch)
         if start < 0 or start + (rows - 1) * pitch + cols > a.size:
             raise InterpretError(f"rows from {start} ({rows} x {cols}, pitch {pitch}) outside {src} of {a.size}")
         return np.lib.stride_tricks.as_strided(a[start:], (rows, cols), (pitch * a.itemsize, a.itemsize))

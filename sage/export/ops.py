@@ -23,6 +23,7 @@ SCALAR = {"Adds": "vadd", "Muls": "vmul", "Maxs": "vmax", "Mins": "vmin"}
 UNARY = {"Exp": "vexp", "Ln": "vln", "Abs": "vabs", "Reciprocal": "vrec", "Sqrt": "vsqrt", "Rsqrt": "vrsqrt",
          "Relu": "vrelu", "Not": "vnot"}
 REDUCE = {"ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}
+WHOLE = {"WholeReduceSum": "sum", "WholeReduceMax": "max", "WholeReduceMin": "min"}
 # sage's RoundMode -> HIVM's RoundMode (CAST_NONE is "exact where possible, else to nearest even")
 ROUND = {"CAST_NONE": "rint", "CAST_RINT": "rint", "CAST_FLOOR": "floor", "CAST_CEIL": "ceil",
          "CAST_ROUND": "round", "CAST_TRUNC": "trunc", "CAST_ODD": "odd"}
@@ -121,6 +122,55 @@ def _scalar(value, dtype: str, call: Call, block: tuple) -> tuple:
     return (float(value) if dtype[0] in "fb" else int(value), dtype)
 
 
+REPEAT_KEYS = {2: (("dstBlkStride", "dstRepStride"), ("srcBlkStride", "srcRepStride")),
+               3: (("dstBlkStride", "dstRepStride"), ("src0BlkStride", "src0RepStride"),
+                   ("src1BlkStride", "src1RepStride"))}
+
+
+def _repeated(call: Call, tensors: tuple, mask, repeat, params, gm_index: dict[int, int]) -> list[Operand]:
+    """The operands of a vector call's repeat form (`mask` elements per repeat, `repeat` repeats, each
+    operand's repeats RepStride x 32 B apart): 2-D views, rows = repeats, or 1-D when every operand's
+    repeats are back to back. Block strides other than 1 and bit masks are refused."""
+    if mask.__class__ is not int or repeat.__class__ is not int or not isinstance(params, dict) or mask < 1:
+        raise Refused(f"{call.name} (line {call.line}) with a bit mask is not exported yet")
+    keys = REPEAT_KEYS[len(tensors)]
+    if any(params.get(blk) != 1 for blk, _ in keys):
+        raise Refused(f"{call.name} (line {call.line}) with block strides other than 1 is not exported yet")
+    pitches = []
+    for t, (_, rep) in zip(tensors, keys):
+        size = t.dtype.itemsize
+        if (params[rep] * 32) % size or params[rep] * 32 // size < mask:
+            raise Refused(f"{call.name} (line {call.line}) with overlapping repeats is not exported yet")
+        pitches.append(params[rep] * 32 // size)
+    if repeat == 1 or all(p == mask for p in pitches):
+        return [_operand(t, mask * repeat, gm_index, call) for t in tensors]
+    return [replace(_operand(t, mask, gm_index, call), rows=repeat, pitch=p) for t, p in zip(tensors, pitches)]
+
+
+def _whole(call: Call, gm_index: dict[int, int]) -> Op:
+    """WholeReduceSum/Max/Min(dst, src, mask, repeat, dstRepStride=1, srcBlkStride=1, srcRepStride=8[, order]):
+    per repeat the first `mask` lanes reduced, result i at dst[i * dstRepStride] (sage/npu/ascendc/reduce.py):
+    a `vreduce` over the last axis of a (repeat x mask) view into a (repeat x 1) view."""
+    dst, src, mask, repeat, *rest = call.args
+    dst_rep, src_blk, src_rep, order = (list(rest) + [1, 1, 8, None][len(rest):])[:4]
+    if call.name != "WholeReduceSum" and getattr(order, "name", None) != "ORDER_ONLY_VALUE":
+        raise Refused(f"{call.name} (line {call.line}) with indices (order other than ORDER_ONLY_VALUE) is not "
+                      f"exported yet")
+    if mask.__class__ is not int or repeat.__class__ is not int or src_blk != 1 or dst_rep.__class__ is not int:
+        raise Refused(f"this argument form of {call.name} (line {call.line}) is not exported yet")
+    size = src.dtype.itemsize
+    pitch = src_rep * 32 // size
+    if (src_rep * 32) % size or pitch < mask or dst_rep < 1:
+        raise Refused(f"{call.name} (line {call.line}) with overlapping repeats is not exported yet")
+    op = WHOLE[call.name]
+    if repeat == 1:
+        return Op("vector", "vreduce", (_operand(src, mask, gm_index, call),), (_operand(dst, 1, gm_index, call),),
+                  None, f"<{op}>", call.line)
+    ins = replace(_operand(src, mask, gm_index, call), rows=repeat, pitch=pitch)
+    outs = replace(_operand(dst, 1, gm_index, call), rows=repeat, pitch=dst_rep)
+    return Op("vector", "vreduce", (ins,), (outs,), None, f"<{op}>", call.line)
+
+
 def _place(arg) -> str:
     return "GM" if isinstance(arg, Gm) else arg.slot[0] if isinstance(arg, Ub) else type(arg).__name__
 
@@ -189,6 +239,15 @@ def translate(call: Call, gm_index: dict[int, int], block: tuple) -> Op:
         if isinstance(dst, Ub) and isinstance(src, Ub) and name == "DataCopy" and isinstance(args[2], int):
             return _copy(call, "copy", src, dst, gm_index)   # UB -> UB on the vector pipe
         raise Refused(f"{name} (line {line}) from {_place(src)} to {_place(dst)} is not exported yet")
+    if name in BINARY and len(args) == 6:
+        dst, a, b = _repeated(call, args[:3], args[3], args[4], args[5], gm_index)
+        return Op("vector", BINARY[name], (a, b), (dst,), None, "", line)
+    if name in SCALAR and len(args) == 6:
+        dst, src = _repeated(call, (args[0], args[1]), args[3], args[4], args[5], gm_index)
+        return Op("vector", SCALAR[name], (src,), (dst,), _scalar(args[2], src.dtype, call, block), "", line)
+    if name in UNARY and len(args) == 5:
+        dst, src = _repeated(call, args[:2], args[2], args[3], args[4], gm_index)
+        return Op("vector", UNARY[name], (src,), (dst,), None, "", line)
     if name in BINARY and len(args) == 4:
         n = _count(args[3], call)
         return Op("vector", BINARY[name], tuple(_operand(a, n, gm_index, call) for a in args[1:3]),
@@ -217,6 +276,8 @@ def translate(call: Call, gm_index: dict[int, int], block: tuple) -> Op:
         n = _count(args[3], call)
         return Op("vector", "vreduce", (_operand(args[1], n, gm_index, call),), (_operand(args[0], 1, gm_index, call),),
                   None, f"<{REDUCE[name]}>", line)
+    if name in WHOLE and len(args) >= 4:
+        return _whole(call, gm_index)
     known = name in BINARY or name in SCALAR or name in UNARY or name in REDUCE or name in ("Duplicate", "Cast")
     form = "this argument form of " if known else ""
     raise Refused(f"{form}{name} (line {line}) is not exported yet")
