@@ -24,6 +24,8 @@ HOW_TO_RUN = [
      "SAGE_TEST_POSTGRES_URL=postgresql+psycopg://sage:sage@127.0.0.1:55432/sage_test make test "
      "(a database of your own: the tests create and drop schemas in it)"),
     ("pip install 'sage-npu[ray]'", "Ray", "pip install 'sage-npu[ray]' (or .venv/bin/pip install ray)"),
+    ("pip install 'sage-npu[export]'", "vendor compiler (bishengir-compile)",
+     "pip install 'sage-npu[export]' (CPython 3.11 only; `make test` installs it there)"),
 ]
 
 

@@ -1,5 +1,5 @@
 """The import contracts of pyproject.toml ([tool.importlinter]): the layers cli > agent >
-bench | memory > kernels > npu, and sage.kernels used through its public names. Checked
+bench | memory | export > kernels > npu, and sage.kernels used through its public names. Checked
 with import-linter on the real package; the layers contract is shown to catch a violation
 on a throwaway package laid out with the same layers."""
 
@@ -31,19 +31,20 @@ def test_the_package_keeps_its_layers(monkeypatch):
 
 
 def test_the_layer_order_is_the_designed_one():
-    assert _layers() == ["sage.cli", "sage.agent", "sage.bench | sage.memory", "sage.kernels", "sage.npu"]
+    assert _layers() == ["sage.cli", "sage.agent", "sage.bench | sage.memory | sage.export", "sage.kernels", "sage.npu"]
 
 
 @pytest.mark.parametrize("importer, imported, broken", [
     ("kernels", "bench", True),        # a lower layer reaching up
     ("npu", "kernels", True),
     ("bench", "memory", True),         # independent siblings
+    ("export", "bench", True),
     ("bench", "kernels", False),       # downward: allowed
     ("agent", "npu", False),
 ])
 def test_a_crossing_import_breaks_the_contract(tmp_path, monkeypatch, importer, imported, broken):
     pkg = tmp_path / "layered"
-    for part in ("cli", "agent", "bench", "memory", "kernels", "npu"):
+    for part in ("cli", "agent", "bench", "memory", "export", "kernels", "npu"):
         (pkg / part).mkdir(parents=True)
         (pkg / part / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from sage import __version__
-from sage.cli import bench, memory, npu, ops, synth
+from sage.cli import bench, export, memory, npu, ops, synth
 from sage.cli.common import APP_SETTINGS, WholeHelpGroup
 
 app = typer.Typer(
@@ -22,6 +22,7 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(memory.app, name="memory")
 app.add_typer(ops.app, name="ops")
 synth.register(app)
+export.register(app)
 
 
 def _version(value: bool) -> None:
