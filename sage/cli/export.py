@@ -47,7 +47,8 @@ def export(
     from sage.bench.tasks import (ReferenceUnavailable, TaskLoadError, UnknownOpError, kernel_args, load_task,
                                   parameter_kwargs, resolve_op)
     from sage.config import load_settings
-    from sage.export import check_ir, export_kernel, unavailable_reason
+    from sage.export import check_ir, unavailable_reason
+    from sage.export.isolated import export_isolated
     from sage.export.vendor import target_of
     from sage.npu.hardware import load_preset
 
@@ -70,8 +71,9 @@ def export(
         fail(f"bad task file {exc}")
     except InputsTooLarge as exc:
         fail(f"{path}: no case can be made: {exc.reason}")
-    exported = export_kernel(kernel.read_text(encoding="utf-8", errors="replace"), kernel_args(inputs),
-                             parameter_kwargs(model), spec=spec, filename=kernel.name)
+    # the kernel runs to be recorded: in a locked-down child, as `sage npu run` runs it (isolated.py)
+    exported = export_isolated(kernel.read_text(encoding="utf-8", errors="replace"), kernel_args(inputs),
+                               parameter_kwargs(model), spec=spec, filename=kernel.name)
     if exported.refusal is not None:
         _say("not exported: ", exported.refusal)
         raise typer.Exit(1)
@@ -82,7 +84,7 @@ def export(
             output.write_text(exported.text, encoding="utf-8")
         except OSError as exc:
             fail(f"{output}: cannot write the IR ({exc.strerror or exc})")
-        launches = f"{len(exported.functions)} launches: " if len(exported.functions) > 1 else ""
+        launches = f"{exported.launches} launches: " if exported.launches > 1 else ""
         _say(f"{output}: ", f"{launches}{exported.kernel}, {exported.blocks} block(s) in {exported.groups} group(s), "
                             f"{exported.ops} op(s)")
     if not check:
