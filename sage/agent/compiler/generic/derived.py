@@ -206,6 +206,17 @@ def extend(add: Any, flat: list) -> None:
                     add(v + item, Derived("derived", op="add", parts=(d, HostExpr("item", j, k))))
         if isinstance(a, float) and a != 0:
             add(1.0 / a, Derived("derived", op="recip", parts=(HostExpr("scalar", j),)))
+    # a mean's 1 / n over a run of dimensions (layer norm's normalized shape)
+    for i, x in enumerate(flat):
+        if isinstance(x, torch.Tensor):
+            shape = [int(d) for d in x.shape]
+            for lo in range(len(shape)):
+                for hi in range(lo + 1, len(shape) + 1):
+                    n = math.prod(shape[lo:hi])
+                    if n > 1:
+                        e = HostExpr("dim", i, lo) if hi == lo + 1 else \
+                            HostExpr("numel", i) if (lo, hi) == (0, len(shape)) else HostExpr("prod", i, lo, hi)
+                        add(1.0 / n, Derived("derived", op="recip", parts=(e,)))
 
 
 __all__ = ["Derived", "extend"]

@@ -105,7 +105,14 @@ def build_rules(codes: list[CaseCode]) -> tuple[list[Rule], Tilings]:
     tiling variants (see the module docstring)."""
     rules: list[Rule] = []
     for code in codes:
-        if not any(_joined(rule, code) for rule in rules):
+        if any(_joined(rule, code) for rule in rules):
+            continue
+        for k, rule in enumerate(rules):
+            ranked = _as_ranked(rule)
+            if ranked is not None and _joined(ranked, code):
+                rules[k] = ranked
+                break
+        else:
             rules.append(_rule_of(code))
     tilings = Tilings(codes)
     return _verified(rules, tilings), tilings
@@ -136,6 +143,17 @@ def _rule_of(code: CaseCode) -> Rule:
         return Rule(False, [code], offers, likes)
     offers, _ = _offers(code, ranked=True)
     return Rule(True, [code], offers, [])
+
+
+def _as_ranked(rule: Rule) -> Rule | None:
+    """A rank-free rule's cases as one ranked rule (None: it is ranked or exact, or they differ
+    in rank). A rank-free rule reads no dimension, so a size it holds as a literal (layer
+    norm's rows) keeps out a case of another size that the dimension would explain."""
+    if rule.ranked or rule.exact:
+        return None
+    offers, _ = _offers(rule.cases[0], ranked=True)
+    out = Rule(True, [rule.cases[0]], offers, [])
+    return out if all(_joined(out, c) for c in rule.cases[1:]) else None
 
 
 def _joined(rule: Rule, code: CaseCode) -> bool:
