@@ -124,7 +124,13 @@ def _params(code: CaseCode, ranked: bool) -> list[Any]:
 
 def _offers(code: CaseCode, ranked: bool) -> tuple[list[list[HostExpr]], list[list[int]]]:
     """Per parameter the case's host expressions (rank-free: only the kinds that read no
-    dimension), and per result the inputs of its shape."""
+    dimension), and per result the inputs of its shape (made once a case: read, never changed)."""
+    if ranked not in code.offered:
+        code.offered[ranked] = _made_offers(code, ranked)
+    return code.offered[ranked]
+
+
+def _made_offers(code: CaseCode, ranked: bool) -> tuple[list[list[HostExpr]], list[list[int]]]:
     cands = Candidates(code.flat)
     values = code.values()
     offers = [cands.of(v) for v in values]
