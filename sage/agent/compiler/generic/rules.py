@@ -143,6 +143,11 @@ def _made_offers(code: CaseCode, ranked: bool) -> tuple[list[list[HostExpr]], li
     return offers, likes
 
 
+def _fresh(code: CaseCode, ranked: bool) -> Rule:
+    offers, likes = _offers(code, ranked)
+    return Rule(ranked, [code], offers, likes)
+
+
 def _rule_of(code: CaseCode) -> Rule:
     offers, likes = _offers(code, ranked=False)
     if all(offers) and all(likes):
@@ -193,7 +198,7 @@ def _verified(rules: list[Rule], tilings: Tilings) -> list[Rule]:
         old = owner[id(wrong)]
         old.cases.remove(wrong)
         if old.cases:
-            rebuilt = _rule_of(old.cases[0])
+            rebuilt = _fresh(old.cases[0], old.ranked)     # ranked as it was (_as_ranked)
             for c in old.cases[1:]:
                 if not _joined(rebuilt, c):       # cannot happen: they agreed with one another before
                     raise AssertionError("a case class fell apart when one of its cases left it")
