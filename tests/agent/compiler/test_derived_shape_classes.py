@@ -94,3 +94,24 @@ def test_cat_shape_and_offsets_are_torchs(dim, shapes):
         # piece k's first element, in the flat result and along the axis
         assert out.flatten().tolist().index(float(k)) == cat_offset(dim, shapes, k, 1)
         assert out.movedim(dim, 0)[cat_offset(dim, shapes, k, 0)].flatten()[0] == k
+
+
+def test_a_layer_norm_over_other_row_counts_is_one_class(tmp_path):
+    """A rank-free class holds the rows as a literal; a case with other rows makes it ranked
+    (reading the dimension) instead of a class of its own (rules._as_ranked); 1/n is 1.0 / a
+    dimension."""
+    from sage.agent.compiler.compiler import compile_cases, trace_cases
+    from sage.bench.tasks import load_task
+    from sage.kernels import target_for
+    from tests.agent.compiler.conftest import write_task
+
+    rows = [8, 16, 40]
+    path = write_task(tmp_path / "ln.py", "x, w, b", "torch.nn.functional.layer_norm(x, (64,), w, b)",
+                      [f"torch.randn(1, {r}, 64), torch.randn(64), torch.randn(64)" for r in rows])
+    compiled = compile_cases(trace_cases(load_task(path, input_budget=None)), None, target_for("ascend910b2"), "t")
+    assert compiled.rules == 1 and compiled.exact == 0
+    gen = torch.Generator().manual_seed(0)
+    for r in rows:
+        x, w, b = torch.randn(1, r, 64, generator=gen), torch.randn(64, generator=gen), torch.randn(64, generator=gen)
+        (out,) = sandbox_outputs(compiled.source, [x.numpy(), w.numpy(), b.numpy()])
+        np.testing.assert_allclose(out, torch.nn.functional.layer_norm(x, (64,), w, b).numpy(), rtol=1e-4, atol=1e-4)
