@@ -9,6 +9,10 @@ loops, such a search is one call in the formula (`symbolic.helper_call`): the ge
 its value for the traced case, and the kernel file's host tiling function calls the same
 function (its source is written into the file) on the case's parameters.
 
+The shape helpers (`padded_shape` ...) are the host half of the derived candidates of
+sage/agent/compiler/generic/derived.py: a padded or resized output's shape from the op's
+attributes, as an Ascend C host tiling function computes it from the attrs it is given.
+
 Each helper is plain restricted Python (the sandbox's `math` only, no lambdas) and never
 raises: a host tiling function may evaluate it before its guards.
 """
@@ -30,8 +34,80 @@ def square_side(tile_len, align, cols):
     return best
 
 
+def padded_shape(shape, pad):
+    out = list(shape)
+    rank = len(out)
+    for k in range(len(pad) // 2):
+        axis = rank - 1 - k
+        if axis >= 0:
+            out[axis] = out[axis] + pad[2 * k] + pad[2 * k + 1]
+    return out
+
+
+def pad_offset(shape, pad):
+    out = padded_shape(shape, pad)
+    offset = 0
+    stride = 1
+    for axis in range(len(out) - 1, -1, -1):
+        k = len(out) - 1 - axis
+        if 2 * k < len(pad):
+            offset = offset + pad[2 * k] * stride
+        stride = stride * out[axis]
+    return offset
+
+
+def sized_shape(shape, size):
+    return list(shape[:2]) + list(size)
+
+
+def scaled_shape(shape, scale):
+    out = list(shape[:2])
+    for k in range(2, len(shape)):
+        s = scale if isinstance(scale, (int, float)) else scale[k - 2]
+        out.append(math.floor(float(shape[k]) * s))
+    return out
+
+
+def cat_shape(dim, shapes):
+    out = list(shapes[0])
+    axis = dim % len(out)
+    for shape in shapes[1:]:
+        out[axis] = out[axis] + shape[axis]
+    return out
+
+
+def cat_offset(dim, shapes, k, flat):
+    axis = dim % len(shapes[0])
+    start = 0
+    for shape in shapes[:k]:
+        start = start + shape[axis]
+    if not flat:
+        return start
+    inner = 1
+    for d in shapes[0][axis + 1:]:
+        inner = inner * d
+    return start * inner
+
+
+def mixed_shape(first, rest, k):
+    return list(first[:k]) + list(rest[k:])
+
+
+def shape_prod(shape, lo, hi):
+    n = 1
+    for d in shape[lo:hi if hi >= 0 else len(shape)]:
+        n = n * d
+    return n
+
+
 # name -> function; a formula (name, a, b, ...) is the function of its arguments' values
-HOST_HELPERS: dict[str, Callable[..., int]] = {"square_side": square_side}
+HOST_HELPERS: dict[str, Callable[..., object]] = {
+    "square_side": square_side,
+    # derived shapes (sage/agent/compiler/generic/derived.py): an op's output from its attributes
+    "padded_shape": padded_shape, "pad_offset": pad_offset, "sized_shape": sized_shape,
+    "scaled_shape": scaled_shape, "mixed_shape": mixed_shape, "shape_prod": shape_prod,
+    "cat_shape": cat_shape, "cat_offset": cat_offset,
+}
 
 
 def helper_source(name: str) -> str:
@@ -39,4 +115,5 @@ def helper_source(name: str) -> str:
     return inspect.getsource(HOST_HELPERS[name])
 
 
-__all__ = ["HOST_HELPERS", "helper_source", "square_side"]
+__all__ = ["HOST_HELPERS", "helper_source", "pad_offset", "padded_shape", "scaled_shape", "shape_prod", "sized_shape",
+           "square_side"]

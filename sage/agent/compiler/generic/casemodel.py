@@ -73,6 +73,9 @@ class CaseCode:
     names: list[str]                   # forward's flat parameter names (a0.., then model parameters)
     launches: list[TracedLaunch]
     host: HostCode
+    # rules.py's host expressions of this case, ranked and rank-free, made once (a case is
+    # offered to every class before it gets its own; read only)
+    offered: dict = field(default_factory=dict, repr=False, compare=False)
 
     def values(self) -> list[Any]:
         """The launches' parameters, then the temporaries' sizes."""

@@ -51,7 +51,19 @@ def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[st
         parts += ["# ==== kernels written once over their code paths (unify.py) " + "=" * 18,
                   compact(templates)]
     tiling_fns = [tiling_function(kernel, tilings) for kernel in kernels]
-    helpers = [name for name in HOST_HELPERS if any(f"{name}(" in t for t in tiling_fns)]
+    head = rules[0].code
+    forward_params = [f"x{i}" for i in range(len(head.packing))] + params
+    classes = [_rule_function(j, rule, kernels, forward_params, _mixed_kinds(rules)) for j, rule in enumerate(rules)]
+    # the tiling functions' helpers and the derived shapes' (generic/derived.py) of the classes
+    texts_using = tiling_fns + classes
+    helpers: list[str] = []
+    while True:          # and the helpers those call (pad_offset calls padded_shape)
+        more = [n for n in HOST_HELPERS if n not in helpers and any(f"{n}(" in t for t in texts_using)]
+        if not more:
+            break
+        helpers += more
+        texts_using = [helper_source(n) for n in more]
+    helpers = [n for n in HOST_HELPERS if n in helpers]
     if helpers:
         parts += ["# ==== host helpers the tiling functions call (sage/kernels/host_helpers.py) " + "=" * 4,
                   *(helper_source(name) for name in helpers)]
@@ -69,9 +81,6 @@ def kernel_file(rules: list[Rule], tilings: Tilings, title: str, params: list[st
             parts.append(f"tiling_k{i} = {tiling_made[i]}\n")
         else:
             parts.append(tiling_fns[i].replace("def tiling(", f"def tiling_k{i}(", 1))
-    head = rules[0].code
-    forward_params = [f"x{i}" for i in range(len(head.packing))] + params
-    classes = [_rule_function(j, rule, kernels, forward_params, _mixed_kinds(rules)) for j, rule in enumerate(rules)]
     # the helpers the classes' checks and expressions call (broadcast shapes, 0/1 patterns)
     if any(re.search(r"\b(bshape|bsize)\(", c) for c in classes):
         parts.append(BROADCAST_HELPERS)

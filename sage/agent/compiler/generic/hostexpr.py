@@ -26,7 +26,7 @@ import torch
 # the element count before a product of dimensions; a literal last, except for 0 and 1
 # (sizes that are structure, like torch's specialisation of 0/1 sizes).
 _ORDER = {"dim": 0, "numel": 1, "prod": 2, "xprod": 3, "bdim": 3, "bnumel": 3, "bprod": 4, "scalar": 5, "float": 5, "item": 6, "round": 7,
-          "flag": 7, "mul": 8, "scaled": 8, "lit": 9}
+          "flag": 7, "mul": 8, "scaled": 8, "derived": 8, "lit": 9}
 ROUNDINGS = ("float16", "bfloat16", "float32")
 # Expressions that read no single dimension: a rule made of them serves every rank.
 RANK_FREE = frozenset({"numel", "bnumel", "scalar", "float", "item", "round", "flag", "mul", "lit"})
@@ -226,6 +226,9 @@ class Candidates:
         self._cross_products(flat_args)
         self._products(flat_args)
         self._scaled(flat_args)
+        from sage.agent.compiler.generic.derived import extend    # derived.py builds on HostExpr
+
+        extend(self._add, flat_args)
 
     def _broadcasts(self, flat_args: list) -> None:
         tensors = tuple(i for i, a in enumerate(flat_args) if isinstance(a, torch.Tensor))

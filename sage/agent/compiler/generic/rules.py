@@ -146,7 +146,14 @@ def build_rules(codes: list[CaseCode]) -> tuple[list[Rule], Tilings]:
     tiling variants (see the module docstring)."""
     rules: list[Rule] = []
     for code in codes:
-        if not any(_joined(rule, code) for rule in rules):
+        if any(_joined(rule, code) for rule in rules):
+            continue
+        for k, rule in enumerate(rules):
+            ranked = _as_ranked(rule)
+            if ranked is not None and _joined(ranked, code):
+                rules[k] = ranked
+                break
+        else:
             rules.append(_rule_of(code))
     tilings = Tilings(codes)
     return _verified(rules, tilings), tilings
@@ -158,7 +165,13 @@ def _params(code: CaseCode, ranked: bool) -> list[Any]:
 
 def _offers(code: CaseCode, ranked: bool) -> tuple[list[list[HostExpr]], list[list[int]]]:
     """Per parameter the case's host expressions (rank-free: only the kinds that read no
-    dimension), and per result the inputs of its shape."""
+    dimension), and per result the inputs of its shape (made once a case: read, never changed)."""
+    if ranked not in code.offered:
+        code.offered[ranked] = _made_offers(code, ranked)
+    return code.offered[ranked]
+
+
+def _made_offers(code: CaseCode, ranked: bool) -> tuple[list[list[HostExpr]], list[list[int]]]:
     cands = Candidates(code.flat)
     values = code.values()
     offers = [cands.of(v) for v in values]
@@ -169,6 +182,11 @@ def _offers(code: CaseCode, ranked: bool) -> tuple[list[list[HostExpr]], list[li
     likes = [[i for i, a in enumerate(code.flat) if isinstance(a, torch.Tensor) and tuple(a.shape) == s]
              for s in code.shapes()]
     return offers, likes
+
+
+def _fresh(code: CaseCode, ranked: bool) -> Rule:
+    offers, likes = _offers(code, ranked)
+    return Rule(ranked, [code], offers, likes)
 
 
 def _rule_of(code: CaseCode) -> Rule:
@@ -190,6 +208,17 @@ def _rule_of(code: CaseCode) -> Rule:
 def _sized_literal(e: HostExpr) -> bool:
     """A literal int other than 0 and 1: a size no expression of the inputs explains."""
     return e.kind == "lit" and isinstance(e.value, int) and not isinstance(e.value, bool) and e.value not in (0, 1)
+
+
+def _as_ranked(rule: Rule) -> Rule | None:
+    """A rank-free rule's cases as one ranked rule (None: it is ranked or exact, or they differ
+    in rank). A rank-free rule reads no dimension, so a size it holds as a literal (layer
+    norm's rows) keeps out a case of another size that the dimension would explain."""
+    if rule.ranked or rule.exact:
+        return None
+    offers, _ = _offers(rule.cases[0], ranked=True)
+    out = Rule(True, [rule.cases[0]], offers, [])
+    return out if all(_joined(out, c) for c in rule.cases[1:]) else None
 
 
 def _joined(rule: Rule, code: CaseCode) -> bool:
@@ -223,7 +252,7 @@ def _verified(rules: list[Rule], tilings: Tilings) -> list[Rule]:
         old = owner[id(wrong)]
         old.cases.remove(wrong)
         if old.cases:
-            rebuilt = _rule_of(old.cases[0])
+            rebuilt = _fresh(old.cases[0], old.ranked)     # ranked as it was (_as_ranked)
             for c in old.cases[1:]:
                 if not _joined(rebuilt, c):       # cannot happen: they agreed with one another before
                     raise AssertionError("a case class fell apart when one of its cases left it")
