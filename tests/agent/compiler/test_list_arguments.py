@@ -40,3 +40,17 @@ def test_a_list_of_another_length_is_no_compiled_case(task_file):
     compiled = _compiled(task_file)
     run = run_sandboxed(compiled.source, [[np.zeros(3, np.float32)] * 4, 0])
     assert run.error is not None and "no compiled case" in run.error.message
+
+
+def test_an_int_class_does_not_take_a_list_in_its_place(task_file):
+    """split's size is an int in some cases and a list in others: the int's class read it as a
+    size, and `64 * [64, 128, 64]` passed every test it made (public level1/14_split case 30)."""
+    from sage.agent.compiler.compiler import compile_cases, trace_cases
+    from sage.kernels import target_for
+
+    task = task_file("x, s", "torch.split(x, s)", ["torch.randn(256), 64", "torch.randn(256), [64, 128, 64]"])
+    compiled = compile_cases(trace_cases(task), None, target_for("ascend910b2"), "test")
+    x = np.arange(256, dtype=np.float32)
+    for size, want in ((64, np.split(x, 4)), ([64, 128, 64], np.split(x, [64, 192]))):
+        outs = _run(compiled.source, [x, size])
+        assert [o.tolist() for o in outs] == [w.tolist() for w in want]

@@ -244,6 +244,10 @@ def _checks(rule: Rule, mixed: set[int]) -> list[str]:
             # the host reads its items (v = a1[1]); another class's cases may pass an int
             # here (avg_pool3d's kernel_size: 2 or [2, 2, 2])
             present.append(f"isinstance(a{i}, (list, tuple)) and len(a{i}) == {len(a)}")
+        elif isinstance(a, (int, float)) and i in mixed:
+            # and the other way round: a class whose int is read as a size must not take a
+            # list (split's 64 or [64, 128, 64]: 64 * a list is a list, and passed every test)
+            present.append(f"isinstance(a{i}, {'float' if isinstance(a, float) else 'int'})")
     for i, v in rule.scalar_checks().items():
         if isinstance(v, (list, tuple)):
             tests.append(f"list(a{i}) == {list(v)!r}")
