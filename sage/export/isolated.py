@@ -12,7 +12,6 @@ sends is unpickled or run.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import tempfile
 import time
@@ -20,6 +19,8 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, ValidationError
+
+from sage.npu.isolation import lock_down, read_until_eof
 
 if TYPE_CHECKING:
     from sage.npu.hardware import HardwareSpec
@@ -52,7 +53,7 @@ def export_isolated(source: str, args: list[Any], kwargs: dict[str, Any] | None,
             _child(source, args, kwargs, spec, filename, private_dir, write_end, parent, cpu_seconds)
         os.close(write_end)
         try:
-            reply = _read(read_end, time.monotonic() + wall_seconds)
+            reply = read_until_eof(read_end, time.monotonic() + wall_seconds, MAX_REPLY_BYTES)
         finally:
             os.close(read_end)
             os.kill(pid, signal.SIGKILL)       # done or not, it has nothing more to say
@@ -74,7 +75,6 @@ def _child(source: str, args: list[Any], kwargs: dict[str, Any] | None, spec: Ha
     """Never returns: the child must not run the caller's code after its fork."""
     try:
         from sage.export import export_kernel
-        from sage.npu.isolation import lock_down
 
         with open("/proc/self/statm") as statm:
             mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
@@ -91,23 +91,6 @@ def _child(source: str, args: list[Any], kwargs: dict[str, Any] | None, spec: Ha
     except BaseException:  # a bug of the export itself: shown on stderr, and the child ends either way
         traceback.print_exc()
         os._exit(1)
-
-
-def _read(fd: int, deadline: float) -> bytes | None:
-    """Everything written to `fd` until EOF; None at the deadline or past the size cap."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            return None
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > MAX_REPLY_BYTES:
-            return None
-        chunks.append(chunk)
 
 
 __all__ = ["ExportSummary", "export_isolated"]

@@ -119,7 +119,7 @@ def _probe_child(private_dir: str, read_end: int, write_end: int) -> IsolationRe
     if pid == 0:
         _probe_in_child(private_dir, write_end, parent)
     os.close(write_end)
-    reply = _read_until_eof(read_end, time.monotonic() + PROBE_TIMEOUT_SECONDS)
+    reply = read_until_eof(read_end, time.monotonic() + PROBE_TIMEOUT_SECONDS)
     if reply is None:
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
@@ -143,9 +143,10 @@ def _probe_in_child(private_dir: str, write_end: int, parent: int) -> None:
         os._exit(1)
 
 
-def _read_until_eof(fd: int, deadline: float) -> bytes | None:
-    """Everything written to `fd` until EOF, or None at the deadline."""
+def read_until_eof(fd: int, deadline: float, limit: int | None = None) -> bytes | None:
+    """Everything written to `fd` until EOF; None at the deadline or past `limit` bytes."""
     chunks = []
+    size = 0
     while True:
         ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
         if not ready:
@@ -153,6 +154,9 @@ def _read_until_eof(fd: int, deadline: float) -> bytes | None:
         chunk = os.read(fd, 65536)
         if not chunk:
             return b"".join(chunks)
+        size += len(chunk)
+        if limit is not None and size > limit:
+            return None
         chunks.append(chunk)
 
 

@@ -38,6 +38,7 @@ class Rule:
     likes: list[list[int]]             # rank-free: per result, the inputs whose shape it has in every case
     exact: bool = False                # reached only by its one case's exact shapes and values
     _checked: tuple | None = field(default=None, repr=False, compare=False)   # ambiguities(), for its candidates
+    _pinned: tuple | None = field(default=None, repr=False, compare=False)    # pinned_shapes(), likewise
 
     @property
     def code(self) -> CaseCode:
@@ -78,7 +79,10 @@ class Rule:
         shapes traced and for no other that anything shows, so the rule takes only those."""
         if self.exact or not any(_sized_literal(e) for e in self.chosen()):
             return None
-        return sorted({_shapes(c) for c in self.cases})
+        key = (id(self.candidates), len(self.cases))     # asked for every case and class, as ambiguities()
+        if self._pinned is None or self._pinned[0] != key:
+            self._pinned = (key, {_shapes(c) for c in self.cases})
+        return sorted(self._pinned[1])
 
     def scalar_checks(self) -> dict[int, Any]:
         """Flat scalar arguments the rule checks by value: those no chosen expression reads,
@@ -117,8 +121,7 @@ class Rule:
                 else None
         if any(not _same(case.flat[i], v) for i, v in self.scalar_checks().items()):
             return None
-        pinned = self.pinned_shapes()
-        if pinned is not None and _shapes(case) not in pinned:
+        if self.pinned_shapes() is not None and _shapes(case) not in self._pinned[1]:
             return None
         try:
             values = [e.evaluate(case.flat) for e in self.chosen()]
