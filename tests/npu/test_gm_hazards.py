@@ -209,3 +209,79 @@ def test_the_one_unordered_pair_after_a_long_ordered_history_is_a_race(run):
     assert result.error is not None and result.error.type == "RaceError"
     assert result.error.line == _line(src, "# @write") and f"(kernel line {_line(src, '# @read')})" in result.error.message
     assert "MTE2" in result.error.message and " S " in result.error.message
+
+
+def _core_write(stream, seq, lo, length, pitch, count):
+    from sage.npu.sim.gmhazards import Access
+
+    return Access(stream, 0, seq, True, False, lo, length, pitch if count > 1 else length, count, (seq,), {}, 0,
+                  "DataCopyPad", f"AIV block {stream}")
+
+
+def test_unordered_writes_race_exactly_when_their_byte_sets_meet():
+    """GmHazards' verdict on a launch of unordered cores' strided writes (page index, envelopes,
+    wide list) against the bytes each write touches, listed one by one: layouts with pitches
+    under, at and over a page, spans under and over the wide limit, in every arrival order."""
+    import random
+
+    from sage.npu.errors import RaceError
+    from sage.npu.sim.gmhazards import _MAX_PAGES, PAGE, GmHazards
+
+    def touched(a):
+        return {a.lo + i * a.pitch + k for i in range(a.count) for k in range(a.length)}
+
+    rng = random.Random(7)
+    pitches = [96, PAGE - 32, PAGE, PAGE + 64, 2 * PAGE, 3 * PAGE + 8]
+    races = 0
+    for _ in range(300):
+        writes = []
+        for stream in range(rng.randint(2, 4)):
+            pitch = rng.choice(pitches)
+            count = rng.choice([1, 2, 7, 40, _MAX_PAGES + 5]) if pitch >= PAGE else rng.randint(1, 60)
+            length = rng.randint(1, min(pitch, 300))
+            writes.append(_core_write(stream, 1, rng.randint(0, 4 * PAGE), length, pitch, count))
+        expected = any(touched(a) & touched(b) for i, a in enumerate(writes) for b in writes[i + 1:])
+        hazards = GmHazards()
+        try:
+            for w in writes:
+                hazards.access(0, "y", w)
+            found = False
+        except RaceError:
+            found = True
+        races += found
+        assert found == expected, [(w.lo, w.length, w.pitch, w.count) for w in writes]
+    assert 30 < races < 270   # both verdicts were exercised
+
+
+# Block SMALL writes 16 floats in the middle of y; the other block writes one 64-byte burst on
+# each of BURSTS pages (one every 4 KB), among them the small write's bytes. With 600 pages the
+# strided write is a wide access: it must still meet the small write whichever comes first.
+WIDE = """
+@kernel
+def k(x, y):
+    b = GetBlockIdx()
+    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 1); pipe.InitBuffer(q, 1, BURSTS * 64)
+    xg = GlobalTensor(); xg.SetGlobalBuffer(x); yg = GlobalTensor(); yg.SetGlobalBuffer(y)
+    t = q.AllocTensor(float32)
+    DataCopy(t, xg[0], 16 * BURSTS)
+    q.EnQue(t); t = q.DeQue(float32)
+    if b == SMALL:
+        DataCopy(yg[(BURSTS // 2) * 1024], t, 16)  # @small
+    else:
+        DataCopyPad(yg[0], t, DataCopyExtParams(BURSTS, 64, 0, 4096 - 64, 0))  # @wide
+    q.FreeTensor(t)
+
+def forward(x):
+    y = empty_like(x)
+    k[2](x, y)
+    return y
+"""
+
+
+def test_a_strided_write_over_many_pages_races_with_a_small_write_in_its_middle(run):
+    for bursts in (100, 600):
+        for small in (0, 1):
+            src = WIDE.replace("BURSTS", str(bursts)).replace("SMALL", str(small))
+            _, result = run(src, [np.zeros((bursts + 1) * 1024, dtype=np.float32)])
+            assert result.error is not None and result.error.type == "RaceError", (bursts, small, result.error)
+            assert "no sync between the two cores" in result.error.message

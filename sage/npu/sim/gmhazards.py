@@ -11,25 +11,32 @@ race with each other. Every transfer is a set of bursts (count x length, a fixed
 two transfers conflict only if a byte of one burst of each is the same: disjoint stripes of
 the same rows are legal.
 
-Accesses are indexed by 4 KB GM pages, so a check looks only at accesses that can overlap,
-and within a page by actor in program order: a new access is ordered after every access of
-an actor up to the last one it knows of (the order is a counter per pipe), so only that
-actor's later accesses are compared (bisected), not its whole history. One pipe touching
-one page over and over (a scalar loop of SetValue and DataCopy) cost a check per earlier
-access: 919 us per iteration after 4,000.
+Accesses are indexed by 4 KB GM pages, on the pages their bursts touch, each with the span of
+its bytes on that page (its envelope there), so a check looks only at accesses that can overlap
+and skips, with two comparisons, those whose envelope on the page misses its own: the tiles of
+a transpose write stripes of the same rows, and comparing every pair in full cost 27 s of a
+4096 x 4096 transpose's 30 s. Within a page, accesses are kept by actor in program order: a
+new access is ordered after every access of an actor up to the last one it knows of (the order
+is a counter per pipe), so only that actor's later accesses are compared (bisected), not its
+whole history. One pipe touching one page over and over (a scalar loop of SetValue and
+DataCopy) cost a check per earlier access: 919 us per iteration after 4,000.
+
+A transfer whose bursts touch more than _MAX_PAGES pages is kept in a per-buffer list of wide
+accesses that every check scans, and is itself checked against every page of its span that
+holds accesses (found by bisection in the buffer's sorted page numbers): a wide write after a
+small one on a page in the middle of its span is a race as much as the other way round.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 
 from sage.npu.errors import RaceError
 from sage.npu.results import PIPES
 
 PAGE = 4096
-_MAX_PAGES = 64          # a transfer spanning more pages is indexed on its first and last pages only,
-_WIDE: int = -1          # plus a per-buffer list of wide accesses every check scans
+_MAX_PAGES = 512         # a transfer touching more pages goes to its buffer's list of wide accesses
 
 
 @dataclass(slots=True)   # not frozen: a frozen dataclass's __init__ costs a microsecond per GM transfer
@@ -97,21 +104,72 @@ def _bursts_meet(a: Access, b: Access) -> bool:
     return k <= a.count - 1 and d + k * p < b.length
 
 
+def envelope(acc: Access, page: int) -> tuple[int, int] | None:
+    """The span of the bytes `acc` touches on `page` (from its first touched byte there to its
+    last), or None when none of its bursts reaches the page."""
+    ps, pe = page * PAGE, page * PAGE + PAGE
+    lo, length, pitch, count = acc.lo, acc.length, acc.pitch, acc.count
+    if count == 1 or pitch <= 0:
+        first, last_end = lo, lo + length
+    else:
+        # burst i touches the page iff lo + i*pitch < pe and lo + i*pitch + length > ps
+        i0 = max(0, (ps - length - lo) // pitch + 1)
+        i1 = min(count - 1, (pe - 1 - lo) // pitch)
+        if i0 > i1:
+            return None
+        first, last_end = lo + i0 * pitch, lo + i1 * pitch + length
+    a, b = max(ps, first), min(pe, last_end)
+    return (a, b) if a < b else None
+
+
+def touched_pages(acc: Access) -> dict[int, tuple[int, int]] | None:
+    """page -> envelope (envelope()) for every page a burst of `acc` touches; None when there
+    are more than _MAX_PAGES of them (a wide access)."""
+    if acc.length <= 0:
+        return {}
+    lo, length, pitch, count = acc.lo, acc.length, acc.pitch, acc.count
+    if count == 1 or pitch < PAGE:   # the bursts cover their span's pages (nearly) without gaps
+        first, last = lo // PAGE, (acc.hi - 1) // PAGE
+        if last - first >= _MAX_PAGES:
+            return None
+        pages = {}
+        for p in range(first, last + 1):
+            env = envelope(acc, p)
+            if env is not None:
+                pages[p] = env
+        return pages
+    # bursts at least a page apart: walk them, so the pages between two rows are not indexed
+    if count * ((length - 1) // PAGE + 2) > _MAX_PAGES and count > _MAX_PAGES:
+        return None
+    pages = {}
+    start = lo
+    for _ in range(count):
+        end = start + length
+        for p in range(start // PAGE, (end - 1) // PAGE + 1):
+            a, b = max(start, p * PAGE), min(end, p * PAGE + PAGE)
+            prev = pages.get(p)
+            pages[p] = (a, b) if prev is None else (min(prev[0], a), max(prev[1], b))
+        start += pitch
+        if len(pages) > _MAX_PAGES:
+            return None
+    return pages
+
+
 @dataclass(slots=True)
 class Trail:
     """One actor's accesses of one kind on one page (or one buffer's wide list), in program
-    order, with their sequence numbers for bisection."""
+    order, with their sequence numbers for bisection and their envelopes on the page."""
 
     seqs: list[int] = field(default_factory=list)
     accesses: list[Access] = field(default_factory=list)
+    los: list[int] = field(default_factory=list)
+    his: list[int] = field(default_factory=list)
 
-    def add(self, acc: Access) -> None:
+    def add(self, acc: Access, lo: int, hi: int) -> None:
         self.seqs.append(acc.seq)
         self.accesses.append(acc)
-
-    def unordered(self, known: int) -> list[Access]:
-        """The accesses after the `known`-th instruction of the actor's pipe."""
-        return self.accesses[bisect_right(self.seqs, known):]
+        self.los.append(lo)
+        self.his.append(hi)
 
 
 Trails = dict  # (stream, pipe) -> Trail
@@ -122,6 +180,7 @@ class GmHazards:
 
     def __init__(self) -> None:
         self.pages: dict[int, dict[int, tuple[Trails, Trails]]] = {}   # buf -> page -> (reads, writes) by actor
+        self.page_keys: dict[int, list[int]] = {}                       # buf -> its indexed pages, sorted
         self.wide: dict[int, Trails] = {}
         # Reads of an allocation nothing has written yet in this launch (most of them: the inputs)
         # cannot race with anything so far; they are kept in arrival order and indexed only when
@@ -141,58 +200,62 @@ class GmHazards:
                 return
             self.written.add(buf)
             for read in self.unwritten_reads.pop(buf, ()):  # (each actor's in program order, as they came)
-                self._index(buf, read)
+                self._record(buf, read, touched_pages(read))
         pages = self.pages.get(buf)
         if pages is None:
             pages = self.pages[buf] = {}
-        first, last = acc.lo // PAGE, (acc.lo + (acc.count - 1) * acc.pitch + acc.length - 1) // PAGE
-        span = range(first, last + 1) if last - first < _MAX_PAGES else (first, last)
+        touched = touched_pages(acc)
         seen: set[int] = set()
         write = acc.write
-        entries = [pages.get(p) for p in span]
-        for entry in entries:
-            if entry is not None:
-                reads, writes = entry
-                if writes:  # (an input's pages hold reads only: most checks have nothing to look at)
-                    self._check(acc, writes, seen, label)
-                if write and reads:
-                    self._check(acc, reads, seen, label)
+        if touched is None:   # wide: every indexed page of its span that it reaches
+            keys = self.page_keys.get(buf, ())
+            first, last = acc.lo // PAGE, (acc.hi - 1) // PAGE
+            spots = ((p, envelope(acc, p)) for p in keys[bisect_left(keys, first):bisect_right(keys, last)])
+        else:
+            spots = touched.items()
+        for p, env in spots:
+            entry = pages.get(p)
+            if entry is None or env is None:
+                continue
+            reads, writes = entry
+            if writes:  # (an input's pages hold reads only: most checks have nothing to look at)
+                self._check(acc, writes, seen, label, env)
+            if write and reads:
+                self._check(acc, reads, seen, label, env)
         wide = self.wide.get(buf)
         if wide:
-            self._check(acc, wide, seen, label)
-        self._record(buf, acc, pages, span, entries, last - first >= _MAX_PAGES)
+            self._check(acc, wide, seen, label, (acc.lo, acc.hi))
+        self._record(buf, acc, touched)
 
-    def _index(self, buf: int, acc: Access) -> None:
-        """Record `acc` with no checks (a read that came while nothing was written)."""
+    def _record(self, buf: int, acc: Access, touched: dict[int, tuple[int, int]] | None) -> None:
+        actor = (acc.stream, acc.pipe)
+        if touched is None:
+            _trail(self.wide.setdefault(buf, {}), actor).add(acc, acc.lo, acc.hi)
+            return
         pages = self.pages.get(buf)
         if pages is None:
             pages = self.pages[buf] = {}
-        first, last = acc.lo // PAGE, (acc.lo + (acc.count - 1) * acc.pitch + acc.length - 1) // PAGE
-        span = range(first, last + 1) if last - first < _MAX_PAGES else (first, last)
-        self._record(buf, acc, pages, span, [pages.get(p) for p in span], last - first >= _MAX_PAGES)
-
-    def _record(self, buf: int, acc: Access, pages: dict, span, entries: list, wide: bool) -> None:
-        actor = (acc.stream, acc.pipe)
-        if wide:
-            _trail(self.wide.setdefault(buf, {}), actor).add(acc)
-            return
         side = 1 if acc.write else 0
-        for p, entry in zip(span, entries):
+        for p, (lo, hi) in touched.items():
+            entry = pages.get(p)
             if entry is None:
                 entry = pages[p] = ({}, {})
-            trails = entry[side]
-            trail = trails.get(actor)
-            if trail is None:
-                trail = trails[actor] = Trail()
-            trail.seqs.append(acc.seq)
-            trail.accesses.append(acc)
+                insort(self.page_keys.setdefault(buf, []), p)
+            _trail(entry[side], actor).add(acc, lo, hi)
 
-    def _check(self, acc: Access, trails: Trails, seen: set[int], label: str) -> None:
+    def _check(self, acc: Access, trails: Trails, seen: set[int], label: str, env: tuple[int, int]) -> None:
+        alo, ahi = env
         for (stream, pipe), trail in trails.items():
             if stream == acc.stream and pipe == acc.pipe:
                 continue
             known = acc.own[pipe] if stream == acc.stream else acc.knows.get((stream, pipe), 0)
-            for o in trail.unordered(known):        # the earlier ones: acc is ordered after them
+            seqs = trail.seqs
+            los, his, accesses = trail.los, trail.his, trail.accesses
+            # the earlier ones (up to `known`) are ordered before acc
+            for k in range(bisect_right(seqs, known), len(seqs)):
+                if his[k] <= alo or los[k] >= ahi:
+                    continue   # no byte in common on this page (they may meet on another: not `seen`)
+                o = accesses[k]
                 if id(o) in seen:
                     continue
                 seen.add(id(o))
