@@ -37,6 +37,22 @@ def test_undo_keeps_one_copy_of_a_range_written_again_and_again():
     assert np.array_equal(data, np.arange(1024, dtype=np.float32))
 
 
+def test_undo_saves_an_allocation_whole_once_its_pieces_would_cost_more():
+    """Strided spans that add up past the allocation's size: one whole copy replaces further
+    saves, and the pieces saved before it still put back what was overwritten before it."""
+    data = np.arange(64, dtype=np.float32)
+    buf = GmBuffer(0, data, 0, False)
+    undo = tries.GmUndo()
+    for k, lo in enumerate(range(0, 256, 48)):   # overlapping 96-byte spans: 2 before the whole copy
+        undo.save(buf, lo, lo + 96)
+        data[lo // 4:(lo + 96) // 4] = -1 - k
+    pieces = [old.size for _, _, old in undo.saved]
+    assert pieces[:2] == [96, 96] and pieces[-1] == 256 and len(pieces) == 3
+    undo.restore()
+    assert np.array_equal(data, np.arange(64, dtype=np.float32))
+    assert undo.saved == [] and not undo.whole
+
+
 class K:
     pass
 

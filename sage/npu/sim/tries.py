@@ -44,7 +44,7 @@ _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), range, slice, L
 class GmUndo:
     """The GM bytes a try overwrote, each saved before its write."""
 
-    __slots__ = ("saved", "seen")
+    __slots__ = ("saved", "seen", "spent", "whole")
 
     def __init__(self):
         self.saved: list[tuple[Any, int, np.ndarray]] = []
@@ -52,19 +52,33 @@ class GmUndo:
         # keeps one copy of what was there first, not one per write (the oldest value is the one
         # put back), so a try's undo log stays the size of what it touched
         self.seen: set[tuple[int, int, int]] = set()
+        # Bytes saved per allocation, and the allocations saved whole: a strided write saves its
+        # whole span (the gaps between its rows too), so the tiles of a transpose saved the
+        # output 64 times over (2 GB for a 32 MB output); past one allocation's size, one copy
+        # of the whole allocation replaces further saves. It is put back before the older
+        # pieces (newest first), which then restore what was overwritten before it was taken.
+        self.spent: dict[int, int] = {}
+        self.whole: set[int] = set()
 
     def save(self, buf, lo: int, hi: int) -> None:
         """Bytes [lo, hi) of GM allocation `buf` are about to be written."""
         lo, hi = max(lo, 0), min(hi, buf.nbytes)
-        if hi > lo and (buf.id, lo, hi) not in self.seen:
-            self.seen.add((buf.id, lo, hi))
-            self.saved.append((buf, lo, buf.data.view(np.uint8)[lo:hi].copy()))
+        if hi <= lo or buf.id in self.whole or (buf.id, lo, hi) in self.seen:
+            return
+        spent = self.spent.get(buf.id, 0) + hi - lo
+        if spent >= buf.nbytes:
+            self.whole.add(buf.id)
+            self.saved.append((buf, 0, buf.data.view(np.uint8).reshape(-1).copy()))
+            return
+        self.spent[buf.id] = spent
+        self.seen.add((buf.id, lo, hi))
+        self.saved.append((buf, lo, buf.data.view(np.uint8)[lo:hi].copy()))
 
     def restore(self) -> None:
         """Put every saved byte back, the newest write first (so the oldest value wins)."""
         for buf, lo, old in reversed(self.saved):
             buf.data.view(np.uint8)[lo:lo + old.size] = old
-        self.saved, self.seen = [], set()
+        self.saved, self.seen, self.spent, self.whole = [], set(), {}, set()
 
 
 def frozen() -> set[int] | None:
