@@ -78,7 +78,7 @@ class CaseResult(BaseModel):
     cycles: int | None = None
     times: Times | None = None                # the kernel's kernel_us, device_us, end_to_end_us (the scored one)
     reference_times: Times | None = None      # the vendor's, the same three
-    reference_problem: str | None = None      # why there is no reference time (the time model failed)
+    reference_problem: str | None = None      # why there is no reference time (the model failed, or no kernel)
     speedup: float | None = None              # end to end: reference end_to_end_us / the kernel's
     device_speedup: float | None = None       # reference device_us / the kernel's device_us
     roofline_fraction: float | None = None    # essential-work bound / kernel_us (launch excluded)
@@ -296,6 +296,8 @@ def describe_inputs(case: list) -> list[str]:
     return [describe_arg(a) for a in case]
 
 
+NO_REFERENCE_KERNEL = ("the reference dispatches no kernel (views only), so the case has no reference time to be "
+                       "scored against: judged, not timed")
 NEVER_LAUNCHED = ("the kernel was never launched: forward() returned its outputs without launching a kernel, "
                   "so nothing computed them")
 
@@ -402,6 +404,11 @@ def _fill_profile(result: CaseResult, profile: Profile | None, ref: Any) -> None
     result.roofline_bound_us = profile.roofline_bound_us
     result.roofline_bound = profile.roofline_bound
     result.bottleneck = profile.bottleneck
+    if ref is not None and ref.launches == 0:
+        # Nothing to time against: a reference of views only dispatches no kernel, and the
+        # model has no time for it (docs/reference-model.md), so the case is judged, not scored.
+        result.reference_problem = result.reference_problem or NO_REFERENCE_KERNEL
+        return
     if ref is not None and profile.time_us > 0:
         result.speedup = ref.end_to_end_us / profile.time_us
     if ref is not None and profile.device_us > 0:

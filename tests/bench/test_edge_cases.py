@@ -149,3 +149,53 @@ def test_describe_inputs_names_every_kind_of_argument():
             (2117,), "mean"]
     assert describe_inputs(case) == ["int8[2, 0]", "float32[]", "0.5", "None", "[float32[3], float32[2, 2]]",
                                       "(2117,)", "'mean'"]
+
+
+VIEWS_ONLY_TASK = '''
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x.view(-1)
+
+
+def get_init_inputs():
+    return []
+
+
+def get_input_groups():
+    return [[torch.randn(8, 64)], [torch.randn(4, 32)]]
+'''
+
+COPY_KERNEL = '''
+from sage.npu.ascendc import *
+
+@kernel
+def copy(x, y, n):
+    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 1); pipe.InitBuffer(q, 1, n * 4)
+    xg = GlobalTensor(); xg.SetGlobalBuffer(x); yg = GlobalTensor(); yg.SetGlobalBuffer(y)
+    t = q.AllocTensor(float32)
+    DataCopy(t, xg[0], n)
+    q.EnQue(t); t = q.DeQue(float32)
+    DataCopy(yg[0], t, n)
+    q.FreeTensor(t)
+
+def forward(x):
+    y = empty((x.numel(),), float32)
+    copy[1](x, y, x.numel())
+    return y
+'''
+
+
+def test_a_views_only_reference_is_judged_but_not_timed(tmp_path):
+    """torch.split-like references dispatch no kernel: the model gives them no time, so a correct
+    kernel is correct with no speedup (not a speedup of 0), and each case says why."""
+    path = tmp_path / "view_flat.py"
+    path.write_text(VIEWS_ONLY_TASK)
+    ev = evaluate_kernel(load_task(path), COPY_KERNEL)
+    assert ev.status == "correct" and ev.correct, ev.reason or ev.error
+    assert ev.speedup is None and ev.device_speedup is None
+    for case in ev.cases:
+        assert case.correct and case.speedup is None and case.times is not None
+        assert "dispatches no kernel" in case.reference_problem

@@ -17,8 +17,11 @@ def test_reward_levels_and_monotone_speedup() -> None:
     rewards = [episode_reward(executed=True, correct=True, speedup=s) for s in speeds]
     assert rewards == sorted(rewards) and len(set(rewards)) == len(rewards)
     assert -0.5 < rewards[0] and rewards[-1] < 1.0  # any correct kernel beats any wrong one
-    with pytest.raises(ValueError):
-        episode_reward(executed=True, correct=True, speedup=None)
+    # correct but not timed (a views-only reference has no time): neither credit nor blame for speed
+    assert episode_reward(executed=True, correct=True, speedup=None) == 0.0
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError):
+            episode_reward(executed=True, correct=True, speedup=bad)
 
 
 def test_token_estimate() -> None:
