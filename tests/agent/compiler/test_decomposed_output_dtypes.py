@@ -60,3 +60,24 @@ def test_mish_backward_of_a_half_grad_and_a_float_input_returns_float(compile_gr
     assert out.dtype == np.float32
     expected = torch.ops.aten.mish_backward(torch.from_numpy(g).double(), torch.from_numpy(x).double())
     np.testing.assert_allclose(out, expected.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_the_ops_dtypes_are_learnt_once_per_signature_not_per_size():
+    """The op is run for its dtypes once per argument signature (dtypes, 0-dim or not, scalar
+    kinds): a larger case of the same signature reuses them, another signature does not."""
+    from sage.kernels import record
+
+    def trace(g_dtype, x_dtype, n):
+        graph = trace_graph(Fn(lambda a, b: A.mish_backward(a, b)),
+                            [torch.randn(n).to(g_dtype), torch.randn(n).to(x_dtype)], decompose=True)
+        return graph.dtypes[graph.outputs[0]]
+
+    record._result_dtypes.clear()
+    assert trace(F, H, 16) == "float16"
+    assert len(record._result_dtypes) == 1
+    assert trace(F, H, 4000) == "float16"      # the same signature, larger: no new entry
+    assert len(record._result_dtypes) == 1
+    assert trace(H, F, 16) == "float32"        # another signature is run for its own
+    assert len(record._result_dtypes) == 2
+    key = record._dtype_key(A.mish_backward.default, (torch.ones(2), torch.ones(())), {})
+    assert key != record._dtype_key(A.mish_backward.default, (torch.ones(2), torch.ones(2)), {})
