@@ -195,6 +195,43 @@ def _scatter_reduce(node: Node) -> str | None:
     return None if how is None else _REDUCES[how]
 
 
+def _scatter_geometry(node: Node, out: Ref, idx: Ref, src: Ref, dim: int) -> dict:
+    """The element scatter's geometry when index (or src) is not shaped like out off the
+    scattered axis ({} when both are: the kernel's [O, K, I] views). torch takes an index no
+    larger than self off `dim` and no larger than src anywhere, and reads only the index's
+    extent of src (ScatterGatherChecks.h); larger is refused, as torch refuses it."""
+    rank = len(out.shape)
+    if len(idx.shape) != rank or len(src.shape) != rank:
+        raise Unsupported(f"{node.describe()}: index {idx.shape} / src {src.shape} of another rank than "
+                          f"the destination's {out.shape}")
+    if any(idx.shape[j] > src.shape[j] or j != dim and idx.shape[j] > out.shape[j] for j in range(rank)):
+        raise Unsupported(f"{node.describe()}: index {idx.shape} larger than the destination {out.shape} "
+                          f"off the scattered axis or than src {src.shape}")
+    covers = all(idx.shape[j] == out.shape[j] for j in range(rank) if j != dim)
+    if covers and tuple(src.shape) == tuple(idx.shape):
+        return {}
+    strides = [contiguous_strides(t.shape) for t in (out, idx, src)]
+
+    def axes(js: range) -> list[tuple[int, int, int, int]]:
+        """The index's axes in `js` of extent > 1 (the others add nothing to an offset), an axis
+        merged into the one before it where every tensor's strides nest (row-major over both)."""
+        merged: list[tuple[int, int, int, int]] = []
+        for j in js:
+            if idx.shape[j] == 1:
+                continue
+            ax = (idx.shape[j], *(s[j] for s in strides))
+            if merged and all(a == ax[0] * b for a, b in zip(merged[-1][1:], ax[1:])):
+                ax = (merged.pop()[0] * ax[0], *ax[1:])
+            merged.append(ax)
+        return merged
+
+    lead, inner = axes(range(dim)), axes(range(dim + 1, rank))
+    if math.prod(out.shape[dim + 1:]) == 1:        # along the last axis: rows, one per lead position
+        return dict(lead=tuple(lead) or ((1, 0, 0, 0),), axis=(1, 1, 1), width=1, covers=covers)
+    return dict(lead=tuple(lead + inner[:-1]), axis=tuple(s[dim] for s in strides),
+                width=inner[-1][0] if inner else 1, covers=covers)
+
+
 def scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
     """torch.scatter(x, dim, idx, src): a copy of x with out[.., idx[.., k, ..], ..] = src[.., k, ..];
     scatter(x, dim, idx, value) writes the one value at every index; a reduce ('add', 'multiply';
@@ -220,22 +257,20 @@ def scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, targ
         raise Unsupported(f"{node.describe()}: a {reduce} reduce into bool")
     rank = len(out.shape)
     dim = _dim(node, rank)
-    if src.shape != idx.shape or len(idx.shape) != rank or any(
-            a != b for j, (a, b) in enumerate(zip(idx.shape, out.shape)) if j != dim):
-        raise Unsupported(f"{node.describe()}: index {idx.shape} / src {src.shape} shapes other than the "
-                          f"destination's {out.shape} off the scattered axis")
     for ref, what in ((x, "destination"), (src, "source"), (out, "output")):
         _dense(node, ref, what)
+    geo = _scatter_geometry(node, out, idx, src, dim)
     spec = ScatterElemsSpec(name=f"{name}s", outer=math.prod(out.shape[:dim]), rows=out.shape[dim] if rank else 1,
                             inner=math.prod(out.shape[dim + 1:]), count=idx.shape[dim] if rank else 1,
                             dtype=out.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
                             src=_name(prog, src), out=_name(prog, out), x_offset=x.layout.offset,
                             index_offset=idx.layout.offset, src_offset=src.layout.offset, value=value,
-                            reduce=reduce)
+                            reduce=reduce, **geo)
     if idx.layout.numel == 0:
         return _initial_copy(node, prog, name, target)
     args = scatter_elems_args(spec)
     scatter = library_launch(node.describe(), spec.name, group.describe(),
                              lambda: scatter_elems_source(lift(spec), target, sched.block_dim), args)
+    # an index smaller than out leaves the rest of out to a copy of x first
     first = None if copies_x(spec, sched.block_dim or target.vector_cores) else _initial_copy(node, prog, name, target)
     return _then(first, name, scatter, list(dict.fromkeys((first.args if first else []) + args)))
