@@ -126,6 +126,9 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
     count = idx.layout.numel
     if count == 0:
         return _initial_copy(node, prog, name, target)
+    ordered = _ordered_accumulate(node, prog, name, sched, target, group, accumulate and not broadcast, dim)
+    if ordered is not None:
+        return ordered
     spec = ScatterRowsSpec(name=f"{name}s", outer=math.prod(out.shape[:dim]), rows=out.shape[dim] if rank else 1,
                            inner=math.prod(out.shape[dim + 1:]), count=count, dtype=out.dtype,
                            index_dtype=idx.dtype, accumulate=accumulate, src_broadcast=broadcast,
@@ -138,6 +141,29 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
     first = _initial_copy(node, prog, name, target)
     names = list(dict.fromkeys((first.args if first else []) + args))
     return _then(first, name, scatter, names)
+
+
+def _ordered_accumulate(node: Node, prog: Program, name: str, sched: Schedule, target: Target, group: Group,
+                        accumulate: bool, dim: int) -> Launch | None:
+    """A half-precision index_add / index_put(accumulate) of single elements (out one line along
+    `dim`) as the element scatter's add, when that line fits UB: one owner folds the values in
+    index order, rounding after each add as torch's CPU kernel does. Atomic adds from many
+    blocks land in any order, and in fp16/bf16 each order rounds differently (level1/19 case 12:
+    bf16 repeats two ulp away from eager). None: the atomic row scatter takes it."""
+    from sage.kernels.library.scatter_elems import ScatterElemsSpec, row_tile, scatter_elems_args, scatter_elems_source
+
+    x, out, src, idx = node.ins[0], node.outs[0], node.ins[2], node.ins[1]
+    if not accumulate or out.dtype not in ("float16", "bfloat16") or out.layout.numel != out.shape[dim] or x is None:
+        return None
+    _dense(node, x, "destination")
+    spec = ScatterElemsSpec(name=f"{name}s", outer=1, rows=out.shape[dim], inner=1, count=idx.layout.numel,
+                            dtype=out.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
+                            src=_name(prog, src), out=_name(prog, out), x_offset=x.layout.offset,
+                            index_offset=idx.layout.offset, src_offset=src.layout.offset, reduce="add")
+    if row_tile(spec) < 1 or out.layout.offset:
+        return None
+    return library_launch(node.describe(), spec.name, group.describe(),
+                          lambda: scatter_elems_source(lift(spec), target, sched.block_dim), scatter_elems_args(spec))
 
 
 # -- bincount / histc ------------------------------------------------------------------------------
