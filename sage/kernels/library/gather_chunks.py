@@ -13,7 +13,7 @@ Dtypes `Gather` lacks (int64, 8-bit) pick with scalar LocalTensor reads instead.
 from __future__ import annotations
 
 from sage.kernels.library import gather_elems
-from sage.kernels.library.gather_elems import GATHER_DTYPES, GatherElemsSpec, launcher
+from sage.kernels.library.gather_elems import GATHER_DTYPES, GatherElemsSpec, launcher, pick_method
 from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 from sage.kernels.target import Target
 
@@ -102,16 +102,5 @@ class Kernel_{n}:
             self.qi.EnQue(ix)
             self.Pick(o * {k} + c0, kn)
 
-    def Pick(self, dst, kn):
-        xt = self.qx.DeQue({dt})
-        ix = self.qi.DeQue({it})
-        ot = self.qo.AllocTensor({dt})
-        off = self.b_off.Get(int32)
-        neg = self.b_neg.Get(int32){sync_in}{pick}{sync_out}
-        self.qx.FreeTensor(xt)
-        self.qi.FreeTensor(ix)
-        self.qo.EnQue(ot)
-        ot = self.qo.DeQue({dt})
-        DataCopyPad(self.g_o[dst], ot, DataCopyExtParams(1, kn * {es}, 0, 0, 0))
-        self.qo.FreeTensor(ot)
-{tail}'''
+{pick_method("dst, kn", dt, it, sync_in + pick + sync_out,
+             f"DataCopyPad(self.g_o[dst], ot, DataCopyExtParams(1, kn * {es}, 0, 0, 0))")}{tail}'''

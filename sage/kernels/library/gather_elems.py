@@ -171,19 +171,26 @@ class Kernel_{n}:
             self.qi.EnQue(ix)
             self.Pick(r, t)
 
-    def Pick(self, r, t):
+{pick_method("r, t", dt, it, sync_in + pick + sync_out,
+             f"DataCopyPad(self.g_o[r * {k}], ot, DataCopyExtParams(t, {k * es}, 0, 0, 0))")}{tail}'''
+
+
+def pick_method(args: str, dt: str, it: str, pick: str, store: str) -> str:
+    """The vector side of a Gather tile: x and index tiles from their queues, `pick` into `ot`
+    (offsets in `off`, wraps in `neg`), and `store` of `ot` back to GM."""
+    return f'''    def Pick(self, {args}):
         xt = self.qx.DeQue({dt})
         ix = self.qi.DeQue({it})
         ot = self.qo.AllocTensor({dt})
         off = self.b_off.Get(int32)
-        neg = self.b_neg.Get(int32){sync_in}{pick}{sync_out}
+        neg = self.b_neg.Get(int32){pick}
         self.qx.FreeTensor(xt)
         self.qi.FreeTensor(ix)
         self.qo.EnQue(ot)
         ot = self.qo.DeQue({dt})
-        DataCopyPad(self.g_o[r * {k}], ot, DataCopyExtParams(t, {k * es}, 0, 0, 0))
+        {store}
         self.qo.FreeTensor(ot)
-{tail}'''
+'''
 
 
 def _scalar_source(spec: GatherElemsSpec, target: Target, block_dim: int | None) -> str:

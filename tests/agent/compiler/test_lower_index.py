@@ -329,3 +329,18 @@ def test_half_index_put_accumulate_folds_repeats_in_index_order_as_torch_cpu(com
     (out,) = run(view(x), i.numpy(), view(v))
     expect = view(x.clone().index_put_((i,), v, accumulate=True))
     assert out.view(np.int16).tolist() == expect.view(np.int16).tolist()
+
+
+def test_index_select_of_more_indices_than_ub_holds_streams_them_in_chunks(compile_graph, monkeypatch):
+    # nll_loss's weight[target] over a million targets (level1/25 case 20): a 21-entry table row
+    # and the indices in chunks (UB scaled down here: 3000 indices in 16 chunks of 192).
+    from sage.kernels.library import gather_elems
+
+    monkeypatch.setattr(gather_elems, "UB_BUDGET", 8192)
+    compiled, run = compile_graph("w, t", "torch.index_select(w, 0, t)", "torch.randn(21), torch.randint(0, 21, (3000,))")
+    assert "Gather(" in compiled.source and "kn = min(" in compiled.source      # the chunked mode
+    g = torch.Generator().manual_seed(2)
+    w = torch.randn(21, generator=g)
+    t = torch.randint(-21, 21, (3000,), generator=g)
+    (out,) = run(w.numpy(), t.numpy())
+    assert out.tolist() == w[t].tolist()
