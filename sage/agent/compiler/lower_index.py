@@ -146,11 +146,12 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
 def _ordered_accumulate(node: Node, prog: Program, name: str, sched: Schedule, target: Target, group: Group,
                         accumulate: bool, dim: int) -> Launch | None:
     """A half-precision index_add / index_put(accumulate) of single elements (out one line along
-    `dim`) as the element scatter's add, when that line fits UB: one owner folds the values in
+    `dim`) as the element scatter's add, when that line fits UB (its indices whole or in chunks): one owner folds the values in
     index order, rounding after each add as torch's CPU kernel does. Atomic adds from many
     blocks land in any order, and in fp16/bf16 each order rounds differently (level1/19 case 12:
     bf16 repeats two ulp away from eager). None: the atomic row scatter takes it."""
     from sage.kernels.library.scatter_elems import ScatterElemsSpec, row_tile, scatter_elems_args, scatter_elems_source
+    from sage.kernels.library.scatter_row_chunks import index_chunk
 
     x, out, src, idx = node.ins[0], node.outs[0], node.ins[2], node.ins[1]
     if not accumulate or out.dtype not in ("float16", "bfloat16") or out.layout.numel != out.shape[dim] or x is None:
@@ -160,7 +161,7 @@ def _ordered_accumulate(node: Node, prog: Program, name: str, sched: Schedule, t
                             dtype=out.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
                             src=_name(prog, src), out=_name(prog, out), x_offset=x.layout.offset,
                             index_offset=idx.layout.offset, src_offset=src.layout.offset, reduce="add")
-    if row_tile(spec) < 1 or out.layout.offset:
+    if row_tile(spec) < 1 and index_chunk(spec) < 1 or out.layout.offset:
         return None
     return library_launch(node.describe(), spec.name, group.describe(),
                           lambda: scatter_elems_source(lift(spec), target, sched.block_dim), scatter_elems_args(spec))

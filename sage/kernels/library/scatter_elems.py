@@ -250,8 +250,11 @@ def scatter_elems_source(spec: ScatterElemsSpec, target: Target, block_dim: int 
         raise ValueError(f"scatter reduce {spec.reduce!r} (written: {sorted(str(r) for r in COMBINE)})")
     dt, it = dsl_dtype(spec.dtype), dsl_dtype(spec.index_dtype)
     cores = block_dim or target.vector_cores
+    from sage.kernels.library.scatter_row_chunks import index_chunk, row_chunks
     if row_tile(spec) >= 1:
         units, sizes, body = _rows(spec, cores)
+    elif index_chunk(spec) >= 1:             # a row in UB, its index/src row in chunks
+        units, sizes, body = row_chunks(spec)
     else:
         units, sizes, body = _columns(spec, cores)
     blocks = max(1, min(cores, units))
