@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sage.bench.case_support import describe_arg, describe_case
 from sage.bench.correctness import Comparison, OutputStats, compare_outputs, dtype_name, unwritten_elements
+from sage.bench.deterministic import deterministic
 from sage.bench.input_size import InputsTooLarge
 from sage.bench.tasks import (ReferenceUnavailable, Task, TaskLoadError, kernel_args,
                               parameter_kwargs, runtime_accelerator_reason, to_numpy)
@@ -241,10 +242,11 @@ class ReferenceFailure(Exception):
 
 def reference_outputs(model: torch.nn.Module, case: list) -> list[np.ndarray]:
     """Runs the reference on clones of the inputs (a forward that mutates its arguments
-    must not change what the kernel sees) and flattens the result to numpy arrays."""
+    must not change what the kernel sees), with torch's deterministic algorithms, and
+    flattens the result to numpy arrays."""
     args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
     try:
-        with torch.no_grad():
+        with torch.no_grad(), deterministic():      # repeated indices land in index order (deterministic.py)
             out = model(*args)
     except Exception as exc:  # the reference is trusted code; its failure is reported, not hidden
         reason = runtime_accelerator_reason(exc)
@@ -262,7 +264,7 @@ def truth_outputs(model: torch.nn.Module, case: list, count: int) -> list[np.nda
     args = [a.detach().clone().double() if isinstance(a, torch.Tensor) and a.is_floating_point()
             else (a.clone() if isinstance(a, torch.Tensor) else a) for a in case]
     try:
-        with torch.no_grad():
+        with torch.no_grad(), deterministic():
             out = promoted(*args)
     except (RuntimeError, TypeError, ValueError, NotImplementedError):
         return None   # e.g. an op without a float64 kernel, or float64 meeting an explicit float32 operand

@@ -126,6 +126,9 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
     count = idx.layout.numel
     if count == 0:
         return _initial_copy(node, prog, name, target)
+    ordered = _ordered_accumulate(node, prog, name, sched, target, group, accumulate and not broadcast, dim)
+    if ordered is not None:
+        return ordered
     spec = ScatterRowsSpec(name=f"{name}s", outer=math.prod(out.shape[:dim]), rows=out.shape[dim] if rank else 1,
                            inner=math.prod(out.shape[dim + 1:]), count=count, dtype=out.dtype,
                            index_dtype=idx.dtype, accumulate=accumulate, src_broadcast=broadcast,
@@ -138,6 +141,30 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
     first = _initial_copy(node, prog, name, target)
     names = list(dict.fromkeys((first.args if first else []) + args))
     return _then(first, name, scatter, names)
+
+
+def _ordered_accumulate(node: Node, prog: Program, name: str, sched: Schedule, target: Target, group: Group,
+                        accumulate: bool, dim: int) -> Launch | None:
+    """A half-precision index_add / index_put(accumulate) of single elements (out one line along
+    `dim`) as the element scatter's add, when that line fits UB (its indices whole or in chunks): one owner folds the values in
+    index order, rounding after each add as torch's CPU kernel does. Atomic adds from many
+    blocks land in any order, and in fp16/bf16 each order rounds differently (level1/19 case 12:
+    bf16 repeats two ulp away from eager). None: the atomic row scatter takes it."""
+    from sage.kernels.library.scatter_elems import ScatterElemsSpec, row_tile, scatter_elems_args, scatter_elems_source
+    from sage.kernels.library.scatter_row_chunks import index_chunk
+
+    x, out, src, idx = node.ins[0], node.outs[0], node.ins[2], node.ins[1]
+    if not accumulate or out.dtype not in ("float16", "bfloat16") or out.layout.numel != out.shape[dim] or x is None:
+        return None
+    _dense(node, x, "destination")
+    spec = ScatterElemsSpec(name=f"{name}s", outer=1, rows=out.shape[dim], inner=1, count=idx.layout.numel,
+                            dtype=out.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
+                            src=_name(prog, src), out=_name(prog, out), x_offset=x.layout.offset,
+                            index_offset=idx.layout.offset, src_offset=src.layout.offset, reduce="add")
+    if row_tile(spec) < 1 and index_chunk(spec) < 1 or out.layout.offset:
+        return None
+    return library_launch(node.describe(), spec.name, group.describe(),
+                          lambda: scatter_elems_source(lift(spec), target, sched.block_dim), scatter_elems_args(spec))
 
 
 # -- bincount / histc ------------------------------------------------------------------------------
@@ -195,6 +222,43 @@ def _scatter_reduce(node: Node) -> str | None:
     return None if how is None else _REDUCES[how]
 
 
+def _scatter_geometry(node: Node, out: Ref, idx: Ref, src: Ref, dim: int) -> dict:
+    """The element scatter's geometry when index (or src) is not shaped like out off the
+    scattered axis ({} when both are: the kernel's [O, K, I] views). torch takes an index no
+    larger than self off `dim` and no larger than src anywhere, and reads only the index's
+    extent of src (ScatterGatherChecks.h); larger is refused, as torch refuses it."""
+    rank = len(out.shape)
+    if len(idx.shape) != rank or len(src.shape) != rank:
+        raise Unsupported(f"{node.describe()}: index {idx.shape} / src {src.shape} of another rank than "
+                          f"the destination's {out.shape}")
+    if any(idx.shape[j] > src.shape[j] or j != dim and idx.shape[j] > out.shape[j] for j in range(rank)):
+        raise Unsupported(f"{node.describe()}: index {idx.shape} larger than the destination {out.shape} "
+                          f"off the scattered axis or than src {src.shape}")
+    covers = all(idx.shape[j] == out.shape[j] for j in range(rank) if j != dim)
+    if covers and tuple(src.shape) == tuple(idx.shape):
+        return {}
+    strides = [contiguous_strides(t.shape) for t in (out, idx, src)]
+
+    def axes(js: range) -> list[tuple[int, int, int, int]]:
+        """The index's axes in `js` of extent > 1 (the others add nothing to an offset), an axis
+        merged into the one before it where every tensor's strides nest (row-major over both)."""
+        merged: list[tuple[int, int, int, int]] = []
+        for j in js:
+            if idx.shape[j] == 1:
+                continue
+            ax = (idx.shape[j], *(s[j] for s in strides))
+            if merged and all(a == ax[0] * b for a, b in zip(merged[-1][1:], ax[1:])):
+                ax = (merged.pop()[0] * ax[0], *ax[1:])
+            merged.append(ax)
+        return merged
+
+    lead, inner = axes(range(dim)), axes(range(dim + 1, rank))
+    if math.prod(out.shape[dim + 1:]) == 1:        # along the last axis: rows, one per lead position
+        return dict(lead=tuple(lead) or ((1, 0, 0, 0),), axis=(1, 1, 1), width=1, covers=covers)
+    return dict(lead=tuple(lead + inner[:-1]), axis=tuple(s[dim] for s in strides),
+                width=inner[-1][0] if inner else 1, covers=covers)
+
+
 def scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target) -> Launch | None:
     """torch.scatter(x, dim, idx, src): a copy of x with out[.., idx[.., k, ..], ..] = src[.., k, ..];
     scatter(x, dim, idx, value) writes the one value at every index; a reduce ('add', 'multiply';
@@ -220,22 +284,20 @@ def scatter_launch(group: Group, prog: Program, name: str, sched: Schedule, targ
         raise Unsupported(f"{node.describe()}: a {reduce} reduce into bool")
     rank = len(out.shape)
     dim = _dim(node, rank)
-    if src.shape != idx.shape or len(idx.shape) != rank or any(
-            a != b for j, (a, b) in enumerate(zip(idx.shape, out.shape)) if j != dim):
-        raise Unsupported(f"{node.describe()}: index {idx.shape} / src {src.shape} shapes other than the "
-                          f"destination's {out.shape} off the scattered axis")
     for ref, what in ((x, "destination"), (src, "source"), (out, "output")):
         _dense(node, ref, what)
+    geo = _scatter_geometry(node, out, idx, src, dim)
     spec = ScatterElemsSpec(name=f"{name}s", outer=math.prod(out.shape[:dim]), rows=out.shape[dim] if rank else 1,
                             inner=math.prod(out.shape[dim + 1:]), count=idx.shape[dim] if rank else 1,
                             dtype=out.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
                             src=_name(prog, src), out=_name(prog, out), x_offset=x.layout.offset,
                             index_offset=idx.layout.offset, src_offset=src.layout.offset, value=value,
-                            reduce=reduce)
+                            reduce=reduce, **geo)
     if idx.layout.numel == 0:
         return _initial_copy(node, prog, name, target)
     args = scatter_elems_args(spec)
     scatter = library_launch(node.describe(), spec.name, group.describe(),
                              lambda: scatter_elems_source(lift(spec), target, sched.block_dim), args)
+    # an index smaller than out leaves the rest of out to a copy of x first
     first = None if copies_x(spec, sched.block_dim or target.vector_cores) else _initial_copy(node, prog, name, target)
     return _then(first, name, scatter, list(dict.fromkeys((first.args if first else []) + args)))

@@ -269,11 +269,13 @@ def _whole_rows_cheaper(x: Ref, count: int, target: Target) -> bool:
 
 
 def _row_fits(x: Ref, count: int, index_dtype: str) -> bool:
-    """A row of x and the indices fit in UB together (the last-axis gather's one-row tile)."""
+    """A row of x fits in UB with the indices, whole or in chunks (the last-axis gather's tile)."""
+    from sage.kernels.library.gather_chunks import index_chunk
     from sage.kernels.library.gather_elems import GatherElemsSpec, row_tile
 
-    return row_tile(GatherElemsSpec(name="probe", outer=1, rows=x.shape[-1], inner=1, count=count, dtype=x.dtype,
-                                    index_dtype=index_dtype, shared_index=True)) >= 1
+    probe = GatherElemsSpec(name="probe", outer=1, rows=x.shape[-1], inner=1, count=count, dtype=x.dtype,
+                            index_dtype=index_dtype, shared_index=True)
+    return row_tile(probe) >= 1 or index_chunk(probe) >= 1
 
 
 def _gather_last_axis(node, prog: Program, name: str, sched: Schedule, target: Target, outer: int, x: Ref, idx: Ref,

@@ -66,12 +66,16 @@ def gather_elems_source(spec: GatherElemsSpec, target: Target, block_dim: int | 
         raise ValueError(f"{spec.index_dtype} indices (int64 or int32 only)")
     if row_tile(spec) >= 1:
         return _rows_source(spec, target, block_dim)
-    if spec.shared_index:
-        raise ValueError(f"a row of {spec.rows} elements and {spec.count} indices do not fit in UB")
+    from sage.kernels.library.gather_columns import column_plan, gather_columns_source
+    if column_plan(spec, block_dim or target.vector_cores)[0]:    # vector Gathers over column stripes
+        return gather_columns_source(spec, target, block_dim)
+    if spec.shared_index:                    # the shared index row streamed in chunks instead
+        from sage.kernels.library.gather_chunks import gather_chunks_source
+        return gather_chunks_source(spec, target, block_dim)
     return _scalar_source(spec, target, block_dim)
 
 
-def _launcher(n: str, units: int, target: Target, block_dim: int | None) -> tuple[int, int, str]:
+def launcher(n: str, units: int, target: Target, block_dim: int | None) -> tuple[int, int, str]:
     blocks = max(1, min(block_dim or target.vector_cores, units))
     per = -(-units // blocks)
     blocks = -(-units // per)
@@ -96,7 +100,7 @@ def _rows_source(spec: GatherElemsSpec, target: Target, block_dim: int | None) -
     d, k = spec.rows, spec.count
     p, pi, po = _ceil(d * es, 32), _ceil(k * ies, 64), _ceil(k * es, 32)
     pi32 = pi * 4 // ies                     # an index row's pitch as int32 offsets (bytes)
-    per, _, tail = _launcher(spec.name, spec.outer, target, block_dim)
+    per, _, tail = launcher(spec.name, spec.outer, target, block_dim)
     tile = min(row_tile(spec), per)
     n = spec.name
     if spec.dtype in GATHER_DTYPES:
@@ -167,19 +171,26 @@ class Kernel_{n}:
             self.qi.EnQue(ix)
             self.Pick(r, t)
 
-    def Pick(self, r, t):
+{pick_method("r, t", dt, it, sync_in + pick + sync_out,
+             f"DataCopyPad(self.g_o[r * {k}], ot, DataCopyExtParams(t, {k * es}, 0, 0, 0))")}{tail}'''
+
+
+def pick_method(args: str, dt: str, it: str, pick: str, store: str) -> str:
+    """The vector side of a Gather tile: x and index tiles from their queues, `pick` into `ot`
+    (offsets in `off`, wraps in `neg`), and `store` of `ot` back to GM."""
+    return f'''    def Pick(self, {args}):
         xt = self.qx.DeQue({dt})
         ix = self.qi.DeQue({it})
         ot = self.qo.AllocTensor({dt})
         off = self.b_off.Get(int32)
-        neg = self.b_neg.Get(int32){sync_in}{pick}{sync_out}
+        neg = self.b_neg.Get(int32){pick}
         self.qx.FreeTensor(xt)
         self.qi.FreeTensor(ix)
         self.qo.EnQue(ot)
         ot = self.qo.DeQue({dt})
-        DataCopyPad(self.g_o[r * {k}], ot, DataCopyExtParams(t, {k * es}, 0, 0, 0))
+        {store}
         self.qo.FreeTensor(ot)
-{tail}'''
+'''
 
 
 def _scalar_source(spec: GatherElemsSpec, target: Target, block_dim: int | None) -> str:
@@ -187,7 +198,7 @@ def _scalar_source(spec: GatherElemsSpec, target: Target, block_dim: int | None)
     dt, it = dsl_dtype(spec.dtype), dsl_dtype(spec.index_dtype)
     d, k, i_ = spec.rows, spec.count, spec.inner
     units = spec.outer * k * i_
-    per, _, tail = _launcher(spec.name, units, target, block_dim)
+    per, _, tail = launcher(spec.name, units, target, block_dim)
     chunk = min(SCALAR_CHUNK, per)
     n = spec.name
     return f'''{HEADER}

@@ -1,38 +1,45 @@
 """Element scatters: out = x with out[o, idx[o, k, i], i] = src[o, k, i] (torch.scatter with a
 src tensor, or with one value for every element), or combined with what is there (reduce 'add'
 or 'multiply': scatter_'s reduce, scatter_add, scatter_reduce sum/prod with include_self). A
-vector-core kernel in one of three modes. The vector unit has no scatter, so the scalar unit
+vector-core kernel in one of two modes. The vector unit has no scatter, so the scalar unit
 places every element.
 
-out and x are viewed as [O, D, I] (dense), idx and src as [O, K, I] (dense).
+out and x are viewed as [O, D, I] (dense). idx and src are [O, K, I] (dense) by default; torch
+also lets index be smaller than self on every axis off the scattered one and src be larger
+than index on every axis (only index's extent is read: aten/src/ATen/native/ScatterGatherChecks.h).
+For that the spec carries the geometry itself (`lead`, `axis`, `width`): the index's axes other
+than the scattered one and the last, each with its extent and its stride in out, idx and src.
 
 The indices are data, so they may repeat. torch's CPU kernel walks each line along the
 indexed axis (o, i) in k order: the last write wins, and a reduction folds in k order. Two
 blocks storing the same GM element plainly would be a race on a 910B (and a read-modify-write
-from two blocks loses updates), so the tiled modes give every line one owner block:
+from two blocks loses updates), so every line has one owner block:
 
 - "rows" (I = 1, a scatter along the last axis, a row fits in UB): a tile of x rows, their
   index and src rows go to UB, the scalar unit writes each src value into its row slot
-  (negative indices wrapped as Python does), and the rows go back to out whole. Every block
-  owns its rows, so the result needs no copy beforehand.
-- "columns" (I > 1, the D x w tile of a column stripe fits in UB): a block owns stripes of w
-  columns of one o, loads x[o, :, stripe] (D strided rows), walks idx/src[o, :, stripe] in k
-  order in chunks, and stores the stripe back. Blocks write disjoint stripes; no copy first.
-- "scalar" (D too long for a stripe in UB; no reduce): out already holds x (a copy launch
-  first); each src element is one scalar GM write (GlobalTensor.SetValue). Repeated indices
-  in different blocks race here, so a reduction is refused in this mode.
+  (negative indices wrapped as Python does), and the rows go back to out whole. Tiles stay
+  inside the last lead axis, whose rows are evenly spaced in every tensor.
+- "columns" (I > 1): a block owns stripes of w columns of one lead position and a band of
+  the D rows: loads x[o, band, stripe] (strided rows), walks idx/src[o, :, stripe] in k order
+  in chunks, places the indices that fall in its band and stores the band back. A D too long
+  for UB is cut in bands, each walking every index (read once per band), so a reduce never
+  needs two blocks on one element.
+
+Blocks write disjoint parts of out. When index covers all of out (`covers`) they write all of
+it and out needs no copy first; otherwise the lowering copies x to out before the scatter.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 from sage.kernels.target import Target
 
 UB_BUDGET = 160 * 1024
-MAX_BURSTS = 4095          # DataCopyPad's blockCount limit: a longer stripe moves in pieces
-SCALAR_CHUNK = 2048
+MAX_BURSTS = 4095          # DataCopyPad's blockCount limit: a longer band moves in pieces
+MIN_K_ROWS = 8             # index/src rows a band leaves room for at least
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,11 @@ class ScatterElemsSpec:
     src_offset: int = 0
     value: float | None = None  # scatter.value: this number everywhere, and no src tensor
     reduce: str | None = None   # None (store), "add" or "multiply": combined with out's element
+    # An index smaller than out (see the module doc); empty: idx and src are [O, K, I].
+    lead: tuple[tuple[int, int, int, int], ...] = ()   # (index extent, out, idx, src strides), outermost first
+    axis: tuple[int, ...] = ()  # strides along the scattered axis: out, idx, src
+    width: int = 0             # the index's extent on the last axis (I > 1): the span of the stripes
+    covers: bool = True        # the index spans out on every axis off the scattered one
 
 
 # How a reduction combines the element already there with the scattered one (scalar code).
@@ -63,32 +75,48 @@ def _ceil32(n: int) -> int:
     return -(-n // 32) * 32
 
 
+def geometry(spec: ScatterElemsSpec) -> tuple[tuple[tuple[int, int, int, int], ...], tuple[int, ...], int]:
+    """(lead axes, strides along the scattered axis, column span): the spec's own, or the
+    [O, K, I] views' (rows mode: the O rows; columns mode: O lead positions of I columns)."""
+    if spec.lead:
+        return spec.lead, spec.axis, spec.width
+    d, k, i = spec.rows, spec.count, spec.inner
+    return ((spec.outer, d * i, k * i, k * i),), (i, i, i), i
+
+
 def row_tile(spec: ScatterElemsSpec) -> int:
-    """Rows a "rows"-mode tile holds (0: that mode does not apply; out must then start as a copy of x)."""
+    """Rows a "rows"-mode tile holds (0: that mode does not apply)."""
     if spec.inner != 1:
         return 0
     es, ies = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
     per_row = _ceil32(spec.rows * es) + _ceil32(spec.count * ies) + (_ceil32(spec.count * es) if spec.value is None else 0)
-    return min(spec.outer, UB_BUDGET // per_row)
+    return min(geometry(spec)[0][-1][0], UB_BUDGET // per_row)
 
 
-def column_width(spec: ScatterElemsSpec, cores: int) -> int:
-    """Columns a "columns"-mode stripe holds (0: that mode does not apply). Stripes narrow
-    enough to give every core a unit, as long as D rows and one index/src row fit in UB."""
-    if spec.inner == 1:
-        return 0
+def _per_k(spec: ScatterElemsSpec, w: int) -> int:
     es, ies = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
-    w = -(-spec.inner // max(1, min(spec.inner, -(-cores // spec.outer))))
+    return _ceil32(w * ies) + (_ceil32(w * es) if spec.value is None else 0)
+
+
+def column_plan(spec: ScatterElemsSpec, cores: int) -> tuple[int, int]:
+    """(columns a stripe holds, rows a band holds) for the "columns" mode (also a scatter along
+    the last axis whose row does not fit UB: a stripe of one column). Stripes narrow enough to give every core a unit while D rows and one index/src
+    row fit in UB; if even a 32 B stripe of D rows does not, the rows come in bands."""
+    es = DTYPE_SIZE[spec.dtype]
+    lead, _, span = geometry(spec)
+    positions = math.prod(e for e, *_ in lead)
+    w = -(-span // max(1, min(span, -(-cores // positions))))
     while w >= 1:
-        if spec.rows * _ceil32(w * es) + _ceil32(w * ies) + _ceil32(w * es) <= UB_BUDGET:
-            return w
+        if spec.rows * _ceil32(w * es) + _per_k(spec, w) <= UB_BUDGET:
+            return w, spec.rows
         w //= 2
-    return 0
+    w = min(span, 32 // es)                    # one 32 B block of columns costs what one column does
+    return w, (UB_BUDGET - MIN_K_ROWS * _per_k(spec, w)) // _ceil32(w * es)
 
 
 def copies_x(spec: ScatterElemsSpec, cores: int) -> bool:
-    """The kernel reads x itself (tiled modes); otherwise out must start as a copy of x."""
-    return row_tile(spec) >= 1 or column_width(spec, cores) >= 1
+    """The kernel writes every element of out (from x where nothing lands): no copy first."""
+    return spec.covers
 
 
 def scatter_elems_args(spec: ScatterElemsSpec) -> list[str]:
@@ -105,24 +133,48 @@ def _put(spec: ScatterElemsSpec, buf: str, pos: str, new: str) -> str:
     return f"{buf}.SetValue({pos}, " + COMBINE[spec.reduce].format(old=f"{buf}.GetValue({pos})", new=new) + ")"
 
 
-def _rows(spec: ScatterElemsSpec, per: int) -> tuple[tuple[int, int, int], str]:
+def _offsets(lead: tuple[tuple[int, int, int, int], ...], m: str) -> tuple[str, str, str]:
+    """Out, idx and src element offsets of lead position `m` (row-major over the lead axes)."""
+    if not lead:
+        return "0", "0", "0"
+    terms: list[list[str]] = [[], [], []]
+    after = 1
+    for j in range(len(lead) - 1, -1, -1):
+        ext, *strides = lead[j]
+        digit = m if j == len(lead) - 1 else f"({m} // {after})"
+        if j:
+            digit = f"({digit} % {ext})"
+        for t, s in zip(terms, strides):
+            t.append(f"{digit} * {s}")
+        after = after * ext
+    return tuple(" + ".join(t) for t in terms)    # type: ignore[return-value]
+
+
+def _rows(spec: ScatterElemsSpec, cores: int) -> tuple[int, tuple[int, int, int], str]:
     es, ies = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
     d, k = spec.rows, spec.count
-    tile = min(row_tile(spec), per)
+    lead, _, _ = geometry(spec)
+    (last, so, si, ss), rest = lead[-1], lead[:-1]
+    positions = math.prod(e for e, *_ in rest)
+    tile = min(row_tile(spec), -(-last // max(1, -(-cores // positions))))
+    chunks = -(-last // tile)
     p, pi, ps = _ceil32(d * es), _ceil32(k * ies), _ceil32(k * es)
     sizes = (tile * p, tile * pi, tile * ps if spec.value is None else 32)
+    off_o, off_i, off_s = _offsets(rest, "m")
     load_src = "" if spec.value is not None else f'''
-            DataCopyPad(sv, self.g_s[{spec.src_offset} + r * {k}], DataCopyExtParams(t, {k * es}, 0, 0, 0),
-                        DataCopyPadExtParams(False, 0, 0, 0))'''
+            DataCopyPad(sv, self.g_s[{spec.src_offset} + {off_s} + r * {ss}],
+                        DataCopyExtParams(t, {k * es}, {ss * es - k * es}, 0, 0), DataCopyPadExtParams(False, 0, 0, 0))'''
     new = _literal(spec) if spec.value is not None else f"sv.GetValue(q * {ps // es} + j)"
-    return sizes, f'''
-        for r in range(self.u0, self.u1, {tile}):
-            t = min({tile}, self.u1 - r)
+    return positions * chunks, sizes, f'''
+        for u in range(self.u0, self.u1):
+            m = u // {chunks}
+            r = (u % {chunks}) * {tile}
+            t = min({tile}, {last} - r)
             PipeBarrier(PIPE_ALL)
-            DataCopyPad(xt, self.g_x[{spec.x_offset} + r * {d}], DataCopyExtParams(t, {d * es}, 0, 0, 0),
+            DataCopyPad(xt, self.g_x[{spec.x_offset} + {off_o} + r * {so}], DataCopyExtParams(t, {d * es}, {so * es - d * es}, 0, 0),
                         DataCopyPadExtParams(False, 0, 0, 0))
-            DataCopyPad(ix, self.g_i[{spec.index_offset} + r * {k}], DataCopyExtParams(t, {k * ies}, 0, 0, 0),
-                        DataCopyPadExtParams(False, 0, 0, 0)){load_src}
+            DataCopyPad(ix, self.g_i[{spec.index_offset} + {off_i} + r * {si}],
+                        DataCopyExtParams(t, {k * ies}, {si * ies - k * ies}, 0, 0), DataCopyPadExtParams(False, 0, 0, 0)){load_src}
             PipeBarrier(PIPE_ALL)
             for q in range(t):
                 for j in range({k}):
@@ -131,41 +183,53 @@ def _rows(spec: ScatterElemsSpec, per: int) -> tuple[tuple[int, int, int], str]:
                         v = v + {d}
                     {_put(spec, "xt", f"q * {p // es} + v", new)}
             PipeBarrier(PIPE_ALL)
-            DataCopyPad(self.g_o[r * {d}], xt, DataCopyExtParams(t, {d * es}, 0, 0, 0))'''
+            DataCopyPad(self.g_o[{off_o} + r * {so}], xt, DataCopyExtParams(t, {d * es}, 0, {so * es - d * es}, 0))'''
 
 
-def _columns(spec: ScatterElemsSpec, w: int) -> tuple[tuple[int, int, int], str]:
-    """Unit u = (o, stripe): x[o, :, c0:c0+wc] in UB at a fixed row pitch, idx/src rows of the
-    stripe in chunks of kc, in k order; a narrower last stripe pads its UB rows to that pitch."""
+def _columns(spec: ScatterElemsSpec, cores: int) -> tuple[int, tuple[int, int, int], str]:
+    """Unit u = (lead position, stripe, band): x[m, band, c0:c0+wc] in UB at a fixed row pitch,
+    idx/src rows of the stripe in chunks of kc, in k order; a narrower last stripe pads its UB
+    rows to that pitch."""
     es, ies = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
-    d, k, inner = spec.rows, spec.count, spec.inner
-    stripes = -(-inner // w)
+    d, k = spec.rows, spec.count
+    lead, (ao, ai, as_), span = geometry(spec)
+    w, band = column_plan(spec, cores)
+    if band < 1:
+        raise ValueError(f"no {w}-column stripe of a {d}-row scatter fits in UB")
+    stripes, bands = -(-span // w), -(-d // band)
+    positions = math.prod(e for e, *_ in lead)
     px, pi, ps = _ceil32(w * es), _ceil32(w * ies), _ceil32(w * es)
-    per_k = pi + (ps if spec.value is None else 0)
-    kc = max(1, min(k, MAX_BURSTS, (UB_BUDGET - d * px) // per_k))
-    sizes = (d * px, kc * pi, kc * ps if spec.value is None else 32)
+    kc = max(1, min(k, MAX_BURSTS, (UB_BUDGET - band * px) // _per_k(spec, w)))
+    sizes = (band * px, kc * pi, kc * ps if spec.value is None else 32)
     gap = "(" + "{p} - (wc * {e} + 31) // 32 * 32) // 32"       # UB 32 B units a narrow row leaves
+    off_o, off_i, off_s = _offsets(lead, "m")
     load_src = "" if spec.value is not None else f'''
-                DataCopyPad(sv, self.g_s[{spec.src_offset} + (o * {k} + k0) * {inner} + c0],
-                            DataCopyExtParams(kn, wc * {es}, {inner} * {es} - wc * {es}, {gap.format(p=ps, e=es)}, 0),
+                DataCopyPad(sv, self.g_s[{spec.src_offset} + {off_s} + k0 * {as_} + c0],
+                            DataCopyExtParams(kn, wc * {es}, {as_} * {es} - wc * {es}, {gap.format(p=ps, e=es)}, 0),
                             DataCopyPadExtParams(False, 0, 0, 0))'''
     new = _literal(spec) if spec.value is not None else f"sv.GetValue(q * {ps // es} + c)"
-    return sizes, f'''
+    # one band: every index lands in it, no test needed
+    place = (f"{_put(spec, 'xt', f'v * {px // es} + c', new)}" if bands == 1 else
+             f"if v >= b0 and v < b0 + bn:\n                            "
+             f"{_put(spec, 'xt', f'(v - b0) * {px // es} + c', new)}")
+    return positions * stripes * bands, sizes, f'''
         for u in range(self.u0, self.u1):
-            o = u // {stripes}
-            c0 = (u % {stripes}) * {w}
-            wc = min({w}, {inner} - c0)
+            m = u // {stripes * bands}
+            c0 = (u // {bands} % {stripes}) * {w}
+            b0 = (u % {bands}) * {band}
+            bn = min({band}, {d} - b0)
+            wc = min({w}, {span} - c0)
             PipeBarrier(PIPE_ALL)
-            for r0 in range(0, {d}, {MAX_BURSTS}):
-                DataCopyPad(xt[r0 * {px // es}], self.g_x[{spec.x_offset} + (o * {d} + r0) * {inner} + c0],
-                            DataCopyExtParams(min({MAX_BURSTS}, {d} - r0), wc * {es}, {inner} * {es} - wc * {es},
+            for r0 in range(0, bn, {MAX_BURSTS}):
+                DataCopyPad(xt[r0 * {px // es}], self.g_x[{spec.x_offset} + {off_o} + (b0 + r0) * {ao} + c0],
+                            DataCopyExtParams(min({MAX_BURSTS}, bn - r0), wc * {es}, {ao} * {es} - wc * {es},
                                               {gap.format(p=px, e=es)}, 0),
                             DataCopyPadExtParams(False, 0, 0, 0))
             for k0 in range(0, {k}, {kc}):
                 kn = min({kc}, {k} - k0)
                 PipeBarrier(PIPE_ALL)
-                DataCopyPad(ix, self.g_i[{spec.index_offset} + (o * {k} + k0) * {inner} + c0],
-                            DataCopyExtParams(kn, wc * {ies}, {inner} * {ies} - wc * {ies}, {gap.format(p=pi, e=ies)}, 0),
+                DataCopyPad(ix, self.g_i[{spec.index_offset} + {off_i} + k0 * {ai} + c0],
+                            DataCopyExtParams(kn, wc * {ies}, {ai} * {ies} - wc * {ies}, {gap.format(p=pi, e=ies)}, 0),
                             DataCopyPadExtParams(False, 0, 0, 0)){load_src}
                 PipeBarrier(PIPE_ALL)
                 for q in range(kn):
@@ -173,41 +237,12 @@ def _columns(spec: ScatterElemsSpec, w: int) -> tuple[tuple[int, int, int], str]
                         v = ix.GetValue(q * {pi // ies} + c)
                         if v < 0:
                             v = v + {d}
-                        {_put(spec, "xt", f"v * {px // es} + c", new)}
+                        {place}
             PipeBarrier(PIPE_ALL)
-            for r0 in range(0, {d}, {MAX_BURSTS}):
-                DataCopyPad(self.g_o[(o * {d} + r0) * {inner} + c0], xt[r0 * {px // es}],
-                            DataCopyExtParams(min({MAX_BURSTS}, {d} - r0), wc * {es}, {gap.format(p=px, e=es)},
-                                              {inner} * {es} - wc * {es}, 0))'''
-
-
-def _scalar(spec: ScatterElemsSpec, per: int) -> tuple[tuple[int, int, int], str]:
-    if spec.reduce is not None:
-        raise ValueError(f"a scatter reduce ({spec.reduce}) whose {spec.rows}-long indexed axis does not fit "
-                         "a column stripe in UB (element by element, blocks would race on repeated indices)")
-    es, ies = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
-    d, k, inner = spec.rows, spec.count, spec.inner
-    chunk = min(SCALAR_CHUNK, per)
-    sizes = (32, _ceil32(chunk * ies), _ceil32(chunk * es) if spec.value is None else 32)
-    load_src = "" if spec.value is not None else f'''
-            DataCopyPad(sv, self.g_s[{spec.src_offset} + e], DataCopyExtParams(1, c * {es}, 0, 0, 0),
-                        DataCopyPadExtParams(False, 0, 0, 0))'''
-    put = _literal(spec) if spec.value is not None else "sv.GetValue(j)"
-    return sizes, f'''
-        for e in range(self.u0, self.u1, {chunk}):
-            c = min({chunk}, self.u1 - e)
-            PipeBarrier(PIPE_ALL)
-            DataCopyPad(ix, self.g_i[{spec.index_offset} + e], DataCopyExtParams(1, c * {ies}, 0, 0, 0),
-                        DataCopyPadExtParams(False, 0, 0, 0)){load_src}
-            PipeBarrier(PIPE_ALL)
-            for j in range(c):
-                u = e + j
-                v = ix.GetValue(j)
-                if v < 0:
-                    v = v + {d}
-                o = u // {k * inner}
-                i = u % {inner}
-                self.g_o.SetValue((o * {d} + v) * {inner} + i, {put})'''
+            for r0 in range(0, bn, {MAX_BURSTS}):
+                DataCopyPad(self.g_o[{off_o} + (b0 + r0) * {ao} + c0], xt[r0 * {px // es}],
+                            DataCopyExtParams(min({MAX_BURSTS}, bn - r0), wc * {es}, {gap.format(p=px, e=es)},
+                                              {ao} * {es} - wc * {es}, 0))'''
 
 
 def scatter_elems_source(spec: ScatterElemsSpec, target: Target, block_dim: int | None = None) -> str:
@@ -215,23 +250,17 @@ def scatter_elems_source(spec: ScatterElemsSpec, target: Target, block_dim: int 
         raise ValueError(f"scatter reduce {spec.reduce!r} (written: {sorted(str(r) for r in COMBINE)})")
     dt, it = dsl_dtype(spec.dtype), dsl_dtype(spec.index_dtype)
     cores = block_dim or target.vector_cores
-    w = column_width(spec, cores)
+    from sage.kernels.library.scatter_row_chunks import index_chunk, row_chunks
     if row_tile(spec) >= 1:
-        units = spec.outer
-    elif w:
-        units = spec.outer * -(-spec.inner // w)
+        units, sizes, body = _rows(spec, cores)
+    elif index_chunk(spec) >= 1:             # a row in UB, its index/src row in chunks
+        units, sizes, body = row_chunks(spec)
     else:
-        units = spec.outer * spec.count * spec.inner
+        units, sizes, body = _columns(spec, cores)
     blocks = max(1, min(cores, units))
     per = -(-units // blocks)
     blocks = -(-units // per)
     n = spec.name
-    if row_tile(spec) >= 1:
-        sizes, body = _rows(spec, per)
-    elif w:
-        sizes, body = _columns(spec, w)
-    else:
-        sizes, body = _scalar(spec, per)
     params = "x, idx, out" if spec.value is not None else "x, idx, src, out"
     src_global = "" if spec.value is not None else '''        self.g_s = GlobalTensor()
         self.g_s.SetGlobalBuffer(src)

@@ -3,6 +3,7 @@ kernel runs in the sandbox, its result checked against values worked out by hand
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import torch
 import pytest
@@ -278,3 +279,74 @@ def test_embedding_backward_scaled_by_frequency_over_a_large_table(compile_graph
     (out,) = run(g, i)
     want = torch.ops.aten.embedding_dense_backward(torch.from_numpy(g), torch.from_numpy(i), 20000, 3, True)
     np.testing.assert_allclose(out, want.numpy(), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("dim, reduce", [(0, None), (1, "add"), (2, "multiply"), (-1, "add")])
+def test_scatter_of_an_index_smaller_than_self_on_every_axis(compile_graph, dim, reduce):
+    # torch reads only index's extent: index may be smaller than self off `dim` and than src
+    # everywhere. The elements of self outside the index's box keep their values (a copy of x
+    # first), repeated indices fold in k order; checked against torch on the same inputs.
+    how = f", reduce='{reduce}'" if reduce else ""
+    compiled, run = compile_graph("x, i, s", f"x.clone().scatter_({dim}, i, s{how})",
+                                  "torch.randn(4, 5, 6, 7), torch.randint(0, 4, (3, 2, 4, 5)), torch.randn(3, 3, 5, 6)")
+    g = torch.Generator().manual_seed(dim + 7)
+    x = torch.randn(4, 5, 6, 7, generator=g)
+    i = torch.randint(0, (4, 5, 6, 7)[dim], (3, 2, 4, 5), generator=g)
+    i.view(-1)[:40] = 1                                      # plenty of repeats along every line
+    s = torch.randn(3, 3, 5, 6, generator=g)
+    (out,) = run(x.numpy(), i.numpy(), s.numpy())
+    expect = x.clone().scatter_(dim, i, s, **({"reduce": reduce} if reduce else {}))
+    assert np.allclose(out, expect.numpy(), rtol=1e-6, atol=1e-6)
+    assert "g_o.SetValue" not in compiled.source               # owner blocks in UB, no racing GM stores
+
+
+def test_scatter_add_of_a_leading_half_index_keeps_the_other_half(compile_graph):
+    # NPUKernelBench 21_scatter case 14's shape pattern: index (2, 4, 3) into self (4, 4, 3) along dim 1
+    _, run = compile_graph("x, i, s", "x.scatter_(1, i, s, reduce='add')",
+                           "torch.randn(4, 4, 3), torch.randint(0, 4, (2, 4, 3)), torch.randn(2, 4, 3)")
+    x = np.zeros((4, 4, 3), F32)
+    i = np.zeros((2, 4, 3), np.int64)                        # every k onto row 0
+    s = np.ones((2, 4, 3), F32)
+    (out,) = run(x, i, s)
+    assert out[:2, 0].tolist() == [[4, 4, 4]] * 2 and not out[:2, 1:].any() and not out[2:].any()
+
+
+@pytest.mark.parametrize("dtype, chunked", [("bfloat16", False), ("float16", False), ("bfloat16", True)])
+def test_half_index_put_accumulate_folds_repeats_in_index_order_as_torch_cpu(compile_graph, monkeypatch, dtype,
+                                                                           chunked):
+    # Repeated indices in bf16/fp16 round after every add, so the order matters: torch's CPU
+    # kernel adds in index order (level1/19 case 12 failed two ulp off with atomic adds in any
+    # order). One owner folds them in that order: equal to eager torch bit for bit. Chunked: UB
+    # scaled down so the 64-element row stays in UB and the 300 indices come 160 at a time.
+    if chunked:
+        from sage.kernels.library import scatter_elems
+
+        monkeypatch.setattr(scatter_elems, "UB_BUDGET", 2000)
+    compiled, run = compile_graph("x, i, v", "x.index_put_((i,), v, accumulate=True)",
+                                  f"torch.randn(64, dtype=torch.{dtype}), torch.randint(0, 64, (300,)), "
+                                  f"torch.randn(300, dtype=torch.{dtype})")
+    assert "SetAtomicAdd" not in compiled.source and ("k0 in range(" in compiled.source) == chunked
+    g = torch.Generator().manual_seed(5)
+    t = getattr(torch, dtype)
+    x = (torch.randn(64, generator=g) * 8).to(t)
+    i = torch.randint(0, 8, (300,), generator=g)             # ~37 adds per written element
+    v = torch.randn(300, generator=g).to(t)
+    view = (lambda a: a.float().numpy().astype(ml_dtypes.bfloat16)) if dtype == "bfloat16" else (lambda a: a.numpy())
+    (out,) = run(view(x), i.numpy(), view(v))
+    expect = view(x.clone().index_put_((i,), v, accumulate=True))
+    assert out.view(np.int16).tolist() == expect.view(np.int16).tolist()
+
+
+def test_index_select_of_more_indices_than_ub_holds_streams_them_in_chunks(compile_graph, monkeypatch):
+    # nll_loss's weight[target] over a million targets (level1/25 case 20): a 21-entry table row
+    # and the indices in chunks (UB scaled down here: 3000 indices in 16 chunks of 192).
+    from sage.kernels.library import gather_elems
+
+    monkeypatch.setattr(gather_elems, "UB_BUDGET", 8192)
+    compiled, run = compile_graph("w, t", "torch.index_select(w, 0, t)", "torch.randn(21), torch.randint(0, 21, (3000,))")
+    assert "Gather(" in compiled.source and "kn = min(" in compiled.source      # the chunked mode
+    g = torch.Generator().manual_seed(2)
+    w = torch.randn(21, generator=g)
+    t = torch.randint(-21, 21, (3000,), generator=g)
+    (out,) = run(w.numpy(), t.numpy())
+    assert out.tolist() == w[t].tolist()
