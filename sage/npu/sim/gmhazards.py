@@ -128,7 +128,15 @@ def touched_pages(acc: Access) -> dict[int, tuple[int, int]] | None:
     if acc.length <= 0:
         return {}
     lo, length, pitch, count = acc.lo, acc.length, acc.pitch, acc.count
-    if count == 1 or pitch < PAGE:   # the bursts cover their span's pages (nearly) without gaps
+    if count == 1 or pitch == length:   # one run of bytes (most transfers: one tile, on a page or two)
+        hi = acc.hi
+        first, last = lo // PAGE, (hi - 1) // PAGE
+        if first == last:
+            return {first: (lo, hi)}
+        if last - first >= _MAX_PAGES:
+            return None
+        return {p: (max(lo, p * PAGE), min(hi, p * PAGE + PAGE)) for p in range(first, last + 1)}
+    if pitch < PAGE:   # the bursts cover their span's pages (nearly) without gaps
         first, last = lo // PAGE, (acc.hi - 1) // PAGE
         if last - first >= _MAX_PAGES:
             return None
