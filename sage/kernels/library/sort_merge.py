@@ -1,0 +1,204 @@
+"""Row-wise sort of rows too long for one pass in UB: sorted runs, then MrgSort passes through
+GM, as Ascend C sorts long rows (Sort on UB-sized chunks, then MrgSort merging up to four
+sorted queues; sage/npu/ascendc/mrgsort.py cites the API).
+
+Per row, on one core:
+- runs: each chunk of CHUNK elements is loaded, sorted (`Sort`, stable, keys widened to float32
+  for bfloat16), its indices made global (+ chunk start) and written to this core's GM
+  workspace (keys and int32 indices, two rows' worth: the passes ping-pong between them);
+- passes: runs of length L merge four at a time into runs of 4L. Four queues cannot all sit
+  in UB, so each merge streams windows of W elements per queue: `MrgSort` with
+  isExhaustedSuspension stops as soon as one window is used up; everything merged so far
+  precedes whatever is still unread (an exhausted window's next elements rank after its last
+  one), so it is written out, each queue's cursor moves by what it gave (`sortedNum`, read on
+  the scalar unit) and the windows reload. A single queue left is copied through. The last
+  pass writes the outputs: values in the input dtype, indices widened to int64.
+Equal keys leave in queue order and queues are runs in index order, so the sort is stable.
+Every step is fenced with PipeBarrier(PIPE_ALL): the workspace is written by MTE3 and read
+back by MTE2 of the same core, and sortedNum is read by the scalar unit after V wrote it.
+"""
+
+from __future__ import annotations
+
+from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
+
+CHUNK = 4096              # elements of a run sorted in UB (one Sort)
+QUEUES = 4                # MrgSort merges up to four queues
+MAX_WINDOW = 4095         # MrgSort's elementLengths field
+
+
+def merge_bytes(es: int, ks: int, ix: int, widen: bool, window: int) -> int:
+    """UB bytes of the merge kernel: a run's input, keys and sorted keys and indices; four
+    windows of keys and indices; the merged output (keys, indices) and its output casts."""
+    run = CHUNK * (es + (ks if widen else 0) + ks + 4)
+    merged = QUEUES * window
+    return run + 2 * merged * (ks + 4) + merged * ((es if widen else 0) + ix) + 32
+
+
+def merge_window(es: int, ks: int, ix: int, widen: bool, budget: int) -> int | None:
+    """The widest window (a multiple of 16 elements, at most MAX_WINDOW) that fits `budget`."""
+    for window in range(MAX_WINDOW // 16 * 16, 15, -16):
+        if merge_bytes(es, ks, ix, widen, window) <= budget:
+            return window
+    return None
+
+
+def merge_source(spec, key: str, window: int, blocks: int, per: int) -> str:
+    """The kernel text; `spec` is a sort_rows.SortSpec (descending, x/values/indices and the
+    workspace buffer names), `key` the key dtype."""
+    es, ks, ix = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[key], DTYPE_SIZE[spec.index_dtype]
+    dt, kt, it = dsl_dtype(spec.dtype), dsl_dtype(key), spec.index_dtype
+    widen = key != spec.dtype
+    n, w, merged = spec.length, window, QUEUES * window
+    sort_key = "kf" if widen else "xin"
+    cast_in = f"            Cast(kf, xin, RoundMode.CAST_NONE, c)\n" if widen else ""
+    out_values = "fv" if widen else "ov"
+    cast_out = f"            Cast(fv, ov, RoundMode.CAST_RINT, t)\n" if widen else ""
+    index_out = ("Cast(fi, oi, RoundMode.CAST_NONE, t)" if it == "int64" else "Adds(fi, oi, 0, t)")
+    bufs = [("bx", CHUNK * es), ("bs", CHUNK * ks), ("bi", CHUNK * 4), ("bwv", merged * ks), ("bwi", merged * 4),
+            ("bov", merged * ks), ("boi", merged * 4), ("bfi", merged * ix), ("bn", 32)]
+    if widen:
+        bufs += [("bk", CHUNK * ks), ("bfv", merged * es)]
+    inits = "\n".join(f"        self.{b} = TBuf(TPosition.VECCALC)\n        self.pipe.InitBuffer(self.{b}, {size})"
+                      for b, size in bufs)
+    return f'''{HEADER}
+class Kernel_{spec.name}:
+    def Init(self, x, values, indices, wk, wi):
+        self.t0 = GetBlockIdx() * {per}
+        self.t1 = min({spec.rows}, self.t0 + {per})
+        self.ws = GetBlockIdx() * 2 * {n}
+        self.g_x = GlobalTensor()
+        self.g_x.SetGlobalBuffer(x)
+        self.g_v = GlobalTensor()
+        self.g_v.SetGlobalBuffer(values)
+        self.g_i = GlobalTensor()
+        self.g_i.SetGlobalBuffer(indices)
+        self.g_wk = GlobalTensor()
+        self.g_wk.SetGlobalBuffer(wk)
+        self.g_wi = GlobalTensor()
+        self.g_wi.SetGlobalBuffer(wi)
+        self.pipe = TPipe()
+{inits}
+
+    def Process(self):
+        N = {n}
+        if self.t0 >= self.t1:
+            return
+        for r in range(self.t0, self.t1):
+            self.Runs(r)
+            src = self.ws
+            dst = self.ws + N
+            run = {CHUNK}
+            while run < N:
+                g0 = 0
+                while g0 < N:
+                    self.Merge(r, src, dst, g0, run, run * {QUEUES} >= N)
+                    g0 += run * {QUEUES}
+                src, dst = dst, src
+                run *= {QUEUES}
+
+    def Runs(self, r):
+        N = {n}
+        xin = self.bx.Get({dt})
+        sv = self.bs.Get({kt})
+        si = self.bi.Get(int32)
+        {"kf = self.bk.Get(" + kt + ")" if widen else ""}
+        c0 = 0
+        while c0 < N:
+            c = min({CHUNK}, N - c0)
+            PipeBarrier(PipeType.PIPE_ALL)
+            DataCopyPad(xin, self.g_x[{spec.x_offset} + r * N + c0], DataCopyExtParams(1, c * {es}, 0, 0, 0),
+                        DataCopyPadExtParams(False, 0, 0, 0))
+            PipeBarrier(PipeType.PIPE_ALL)
+{cast_in}            Sort(sv, si, {sort_key}, c, {spec.descending})
+            Adds(si, si, c0, c)
+            PipeBarrier(PipeType.PIPE_ALL)
+            DataCopyPad(self.g_wk[self.ws + c0], sv, DataCopyExtParams(1, c * {ks}, 0, 0, 0))
+            DataCopyPad(self.g_wi[self.ws + c0], si, DataCopyExtParams(1, c * 4, 0, 0, 0))
+            c0 += c
+
+    def Emit(self, r, ov, oi, t, dst, at, last):
+        N = {n}
+        if last:
+            fi = self.bfi.Get({it})
+            {"fv = self.bfv.Get(" + dt + ")" if widen else ""}
+{cast_out}            {index_out}
+            PipeBarrier(PipeType.PIPE_ALL)
+            DataCopyPad(self.g_v[r * N + at], {out_values}, DataCopyExtParams(1, t * {es}, 0, 0, 0))
+            DataCopyPad(self.g_i[r * N + at], fi, DataCopyExtParams(1, t * {ix}, 0, 0, 0))
+        else:
+            DataCopyPad(self.g_wk[dst + at], ov, DataCopyExtParams(1, t * {ks}, 0, 0, 0))
+            DataCopyPad(self.g_wi[dst + at], oi, DataCopyExtParams(1, t * 4, 0, 0, 0))
+        PipeBarrier(PipeType.PIPE_ALL)
+
+    def Load(self, src, at, t, kd, idst):
+        DataCopyPad(kd, self.g_wk[src + at], DataCopyExtParams(1, t * {ks}, 0, 0, 0),
+                    DataCopyPadExtParams(False, 0, 0, 0))
+        DataCopyPad(idst, self.g_wi[src + at], DataCopyExtParams(1, t * 4, 0, 0, 0),
+                    DataCopyPadExtParams(False, 0, 0, 0))
+
+    def Merge(self, r, src, dst, g0, run, last):
+        N = {n}
+        W = {w}
+        wv = self.bwv.Get({kt})
+        wi = self.bwi.Get(int32)
+        ov = self.bov.Get({kt})
+        oi = self.boi.Get(int32)
+        sn = self.bn.Get(int32)
+        pos = []
+        end = []
+        q0 = g0
+        while q0 < N and len(pos) < {QUEUES}:
+            pos.append(q0)
+            end.append(min(q0 + run, N))
+            q0 += run
+        at = g0
+        while len(pos) > 1:
+            k = len(pos)
+            counts = []
+            vals = []
+            idxs = []
+            PipeBarrier(PipeType.PIPE_ALL)
+            for j in range(k):
+                counts.append(min(W, end[j] - pos[j]))
+                vals.append(wv[j * W])
+                idxs.append(wi[j * W])
+                self.Load(src, pos[j], counts[j], vals[j], idxs[j])
+            PipeBarrier(PipeType.PIPE_ALL)
+            MrgSort(ov, oi, vals, idxs, counts, (1 << k) - 1, sn, True, {spec.descending})
+            PipeBarrier(PipeType.PIPE_ALL)
+            t = 0
+            keep_pos = []
+            keep_end = []
+            for j in range(k):
+                took = sn.GetValue(j)
+                t += took
+                if pos[j] + took < end[j]:
+                    keep_pos.append(pos[j] + took)
+                    keep_end.append(end[j])
+            self.Emit(r, ov, oi, t, dst, at, last)
+            at += t
+            pos = keep_pos
+            end = keep_end
+        if len(pos) == 1:
+            p = pos[0]
+            while p < end[0]:
+                t = min({merged}, end[0] - p)
+                PipeBarrier(PipeType.PIPE_ALL)
+                self.Load(src, p, t, ov, oi)
+                PipeBarrier(PipeType.PIPE_ALL)
+                self.Emit(r, ov, oi, t, dst, at, last)
+                at += t
+                p += t
+
+
+@kernel
+def {spec.name}_kernel(x, values, indices, wk, wi):
+    op = Kernel_{spec.name}()
+    op.Init(x, values, indices, wk, wi)
+    op.Process()
+
+
+def {spec.name}_launch(x, values, indices, wk, wi):
+    {spec.name}_kernel[{blocks}](x, values, indices, wk, wi)
+'''
