@@ -40,6 +40,8 @@ def rank_order(values: np.ndarray, descending) -> np.ndarray:
     if values.dtype.kind == "f":
         keys = values.astype(np.float64)
         nan = np.isnan(keys)
+        if not nan.any():      # the same order by one stable argsort (lexsort is ~3x slower)
+            return np.argsort(-keys if descending else keys, kind="stable")
         keys = np.where(nan, 0.0, -keys if descending else keys)
         return np.lexsort((keys, ~nan if descending else nan))
     keys = values.astype(np.int64)

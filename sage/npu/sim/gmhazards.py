@@ -25,11 +25,12 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from sage.npu.errors import RaceError
+from sage.npu.sim.gmstripes import WideIndex
 from sage.npu.results import PIPES
 
 PAGE = 4096
 _MAX_PAGES = 64          # a transfer spanning more pages is indexed on its first and last pages only,
-_WIDE: int = -1          # plus a per-buffer list of wide accesses every check scans
+_WIDE: int = -1          # plus a per-buffer index of wide accesses every check consults (gmstripes.py)
 
 
 @dataclass(slots=True)   # not frozen: a frozen dataclass's __init__ costs a microsecond per GM transfer
@@ -122,7 +123,7 @@ class GmHazards:
 
     def __init__(self) -> None:
         self.pages: dict[int, dict[int, tuple[Trails, Trails]]] = {}   # buf -> page -> (reads, writes) by actor
-        self.wide: dict[int, Trails] = {}
+        self.wide: dict[int, WideIndex] = {}    # buf -> its wide accesses, by phase (gmstripes.py)
         # Reads of an allocation nothing has written yet in this launch (most of them: the inputs)
         # cannot race with anything so far; they are kept in arrival order and indexed only when
         # the first write to that allocation comes, which is then checked against them.
@@ -158,8 +159,9 @@ class GmHazards:
                 if write and reads:
                     self._check(acc, reads, seen, label)
         wide = self.wide.get(buf)
-        if wide:
-            self._check(acc, wide, seen, label)
+        if wide is not None:
+            for trails in wide.candidates(acc):
+                self._check(acc, trails, seen, label)
         self._record(buf, acc, pages, span, entries, last - first >= _MAX_PAGES)
 
     def _index(self, buf: int, acc: Access) -> None:
@@ -174,7 +176,10 @@ class GmHazards:
     def _record(self, buf: int, acc: Access, pages: dict, span, entries: list, wide: bool) -> None:
         actor = (acc.stream, acc.pipe)
         if wide:
-            _trail(self.wide.setdefault(buf, {}), actor).add(acc)
+            index = self.wide.get(buf)
+            if index is None:
+                index = self.wide[buf] = WideIndex()
+            index.add(acc, _trail)
             return
         side = 1 if acc.write else 0
         for p, entry in zip(span, entries):

@@ -60,11 +60,31 @@ class GmUndo:
             self.seen.add((buf.id, lo, hi))
             self.saved.append((buf, lo, buf.data.view(np.uint8)[lo:hi].copy()))
 
+    def save_bursts(self, buf, lo: int, length: int, pitch: int, count: int) -> None:
+        """`count` bursts of `length` bytes, `pitch` apart, from byte `lo` of `buf` are about to
+        be written. Only the bursts are saved: a transposing copy writes a column stripe across
+        thousands of rows, and saving the span from its first to its last byte copied a
+        thousand times what it wrote (level1/8_sort along axis 0)."""
+        end = lo + (count - 1) * pitch + length
+        if count <= 1 or pitch <= length or lo < 0 or end > buf.nbytes:
+            self.save(buf, lo, end if count > 1 else lo + length)
+        elif (buf.id, lo, length, pitch, count) not in self.seen:
+            self.seen.add((buf.id, lo, length, pitch, count))
+            self.saved.append((buf, (lo, length, pitch, count), _bursts(buf, lo, length, pitch, count).copy()))
+
     def restore(self) -> None:
         """Put every saved byte back, the newest write first (so the oldest value wins)."""
-        for buf, lo, old in reversed(self.saved):
-            buf.data.view(np.uint8)[lo:lo + old.size] = old
+        for buf, at, old in reversed(self.saved):
+            if isinstance(at, tuple):
+                _bursts(buf, *at)[...] = old
+            else:
+                buf.data.view(np.uint8)[at:at + old.size] = old
         self.saved, self.seen = [], set()
+
+
+def _bursts(buf, lo: int, length: int, pitch: int, count: int) -> np.ndarray:
+    """The (count, length) byte view of the bursts (in bounds: the caller checked)."""
+    return np.lib.stride_tricks.as_strided(buf.data.view(np.uint8)[lo:], shape=(count, length), strides=(pitch, 1))
 
 
 def frozen() -> set[int] | None:
