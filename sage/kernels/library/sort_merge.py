@@ -25,6 +25,10 @@ from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 CHUNK = 4096              # elements of a run sorted in UB (one Sort)
 QUEUES = 4                # MrgSort merges up to four queues
 MAX_WINDOW = 4095         # MrgSort's elementLengths field
+# UB bytes the merge kernel's buffers may take, of the 192 KB: it has TBufs only, no queue
+# (sort_rows keeps 160 KB for kernels whose queues double-buffer); wider windows mean fewer
+# MrgSort rounds, each of which reloads every window
+MERGE_BUDGET = 184 * 1024
 
 
 def merge_bytes(es: int, ks: int, ix: int, widen: bool, window: int) -> int:
@@ -51,10 +55,10 @@ def merge_source(spec, key: str, window: int, blocks: int, per: int) -> str:
     widen = key != spec.dtype
     n, w, merged = spec.length, window, QUEUES * window
     sort_key = "kf" if widen else "xin"
-    cast_in = f"            Cast(kf, xin, RoundMode.CAST_NONE, c)\n" if widen else ""
-    out_values = "fv" if widen else "ov"
-    cast_out = f"            Cast(fv, ov, RoundMode.CAST_RINT, t)\n" if widen else ""
-    index_out = ("Cast(fi, oi, RoundMode.CAST_NONE, t)" if it == "int64" else "Adds(fi, oi, 0, t)")
+    cast_in = "            Cast(self.kf, self.xin, RoundMode.CAST_NONE, c)\n" if widen else ""
+    out_values = "self.fv" if widen else "ov"
+    cast_out = "            Cast(self.fv, ov, RoundMode.CAST_RINT, t)\n" if widen else ""
+    index_out = ("Cast(self.fi, oi, RoundMode.CAST_NONE, t)" if it == "int64" else "Adds(self.fi, oi, 0, t)")
     bufs = [("bx", CHUNK * es), ("bs", CHUNK * ks), ("bi", CHUNK * 4), ("bwv", merged * ks), ("bwi", merged * 4),
             ("bov", merged * ks), ("boi", merged * 4), ("bfi", merged * ix), ("bn", 32)]
     if widen:
@@ -84,52 +88,61 @@ class Kernel_{spec.name}:
         N = {n}
         if self.t0 >= self.t1:
             return
+        self.xin = self.bx.Get({dt})
+        self.sv = self.bs.Get({kt})
+        self.si = self.bi.Get(int32)
+        self.wv = self.bwv.Get({kt})
+        self.wi = self.bwi.Get(int32)
+        self.ov = self.bov.Get({kt})
+        self.oi = self.boi.Get(int32)
+        self.fi = self.bfi.Get({it})
+        self.sn = self.bn.Get(int32)
+        {"self.kf = self.bk.Get(" + kt + ")" if widen else ""}
+        {"self.fv = self.bfv.Get(" + dt + ")" if widen else ""}
         for r in range(self.t0, self.t1):
             self.Runs(r)
             src = self.ws
             dst = self.ws + N
             run = {CHUNK}
             while run < N:
+                # a pass reads what the last one wrote to GM (MTE3 then MTE2 of this core)
+                PipeBarrier(PipeType.PIPE_ALL)
                 g0 = 0
                 while g0 < N:
                     self.Merge(r, src, dst, g0, run, run * {QUEUES} >= N)
                     g0 += run * {QUEUES}
                 src, dst = dst, src
                 run *= {QUEUES}
+            PipeBarrier(PipeType.PIPE_ALL)
 
     def Runs(self, r):
+        # one barrier per run: it orders this run's load after the last Sort read the input,
+        # its Sort after the load, and the next load after this Sort (PIPE_ALL waits for all)
         N = {n}
-        xin = self.bx.Get({dt})
-        sv = self.bs.Get({kt})
-        si = self.bi.Get(int32)
-        {"kf = self.bk.Get(" + kt + ")" if widen else ""}
         c0 = 0
         while c0 < N:
             c = min({CHUNK}, N - c0)
-            PipeBarrier(PipeType.PIPE_ALL)
-            DataCopyPad(xin, self.g_x[{spec.x_offset} + r * N + c0], DataCopyExtParams(1, c * {es}, 0, 0, 0),
+            DataCopyPad(self.xin, self.g_x[{spec.x_offset} + r * N + c0], DataCopyExtParams(1, c * {es}, 0, 0, 0),
                         DataCopyPadExtParams(False, 0, 0, 0))
             PipeBarrier(PipeType.PIPE_ALL)
-{cast_in}            Sort(sv, si, {sort_key}, c, {spec.descending})
-            Adds(si, si, c0, c)
+{cast_in}            Sort(self.sv, self.si, self.{sort_key}, c, {spec.descending})
+            Adds(self.si, self.si, c0, c)
             PipeBarrier(PipeType.PIPE_ALL)
-            DataCopyPad(self.g_wk[self.ws + c0], sv, DataCopyExtParams(1, c * {ks}, 0, 0, 0))
-            DataCopyPad(self.g_wi[self.ws + c0], si, DataCopyExtParams(1, c * 4, 0, 0, 0))
+            DataCopyPad(self.g_wk[self.ws + c0], self.sv, DataCopyExtParams(1, c * {ks}, 0, 0, 0))
+            DataCopyPad(self.g_wi[self.ws + c0], self.si, DataCopyExtParams(1, c * 4, 0, 0, 0))
             c0 += c
 
     def Emit(self, r, ov, oi, t, dst, at, last):
+        # the caller's next barrier orders these reads of ov/oi before the next write to them
         N = {n}
         if last:
-            fi = self.bfi.Get({it})
-            {"fv = self.bfv.Get(" + dt + ")" if widen else ""}
 {cast_out}            {index_out}
             PipeBarrier(PipeType.PIPE_ALL)
             DataCopyPad(self.g_v[r * N + at], {out_values}, DataCopyExtParams(1, t * {es}, 0, 0, 0))
-            DataCopyPad(self.g_i[r * N + at], fi, DataCopyExtParams(1, t * {ix}, 0, 0, 0))
+            DataCopyPad(self.g_i[r * N + at], self.fi, DataCopyExtParams(1, t * {ix}, 0, 0, 0))
         else:
             DataCopyPad(self.g_wk[dst + at], ov, DataCopyExtParams(1, t * {ks}, 0, 0, 0))
             DataCopyPad(self.g_wi[dst + at], oi, DataCopyExtParams(1, t * 4, 0, 0, 0))
-        PipeBarrier(PipeType.PIPE_ALL)
 
     def Load(self, src, at, t, kd, idst):
         DataCopyPad(kd, self.g_wk[src + at], DataCopyExtParams(1, t * {ks}, 0, 0, 0),
@@ -140,11 +153,6 @@ class Kernel_{spec.name}:
     def Merge(self, r, src, dst, g0, run, last):
         N = {n}
         W = {w}
-        wv = self.bwv.Get({kt})
-        wi = self.bwi.Get(int32)
-        ov = self.bov.Get({kt})
-        oi = self.boi.Get(int32)
-        sn = self.bn.Get(int32)
         pos = []
         end = []
         q0 = g0
@@ -158,25 +166,25 @@ class Kernel_{spec.name}:
             counts = []
             vals = []
             idxs = []
-            PipeBarrier(PipeType.PIPE_ALL)
+            # the windows' last reader (MrgSort) is behind the barrier before its counts were read
             for j in range(k):
                 counts.append(min(W, end[j] - pos[j]))
-                vals.append(wv[j * W])
-                idxs.append(wi[j * W])
+                vals.append(self.wv[j * W])
+                idxs.append(self.wi[j * W])
                 self.Load(src, pos[j], counts[j], vals[j], idxs[j])
             PipeBarrier(PipeType.PIPE_ALL)
-            MrgSort(ov, oi, vals, idxs, counts, (1 << k) - 1, sn, True, {spec.descending})
+            MrgSort(self.ov, self.oi, vals, idxs, counts, (1 << k) - 1, self.sn, True, {spec.descending})
             PipeBarrier(PipeType.PIPE_ALL)
             t = 0
             keep_pos = []
             keep_end = []
             for j in range(k):
-                took = sn.GetValue(j)
+                took = self.sn.GetValue(j)
                 t += took
                 if pos[j] + took < end[j]:
                     keep_pos.append(pos[j] + took)
                     keep_end.append(end[j])
-            self.Emit(r, ov, oi, t, dst, at, last)
+            self.Emit(r, self.ov, self.oi, t, dst, at, last)
             at += t
             pos = keep_pos
             end = keep_end
@@ -185,11 +193,12 @@ class Kernel_{spec.name}:
             while p < end[0]:
                 t = min({merged}, end[0] - p)
                 PipeBarrier(PipeType.PIPE_ALL)
-                self.Load(src, p, t, ov, oi)
+                self.Load(src, p, t, self.ov, self.oi)
                 PipeBarrier(PipeType.PIPE_ALL)
-                self.Emit(r, ov, oi, t, dst, at, last)
+                self.Emit(r, self.ov, self.oi, t, dst, at, last)
                 at += t
                 p += t
+        PipeBarrier(PipeType.PIPE_ALL)
 
 
 @kernel

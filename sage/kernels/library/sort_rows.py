@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sage.kernels.library.sort_merge import merge_source, merge_window
+from sage.kernels.library.sort_merge import MERGE_BUDGET, merge_source, merge_window
 from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 from sage.kernels.target import Target
 
@@ -97,7 +97,7 @@ def sort_plan(spec: SortSpec) -> tuple[str, int, int, int]:
         raise ValueError(f"top-{spec.k} of rows of {spec.length}: the candidates do not fit in UB")
     if not spec.topk and spec.dtype != "int32":
         es, ks, ix = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[KEY[spec.dtype]], DTYPE_SIZE[spec.index_dtype]
-        window = merge_window(es, ks, ix, KEY[spec.dtype] != spec.dtype, UB_BUDGET)
+        window = merge_window(es, ks, ix, KEY[spec.dtype] != spec.dtype, MERGE_BUDGET)
         if window is not None:
             return "merge", 1, window, 1
     raise ValueError(f"rows of {spec.length} {spec.dtype} do not fit in UB for a one-pass sort "

@@ -56,6 +56,13 @@ def _queue_args(srcValues, srcIndices, elementCounts, validBit) -> tuple[list, l
     return values, indices, counts
 
 
+def _sorted(keys: np.ndarray, descending) -> bool:
+    """Whether `keys` is in Sort's order: a neighbour comparison, or Sort's own order when NaN is there."""
+    if keys.dtype.kind == "f" and np.isnan(keys).any():
+        return bool((rank_order(keys, descending) == np.arange(len(keys))).all())
+    return bool((keys[:-1] >= keys[1:]).all() if descending else (keys[:-1] <= keys[1:]).all())
+
+
 def _merged(keys: list[np.ndarray], descending, suspend: bool) -> tuple[np.ndarray, list[int]]:
     """Positions into the queues' concatenation in merged order, and each queue's count merged."""
     order = rank_order(np.concatenate(keys), descending)      # stable: queue order, then position
@@ -94,7 +101,7 @@ def MrgSort(dstValue, dstIndex, srcValues, srcIndices, elementCounts, validBit: 
                 raise KernelRuntimeError(f"MrgSort: queue {q + 1} overlaps the destination; merge into other UB")
     keys = [v._arr[:c] for v, c in zip(values, counts)]
     for q, k in enumerate(keys):
-        if (rank_order(k, descending) != np.arange(len(k))).any():
+        if not _sorted(k, descending):
             raise KernelRuntimeError(f"MrgSort: queue {q + 1} is not sorted (the merge of unsorted queues is "
                                      "not documented); Sort each run first")
     suspend = bool(isExhaustedSuspension)
