@@ -47,6 +47,14 @@ def merge_window(es: int, ks: int, ix: int, widen: bool, budget: int) -> int | N
     return None
 
 
+def global_tensors(args: tuple[str, ...]) -> str:
+    """Init lines binding each GM argument to a GlobalTensor self.g_<name> (x, values and
+    indices as g_x, g_v, g_i)."""
+    short = {"values": "v", "indices": "i"}
+    return "\n".join(f"        self.g_{short.get(a, a)} = GlobalTensor()\n        self.g_{short.get(a, a)}.SetGlobalBuffer({a})"
+                     for a in args)
+
+
 def merge_source(spec, key: str, window: int, blocks: int, per: int) -> str:
     """The kernel text; `spec` is a sort_rows.SortSpec (descending, x/values/indices and the
     workspace buffer names), `key` the key dtype."""
@@ -71,16 +79,7 @@ class Kernel_{spec.name}:
         self.t0 = GetBlockIdx() * {per}
         self.t1 = min({spec.rows}, self.t0 + {per})
         self.ws = GetBlockIdx() * 2 * {n}
-        self.g_x = GlobalTensor()
-        self.g_x.SetGlobalBuffer(x)
-        self.g_v = GlobalTensor()
-        self.g_v.SetGlobalBuffer(values)
-        self.g_i = GlobalTensor()
-        self.g_i.SetGlobalBuffer(indices)
-        self.g_wk = GlobalTensor()
-        self.g_wk.SetGlobalBuffer(wk)
-        self.g_wi = GlobalTensor()
-        self.g_wi.SetGlobalBuffer(wi)
+{global_tensors(("x", "values", "indices", "wk", "wi"))}
         self.pipe = TPipe()
 {inits}
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sage.kernels.library.sort_merge import MERGE_BUDGET, merge_source, merge_window
+from sage.kernels.library.sort_merge import MERGE_BUDGET, global_tensors, merge_source, merge_window
 from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 from sage.kernels.target import Target
 
@@ -123,12 +123,7 @@ class Kernel_{spec.name}:
     def Init(self, x, values, indices):
         self.t0 = GetBlockIdx() * {per}
         self.t1 = min({units}, self.t0 + {per})
-        self.g_x = GlobalTensor()
-        self.g_x.SetGlobalBuffer(x)
-        self.g_v = GlobalTensor()
-        self.g_v.SetGlobalBuffer(values)
-        self.g_i = GlobalTensor()
-        self.g_i.SetGlobalBuffer(indices)
+{global_tensors(("x", "values", "indices"))}
         self.pipe = TPipe()
         self.qi = TQue(TPosition.VECIN, {depth})
         self.qv = TQue(TPosition.VECOUT, {depth})
