@@ -130,7 +130,7 @@ SECTIONS = [
       ("Exp", "Ln", "Abs", "Reciprocal", "Sqrt", "Rsqrt", "Relu", "Not"), "Duplicate", "Axpy", "Cast", "RoundMode",
       "Compare", "CompareScalar", "CMPMODE", "Select", "SELMODE", "Gather", "ReduceSum", "ReduceMax", "ReduceMin",
       "WholeReduceSum", "WholeReduceMax", "WholeReduceMin", "ReduceOrder", "BlockReduceSum", "BlockReduceMax",
-      "Brcb", "Sort", "TopK", "BinaryRepeatParams", "UnaryRepeatParams", "BrcbRepeatParams"]),
+      "Brcb", "Sort", "TopK", "MrgSort", "BinaryRepeatParams", "UnaryRepeatParams", "BrcbRepeatParams"]),
     ("High-level APIs (vector instruction sequences)",
      "Each issues the vector instructions of Ascend C's A2 implementation (PipeBarrier(PIPE_V) between steps): "
      "their cost and numerics. half or float. `sharedTmpBuffer`: UB bytes not overlapping the operands, or left "
@@ -166,7 +166,7 @@ COST_OF = {"Add": "vadd", "Sub": "vsub", "Mul": "vmul", "Div": "vdiv", "Max": "v
            "Compare": "vcmp", "CompareScalar": "vcmps", "Select": "vsel", "Gather": "vgather", "ReduceSum": "vcadd",
            "ReduceMax": "vcmax", "ReduceMin": "vcmin", "WholeReduceSum": "vcadd", "WholeReduceMax": "vcmax",
            "WholeReduceMin": "vcmin", "BlockReduceSum": "vcgadd", "BlockReduceMax": "vcmax", "Brcb": "vbrcb",
-           "Sort": "vsort", "TopK": "vsort"}
+           "Sort": "vsort", "TopK": "vsort", "MrgSort": "vmrgsort"}
 
 
 def _obj(name: str):

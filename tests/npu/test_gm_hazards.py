@@ -285,3 +285,30 @@ def test_a_strided_write_over_many_pages_races_with_a_small_write_in_its_middle(
             _, result = run(src, [np.zeros((bursts + 1) * 1024, dtype=np.float32)])
             assert result.error is not None and result.error.type == "RaceError", (bursts, small, result.error)
             assert "no sync between the two cores" in result.error.message
+
+
+def _wide(stream: int, lo: int, length: int, pitch: int, count: int, write: bool = True):
+    from sage.npu.sim.gmhazards import Access
+
+    return Access(stream, 4, 1, write, False, lo, length, pitch, count, (0,) * 8, {}, 1, "DataCopyPad", f"block {stream}")
+
+
+def test_wide_strided_writes_race_only_where_their_stripes_share_bytes():
+    # column stripes of 2048 rows of 73,728 bytes (level1/8_sort's transposed write): over 512 pages
+    # each, so kept in the phase-bucketed wide index (sage/npu/sim/gmstripes.py)
+    import pytest
+
+    from sage.npu.errors import RaceError
+    from sage.npu.sim.gmhazards import GmHazards
+
+    pitch, rows = 73_728, 2048
+    hazards = GmHazards()
+    for block in range(40):                       # disjoint 256-byte stripes: no race
+        hazards.access(7, "values", _wide(block, block * 256, 256, pitch, rows))
+    hazards.access(7, "values", _wide(41, 40 * 256 + pitch * 3, 64, 0, 1, write=False))   # an untouched byte range
+    with pytest.raises(RaceError):                # one byte of block 5's stripe, another pitch
+        hazards.access(7, "values", _wide(50, 5 * 256 + 255 + pitch * 9, 16, 2 * pitch, 4))
+    with pytest.raises(RaceError):                # a stripe wrapping past the row end onto block 0's
+        hazards.access(7, "values", _wide(51, pitch - 8, 16, pitch, rows - 1))
+    with pytest.raises(RaceError):                # one contiguous read across a whole row
+        hazards.access(7, "values", _wide(52, pitch * 100, pitch, 0, 1, write=False))

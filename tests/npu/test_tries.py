@@ -25,6 +25,19 @@ def test_undo_puts_back_every_byte_oldest_value_last():
     assert undo.saved == []
 
 
+def test_undo_of_strided_bursts_saves_and_puts_back_only_the_bursts():
+    data = np.arange(64, dtype=np.float32)                # 8 rows of 8
+    buf = GmBuffer(0, data, 0, False)
+    undo = tries.GmUndo()
+    undo.save_bursts(buf, 8, 8, 32, 8)                     # column stripe: elements 2..3 of each row
+    data.reshape(8, 8)[:, 2:4] = -1
+    undo.save_bursts(buf, 4, 8, 32, 8)                     # elements 1..2 of each row, after the first write
+    data.reshape(8, 8)[:, 1:3] = -2
+    assert sum(old.size for _, _, old in undo.saved) == 2 * 8 * 8    # the bursts' bytes, not the 232-byte spans
+    undo.restore()
+    assert np.array_equal(data, np.arange(64, dtype=np.float32))
+
+
 def test_undo_keeps_one_copy_of_a_range_written_again_and_again():
     data = np.arange(1024, dtype=np.float32)
     buf = GmBuffer(0, data, 0, False)

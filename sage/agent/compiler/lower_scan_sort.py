@@ -8,6 +8,7 @@ kernels cannot take.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from sage.agent.compiler.generic.lift import canonical, canonical_call, lift
@@ -103,7 +104,7 @@ def topk_launch(group: Group, prog: Program, name: str, sched: Schedule, target:
 
 def _order_launch(group: Group, prog: Program, name: str, sched: Schedule, target: Target, dim: int,
                   descending: bool, k: int | None) -> Launch | None:
-    from sage.kernels.library.sort_rows import SortSpec, sort_args, sort_source
+    from sage.kernels.library.sort_rows import KEY, SortSpec, merge_workspace, sort_args, sort_source
 
     node = group.nodes[0]
     x, values, indices = _input(node), node.outs[0], node.outs[1]
@@ -124,6 +125,14 @@ def _order_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
                     x_offset=x.layout.offset, index_dtype=indices.dtype)
     if k == 0:
         return None
+    try:
+        work = merge_workspace(spec, target)
+    except ValueError as exc:
+        raise Unsupported(f"{node.describe()}: {exc}") from None
+    if work:     # rows too long for UB: a merge sort through GM, each core's rows in a workspace
+        keys = prog.new_buffer(KEY[spec.dtype], work)
+        index = prog.new_buffer("int32", work)
+        spec = replace(spec, work_keys=keys.name, work_index=index.name)
     return library_launch(group.nodes[0].describe(), name, group.describe(),
                           lambda: sort_source(lift(spec), target, sched.block_dim), sort_args(spec))
 

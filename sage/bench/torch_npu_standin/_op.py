@@ -28,14 +28,21 @@ _DTYPES = {"int8": torch.int8, "int32": torch.int32, "int64": torch.int64, "floa
            "half": torch.float16}
 
 
-def standin(name: str, mutates_args: Iterable[str] = ()) -> Callable:
-    """Registers the decorated body as `torch.ops.npu_standin.<name>` with itself as fake."""
+def standin(name: str, mutates_args: Iterable[str] = (), compile_inplace: bool = False) -> Callable:
+    """Registers the decorated body as `torch.ops.npu_standin.<name>` with itself as fake.
+    `compile_inplace`: the body of an op that writes its arguments is also what the compiler
+    records (pointwise math, then one copy_ into each written argument)."""
     def wrap(fn: Callable) -> Callable:
         op = custom_op(f"{NAMESPACE}::{name}", fn, mutates_args=tuple(mutates_args))
         op.register_fake(fn)
         if not mutates_args:
             # the compiler records the body's aten ops (a kernel implements the documented
-            # semantics); an op that writes its arguments in place stays one opaque call
+            # semantics)
+            register_extension_decomposition(f"{NAMESPACE}::{name}", fn)
+        elif compile_inplace:
+            # an op that writes its arguments in place is compiled only when its body says
+            # so: its copy_ into each argument is recorded as that argument's new value
+            # (sage.kernels.record); the others stay one opaque call
             register_extension_decomposition(f"{NAMESPACE}::{name}", fn)
         return op
     return wrap

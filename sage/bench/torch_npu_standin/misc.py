@@ -8,7 +8,7 @@ import torch
 from sage.bench.torch_npu_standin._op import standin
 
 
-@standin("npu_apply_adam", mutates_args=("var", "m", "v"))
+@standin("npu_apply_adam", mutates_args=("var", "m", "v"), compile_inplace=True)
 def _apply_adam(var: torch.Tensor, m: torch.Tensor, v: torch.Tensor, grad: torch.Tensor, beta1_power: float,
                 beta2_power: float, lr: float, beta1: float, beta2: float, epsilon: float,
                 use_nesterov: bool) -> None:
@@ -17,7 +17,11 @@ def _apply_adam(var: torch.Tensor, m: torch.Tensor, v: torch.Tensor, grad: torch
     v += (1 - beta2) * (g^2 - v); var -= lr_t * m / (sqrt(v) + eps), or with Nesterov
     lr_t * (beta1 * m + (1 - beta1) * g) / (sqrt(v) + eps).
     Sources: https://github.com/Ascend/op-plugin/blob/master/docs/zh/custom_APIs/torch_npu/（beta）torch_npu-npu_apply_adam.md
-    (signature), https://www.tensorflow.org/api_docs/python/tf/raw_ops/ApplyAdam (formula)."""
+    (signature), https://www.tensorflow.org/api_docs/python/tf/raw_ops/ApplyAdam (formula).
+    level1/17_adam_w's docstring writes the update as m_hat / (sqrt(v_hat) + eps), which is this
+    one with eps scaled by sqrt(1 - beta2_power); the op is TensorFlow's, as above.
+    The compiler records this body too (compile_inplace): pointwise ops in float32, then one
+    copy_ per state tensor, each rounding once to that tensor's dtype."""
     g = grad.float()
     m_new = m.float() * beta1 + (1 - beta1) * g
     v_new = v.float() * beta2 + (1 - beta2) * g * g

@@ -9,6 +9,8 @@ always exact. Indices come as int32 and widen to int64 with one Cast.
 
 - rows mode: a unit is R rows loaded in one copy (row pitch P, a multiple of 16 elements),
   one `Sort`/`TopK` per row.
+- merge (a row too long for UB, a sort): sorted runs and MrgSort passes through a GM
+  workspace (sort_merge.py).
 - chunked top-k (a row too long for UB, k small): each chunk of the row gives its k best
   with global indices into a candidate list (each chunk's k padded to 32 B with the worst
   value), and one last `TopK` over the candidates picks the row's k; ties still resolve to
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sage.kernels.library.sort_merge import MERGE_BUDGET, global_tensors, merge_source, merge_window
 from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 from sage.kernels.target import Target
 
@@ -46,10 +49,22 @@ class SortSpec:
     indices: str = "indices"
     x_offset: int = 0
     index_dtype: str = "int64"  # torch's; int32 for a temporary another kernel widens
+    # GM workspace of a merge sort (rows too long for UB): each core's two rows of keys
+    # (KEY dtype) and of int32 indices; empty when the plan needs none
+    work_keys: str = ""
+    work_index: str = ""
 
 
 def sort_args(spec: SortSpec) -> list[str]:
-    return [spec.x, spec.values, spec.indices]
+    work = [spec.work_keys, spec.work_index] if spec.work_keys else []
+    return [spec.x, spec.values, spec.indices] + work
+
+
+def merge_workspace(spec: SortSpec, target: Target) -> int:
+    """Elements of each merge-sort workspace buffer: two rows per core; 0 when the rows fit UB."""
+    if sort_plan(spec)[0] != "merge":
+        return 0
+    return 2 * spec.length * max(1, min(spec.rows, target.vector_cores))
 
 
 def _ceil(a: int, b: int) -> int:
@@ -64,8 +79,8 @@ def _row_bytes(spec: SortSpec, pitch: int, depth: int = 2) -> int:
 
 
 def sort_plan(spec: SortSpec) -> tuple[str, int, int, int]:
-    """("rows", rows per unit, pitch, queue depth) or ("chunked", 1, chunk, 2); ValueError
-    when neither fits."""
+    """("rows", rows per unit, pitch, queue depth), ("chunked", 1, chunk, 2) or ("merge", 1,
+    merge window, 1); ValueError when none fits."""
     pitch = _ceil(spec.length, 16)
     for depth in (2, 1):
         per_row = _row_bytes(spec, pitch, depth)
@@ -80,14 +95,24 @@ def sort_plan(spec: SortSpec) -> tuple[str, int, int, int]:
         if fits and last >= spec.k:
             return "chunked", 1, CHUNK, 2
         raise ValueError(f"top-{spec.k} of rows of {spec.length}: the candidates do not fit in UB")
+    if not spec.topk and spec.dtype != "int32":
+        es, ks, ix = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[KEY[spec.dtype]], DTYPE_SIZE[spec.index_dtype]
+        window = merge_window(es, ks, ix, KEY[spec.dtype] != spec.dtype, MERGE_BUDGET)
+        if window is not None:
+            return "merge", 1, window, 1
     raise ValueError(f"rows of {spec.length} {spec.dtype} do not fit in UB for a one-pass sort "
-                     f"(at most {UB_BUDGET // _row_bytes(spec, 16, 1) * 16}); a multi-pass merge is not written yet")
+                     f"(at most {UB_BUDGET // _row_bytes(spec, 16, 1) * 16}), and a merge sort takes float keys")
 
 
 def sort_source(spec: SortSpec, target: Target, block_dim: int | None = None) -> str:
     if spec.dtype not in KEY:
         raise ValueError(f"a {spec.dtype} sort (Sort takes half or float keys; float, int32 convert)")
     mode, rows, pitch, depth = sort_plan(spec)
+    if mode == "merge":
+        if not spec.work_keys:
+            raise ValueError(f"rows of {spec.length}: a merge sort needs a GM workspace (merge_workspace)")
+        blocks, per = _split(spec.rows, target, block_dim)
+        return merge_source(spec, KEY[spec.dtype], pitch, blocks, per)
     return (_rows_source if mode == "rows" else _chunked_source)(spec, target, block_dim, rows, pitch, depth)
 
 
@@ -98,12 +123,7 @@ class Kernel_{spec.name}:
     def Init(self, x, values, indices):
         self.t0 = GetBlockIdx() * {per}
         self.t1 = min({units}, self.t0 + {per})
-        self.g_x = GlobalTensor()
-        self.g_x.SetGlobalBuffer(x)
-        self.g_v = GlobalTensor()
-        self.g_v.SetGlobalBuffer(values)
-        self.g_i = GlobalTensor()
-        self.g_i.SetGlobalBuffer(indices)
+{global_tensors(("x", "values", "indices"))}
         self.pipe = TPipe()
         self.qi = TQue(TPosition.VECIN, {depth})
         self.qv = TQue(TPosition.VECOUT, {depth})

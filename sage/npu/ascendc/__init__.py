@@ -2,7 +2,7 @@
 
 from sage.npu.dtypes import (bfloat16, bool_, float16, float32, half, int8, int16, int32, int64, sizeof, uint8,
                              uint16, uint32)
-from sage.npu.ascendc import (activation, cast, compare, cube, datamove, debug, handles, host, layernorm, mathfn, matmul,
+from sage.npu.ascendc import (activation, cast, compare, cube, datamove, debug, handles, host, layernorm, mathfn, matmul, mrgsort,
                               queues, reduce, softmax, sort, sync, tensors, trig, vector)
 from sage.npu.ascendc.params_highlevel import LayerNormShapeInfo, SoftMaxShapeInfo
 from sage.npu.ascendc.queues import QuePosition, TPosition
@@ -48,6 +48,7 @@ Gather, Select = _api(compare.Gather), _api(compare.Select)
     "BlockReduceMax", "BlockReduceSum", "Brcb", "ReduceMax", "ReduceMin", "ReduceSum", "WholeReduceMax",
     "WholeReduceMin", "WholeReduceSum"))
 Sort, TopK = _api(sort.Sort), _api(sort.TopK)
+MrgSort = _api(mrgsort.MrgSort)
 Fixpipe, LoadData, Mmad = _api(cube.Fixpipe), _api(cube.LoadData), _api(cube.Mmad)
 GetBlockIdx, GetBlockNum = _api(sync.GetBlockIdx), _api(sync.GetBlockNum)
 PipeBarrier, SetFlag, WaitFlag = _api(sync.PipeBarrier), _api(sync.SetFlag), _api(sync.WaitFlag)
@@ -79,7 +80,7 @@ __all__ = [
     "Exp", "Ln", "Abs", "Reciprocal", "Sqrt", "Rsqrt", "Relu", "Not", "Duplicate", "Axpy",
     "Cast", "RoundMode", "Compare", "CompareScalar", "Select", "CMPMODE", "SELMODE", "Gather",
     "ReduceSum", "ReduceMax", "ReduceMin", "WholeReduceSum", "WholeReduceMax", "WholeReduceMin", "ReduceOrder",
-    "BlockReduceSum", "BlockReduceMax", "Brcb", "Sort", "TopK", "BinaryRepeatParams", "UnaryRepeatParams", "BrcbRepeatParams",
+    "BlockReduceSum", "BlockReduceMax", "Brcb", "Sort", "TopK", "MrgSort", "BinaryRepeatParams", "UnaryRepeatParams", "BrcbRepeatParams",
     # high-level APIs (expansions into the vector instructions above)
     "Gelu", "FasterGelu", "FasterGeluV2", "Sigmoid", "Silu", "Swish", "Tanh", "Erf", "Log", "Log2", "Log10", "Sign",
     "Sin", "Cos", "SoftMax", "SoftMaxShapeInfo", "LayerNorm", "LayerNormShapeInfo",

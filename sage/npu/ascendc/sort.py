@@ -30,9 +30,22 @@ def _order(name, dst_value, dst_index, src, count, descending):
     count = chk.count_arg(count, f"{name} count")
     if count < 1:
         raise KernelRuntimeError(f"{name}: count must be >= 1")
-    keys = src._arr[:count].astype(np.float64 if dtypes.is_float(dt) else np.int64)
-    # stable, NaN last; descending keeps equal keys in index order, as the hardware's proposals do
-    return np.argsort(-keys if descending else keys, kind="stable"), count, dt
+    return rank_order(src._arr[:count], descending), count, dt
+
+
+def rank_order(values: np.ndarray, descending) -> np.ndarray:
+    """The stable order of `values`: equal keys keep their index order in both directions,
+    as the hardware's proposals do, and NaN ranks above every number (first when descending,
+    last when ascending), as torch.sort and torch.topk order it."""
+    if values.dtype.kind == "f":
+        keys = values.astype(np.float64)
+        nan = np.isnan(keys)
+        if not nan.any():      # the same order by one stable argsort (lexsort is ~3x slower)
+            return np.argsort(-keys if descending else keys, kind="stable")
+        keys = np.where(nan, 0.0, -keys if descending else keys)
+        return np.lexsort((keys, ~nan if descending else nan))
+    keys = values.astype(np.int64)
+    return np.argsort(-keys if descending else keys, kind="stable")
 
 
 def Sort(dstValue, dstIndex, src, count: int, descending: bool = True) -> None:

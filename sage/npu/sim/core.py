@@ -398,7 +398,7 @@ class CoreState:
             self._lane_gm_access(pipe, buf, lo, length, pitch, count, write, name)
             return
         if write and self.session.undo is not None:  # (a try that may be thrown away: sage.npu.sim.tries)
-            self.session.undo.save(buf, lo, lo + (count - 1) * pitch + length)
+            self.session.undo.save_bursts(buf, lo, length, pitch, count)
         where = self._where
         if where[0] != self.core_type:  # the core's name in messages, made once per core type it takes
             where = self._where = (self.core_type, f"{self.core_type or 'AIV'} block {self.block_idx}"
@@ -419,13 +419,12 @@ class CoreState:
         names = self._lane_names
         if names is None or names[0] != self.core_type:
             names = self._lane_names = (self.core_type, [f"{self.core_type or 'AIV'} block {b}" for b in self.lanes])
-        span = (count - 1) * pitch + length
         undo = self.session.undo if write else None  # (a lane try may be thrown away: sage.npu.sim.tries)
         for sid, where, at, known in zip(self.lane_ids, names[1], per_lane(lo, self.weight), knowns):
             access(buf.id, label, Access(sid, pipe, seq, write, atomic, at, length, pitch, count, vc, known,
                                          line, name, where))
             if undo is not None:
-                undo.save(buf, at, at + span)
+                undo.save_bursts(buf, at, length, pitch, count)
 
     def lane_records(self, lane: int) -> list[tuple]:
         """Lane `lane`'s records: the group's, with that lane's GM bytes where they differ."""

@@ -21,8 +21,8 @@ is a counter per pipe), so only that actor's later accesses are compared (bisect
 whole history. One pipe touching one page over and over (a scalar loop of SetValue and
 DataCopy) cost a check per earlier access: 919 us per iteration after 4,000.
 
-A transfer whose bursts touch more than _MAX_PAGES pages is kept in a per-buffer list of wide
-accesses that every check scans, and is itself checked against every page of its span that
+A transfer whose bursts touch more than _MAX_PAGES pages is kept in a per-buffer index of wide
+accesses by phase (gmstripes.py) that every check consults, and is itself checked against every page of its span that
 holds accesses (found by bisection in the buffer's sorted page numbers): a wide write after a
 small one on a page in the middle of its span is a race as much as the other way round.
 """
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from sage.npu.errors import RaceError
 from sage.npu.results import PIPES
+from sage.npu.sim.gmstripes import WideIndex
 
 PAGE = 4096
 _MAX_PAGES = 512         # a transfer touching more pages goes to its buffer's list of wide accesses
@@ -189,7 +190,7 @@ class GmHazards:
     def __init__(self) -> None:
         self.pages: dict[int, dict[int, tuple[Trails, Trails]]] = {}   # buf -> page -> (reads, writes) by actor
         self.page_keys: dict[int, list[int]] = {}                       # buf -> its indexed pages, sorted
-        self.wide: dict[int, Trails] = {}
+        self.wide: dict[int, WideIndex] = {}   # buf -> its wide accesses, by phase (gmstripes.py)
         # Reads of an allocation nothing has written yet in this launch (most of them: the inputs)
         # cannot race with anything so far; they are kept in arrival order and indexed only when
         # the first write to that allocation comes, which is then checked against them.
@@ -231,14 +232,18 @@ class GmHazards:
             if write and reads:
                 self._check(acc, reads, seen, label, env)
         wide = self.wide.get(buf)
-        if wide:
-            self._check(acc, wide, seen, label, (acc.lo, acc.hi))
+        if wide is not None:
+            for trails in wide.candidates(acc):
+                self._check(acc, trails, seen, label, (acc.lo, acc.hi))
         self._record(buf, acc, touched)
 
     def _record(self, buf: int, acc: Access, touched: dict[int, tuple[int, int]] | None) -> None:
         actor = (acc.stream, acc.pipe)
         if touched is None:
-            _trail(self.wide.setdefault(buf, {}), actor).add(acc, acc.lo, acc.hi)
+            index = self.wide.get(buf)
+            if index is None:
+                index = self.wide[buf] = WideIndex()
+            index.add(acc, _trail)
             return
         pages = self.pages.get(buf)
         if pages is None:

@@ -51,7 +51,7 @@ class GmUndo:
         # (allocation, lo, hi) already saved: a loop that writes one tile of GM over and over
         # keeps one copy of what was there first, not one per write (the oldest value is the one
         # put back), so a try's undo log stays the size of what it touched
-        self.seen: set[tuple[int, int, int]] = set()
+        self.seen: set[tuple] = set()   # (allocation, lo, hi) or (allocation, lo, length, pitch, count)
         # Bytes saved per allocation, and the allocations saved whole: a strided write saves its
         # whole span (the gaps between its rows too), so the tiles of a transpose saved the
         # output 64 times over (2 GB for a 32 MB output); past one allocation's size, one copy
@@ -74,11 +74,40 @@ class GmUndo:
         self.seen.add((buf.id, lo, hi))
         self.saved.append((buf, lo, buf.data.view(np.uint8)[lo:hi].copy()))
 
+    def save_bursts(self, buf, lo: int, length: int, pitch: int, count: int) -> None:
+        """`count` bursts of `length` bytes, `pitch` apart, from byte `lo` of `buf` are about to
+        be written. Only the bursts are saved: a transposing copy writes a column stripe across
+        thousands of rows, and saving the span from its first to its last byte copied a
+        thousand times what it wrote (level1/8_sort along axis 0)."""
+        end = lo + (count - 1) * pitch + length
+        if count <= 1 or pitch <= length or lo < 0 or end > buf.nbytes:
+            self.save(buf, lo, end if count > 1 else lo + length)
+            return
+        key = (buf.id, lo, length, pitch, count)
+        if buf.id in self.whole or key in self.seen:
+            return
+        spent = self.spent.get(buf.id, 0) + count * length
+        if spent >= buf.nbytes:
+            self.whole.add(buf.id)
+            self.saved.append((buf, 0, buf.data.view(np.uint8).reshape(-1).copy()))
+            return
+        self.spent[buf.id] = spent
+        self.seen.add(key)
+        self.saved.append((buf, (lo, length, pitch, count), _bursts(buf, lo, length, pitch, count).copy()))
+
     def restore(self) -> None:
         """Put every saved byte back, the newest write first (so the oldest value wins)."""
-        for buf, lo, old in reversed(self.saved):
-            buf.data.view(np.uint8)[lo:lo + old.size] = old
+        for buf, at, old in reversed(self.saved):
+            if isinstance(at, tuple):
+                _bursts(buf, *at)[...] = old
+            else:
+                buf.data.view(np.uint8)[at:at + old.size] = old
         self.saved, self.seen, self.spent, self.whole = [], set(), {}, set()
+
+
+def _bursts(buf, lo: int, length: int, pitch: int, count: int) -> np.ndarray:
+    """The (count, length) byte view of the bursts (in bounds: the caller checked)."""
+    return np.lib.stride_tricks.as_strided(buf.data.view(np.uint8)[lo:], shape=(count, length), strides=(pitch, 1))
 
 
 def frozen() -> set[int] | None:
