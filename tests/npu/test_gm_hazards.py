@@ -254,8 +254,8 @@ def test_unordered_writes_race_exactly_when_their_byte_sets_meet():
 
 
 # Block SMALL writes 16 floats in the middle of y; the other block writes one 64-byte burst on
-# each of BURSTS pages (one every 4 KB), among them the small write's bytes. With 600 pages the
-# strided write is a wide access: it must still meet the small write whichever comes first.
+# each of BURSTS pages (one every 4 KB), among them the small write's bytes. Spanning 100 or 600
+# pages, the strided write is a wide access: it must still meet the small write whichever comes first.
 WIDE = """
 @kernel
 def k(x, y):

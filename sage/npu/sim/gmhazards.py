@@ -21,10 +21,11 @@ is a counter per pipe), so only that actor's later accesses are compared (bisect
 whole history. One pipe touching one page over and over (a scalar loop of SetValue and
 DataCopy) cost a check per earlier access: 919 us per iteration after 4,000.
 
-A transfer whose bursts touch more than _MAX_PAGES pages is kept in a per-buffer index of wide
-accesses by phase (gmstripes.py) that every check consults, and is itself checked against every page of its span that
-holds accesses (found by bisection in the buffer's sorted page numbers): a wide write after a
-small one on a page in the middle of its span is a race as much as the other way round.
+A transfer whose span covers _MAX_PAGES pages or more is kept in a per-buffer index of wide
+accesses by phase (gmstripes.py) that every check consults, and is itself checked against
+every page of its span that holds accesses (found by bisection in the buffer's sorted page
+numbers): a wide write after a small one on a page in the middle of its span is a race as
+much as the other way round (cd3302c checked only its first and last pages).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from sage.npu.results import PIPES
 from sage.npu.sim.gmstripes import WideIndex
 
 PAGE = 4096
-_MAX_PAGES = 512         # a transfer touching more pages goes to its buffer's list of wide accesses
+_MAX_PAGES = 64          # a transfer spanning more pages goes to its buffer's index of wide accesses
 
 
 @dataclass(slots=True)   # not frozen: a frozen dataclass's __init__ costs a microsecond per GM transfer
@@ -124,43 +125,24 @@ def envelope(acc: Access, page: int) -> tuple[int, int] | None:
 
 
 def touched_pages(acc: Access) -> dict[int, tuple[int, int]] | None:
-    """page -> envelope (envelope()) for every page a burst of `acc` touches; None when there
-    are more than _MAX_PAGES of them (a wide access)."""
+    """page -> envelope (envelope()) for every page a burst of `acc` touches; None when its
+    span (first to last byte) covers _MAX_PAGES pages or more (a wide access)."""
     if acc.length <= 0:
         return {}
     lo, length, pitch, count = acc.lo, acc.length, acc.pitch, acc.count
-    if count == 1 or pitch == length:   # one run of bytes (most transfers: one tile, on a page or two)
-        hi = acc.hi
-        first, last = lo // PAGE, (hi - 1) // PAGE
-        if first == last:
-            return {first: (lo, hi)}
-        if last - first >= _MAX_PAGES:
-            return None
-        return {p: (max(lo, p * PAGE), min(hi, p * PAGE + PAGE)) for p in range(first, last + 1)}
-    if pitch < PAGE:   # the bursts cover their span's pages (nearly) without gaps
-        first, last = lo // PAGE, (acc.hi - 1) // PAGE
-        if last - first >= _MAX_PAGES:
-            return None
-        pages = {}
-        for p in range(first, last + 1):
-            env = envelope(acc, p)
-            if env is not None:
-                pages[p] = env
-        return pages
-    # bursts at least a page apart: walk them, so the pages between two rows are not indexed
-    if count * ((length - 1) // PAGE + 2) > _MAX_PAGES and count > _MAX_PAGES:
+    hi = acc.hi
+    first, last = lo // PAGE, (hi - 1) // PAGE
+    if last - first >= _MAX_PAGES:
         return None
+    if first == last:
+        return {first: (lo, hi)}
+    if count == 1 or pitch == length:   # one run of bytes (most transfers: one tile, on a page or two)
+        return {p: (max(lo, p * PAGE), min(hi, p * PAGE + PAGE)) for p in range(first, last + 1)}
     pages = {}
-    start = lo
-    for _ in range(count):
-        end = start + length
-        for p in range(start // PAGE, (end - 1) // PAGE + 1):
-            a, b = max(start, p * PAGE), min(end, p * PAGE + PAGE)
-            prev = pages.get(p)
-            pages[p] = (a, b) if prev is None else (min(prev[0], a), max(prev[1], b))
-        start += pitch
-        if len(pages) > _MAX_PAGES:
-            return None
+    for p in range(first, last + 1):
+        env = envelope(acc, p)
+        if env is not None:
+            pages[p] = env
     return pages
 
 
