@@ -100,8 +100,9 @@ def _per_k(spec: ScatterElemsSpec, w: int) -> int:
 
 def column_plan(spec: ScatterElemsSpec, cores: int) -> tuple[int, int]:
     """(columns a stripe holds, rows a band holds) for the "columns" mode (also a scatter along
-    the last axis whose row does not fit UB: a stripe of one column). Stripes narrow enough to give every core a unit while D rows and one index/src
-    row fit in UB; if even a 32 B stripe of D rows does not, the rows come in bands."""
+    the last axis whose row does not fit UB: a stripe of one column). Stripes narrow enough
+    to give every core a unit while D rows and one index/src row fit in UB; if even a 32 B
+    stripe of D rows does not, the rows come in bands."""
     es = DTYPE_SIZE[spec.dtype]
     lead, _, span = geometry(spec)
     positions = math.prod(e for e, *_ in lead)
