@@ -45,3 +45,21 @@ def test_column_stripes_gather_like_torch(monkeypatch, dtype, index_dtype, bande
     out = _run(spec, 4, x.numpy(), idx.numpy())
     expect = torch.gather(x, 1, (idx.long() % d))
     assert out.tolist() == expect.numpy().tolist()
+
+
+def test_rows_whose_indices_do_not_fit_stream_them_in_chunks(monkeypatch):
+    # torch.gather along the last axis of rows too long for UB with all their indices
+    # (level1/20 case 21: 11008 elements, 5504 indices a row): the row in UB, each row's own
+    # indices 64 at a time (UB scaled down), one Gather per chunk
+    from sage.kernels.library import gather_elems
+    from sage.kernels.library.gather_chunks import index_chunk
+    from sage.kernels.library.gather_elems import GatherElemsSpec, row_tile
+
+    spec = GatherElemsSpec(name="g", outer=3, rows=50, inner=1, count=300, dtype="float32", index_dtype="int64")
+    monkeypatch.setattr(gather_elems, "UB_BUDGET", 4000)
+    assert row_tile(spec) == 0 and index_chunk(spec) == 64
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(3, 50, 1, generator=g)
+    idx = torch.randint(-50, 50, (3, 300, 1), generator=g)
+    out = _run(spec, 4, x.numpy(), idx.numpy())
+    assert out.tolist() == torch.gather(x, 1, idx % 50).numpy().tolist()

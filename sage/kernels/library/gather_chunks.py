@@ -1,7 +1,8 @@
-"""index_select along the last axis with more indices than fit in UB beside a row:
-out[o, n] = x[o, idx[n]] with one index row shared by every o (nll_loss's weight[target] over a
-million targets; an embedding of a short table). The "rows" mode of gather_elems holds whole
-index rows; here the indices stream through UB in chunks of C, so any count works.
+"""Gathers along the last axis with more indices than fit in UB beside a row of x:
+out[o, n] = x[o, idx[n]] with one index row shared by every o (index_select: nll_loss's
+weight[target] over a million targets; an embedding of a short table), or out[o, n] =
+x[o, idx[o, n]] (torch.gather of rows of 11008 elements and 5504 indices). The "rows" mode of
+gather_elems holds whole index rows; here the indices stream through UB in chunks of C.
 
 A unit is (o, chunk): x row o (D elements, 32 B pitch) and C indices go GM -> UB, the vector
 unit turns the indices into byte offsets (negative ones wrapped as Python does: + D when < 0,
@@ -44,6 +45,7 @@ def gather_chunks_source(spec: GatherElemsSpec, target: Target, block_dim: int |
     p = _ceil(d * es, 32)
     per, _, tail = launcher(spec.name, spec.outer * chunks, target, block_dim)
     n = spec.name
+    index_row = "" if spec.shared_index else f"o * {k} + "      # torch.gather: row o's own indices
     if spec.dtype in GATHER_DTYPES:
         to_int32 = "Cast(off, ix, RoundMode.CAST_NONE, kn)" if ies == 8 else "Adds(off, ix, 0, kn)"
         pick = f'''
@@ -97,7 +99,7 @@ class Kernel_{n}:
                         DataCopyPadExtParams(False, 0, 0, 0))
             self.qx.EnQue(xt)
             ix = self.qi.AllocTensor({it})
-            DataCopyPad(ix, self.g_i[{spec.index_offset} + c0], DataCopyExtParams(1, kn * {ies}, 0, 0, 0),
+            DataCopyPad(ix, self.g_i[{spec.index_offset} + {index_row}c0], DataCopyExtParams(1, kn * {ies}, 0, 0, 0),
                         DataCopyPadExtParams(False, 0, 0, 0))
             self.qi.EnQue(ix)
             self.Pick(o * {k} + c0, kn)

@@ -33,10 +33,12 @@ def column_plan(spec: GatherElemsSpec, cores: int) -> tuple[int, int, int, int]:
     """(w columns, pe pitch in elements, band rows, kc index rows), or all 0: not this mode.
 
     Stripes start one 32 B block wide (narrower costs the same) and widen while every core
-    still gets a unit and D rows still fit UB whole. Otherwise the rows come in equal bands of
-    about half of UB, the other half for index chunks: the instructions grow with stripes x
-    chunks x bands, and this keeps both factors small (level1/20 case 24, 8192 rows of 4096
-    indices: 1.4 M records against the cap of 2.5 M)."""
+    still gets a unit and D rows still fit UB whole (a short axis gathered from long rows,
+    level1/20 case 27's 2 rows of 2 M columns, takes stripes of thousands of columns).
+    Otherwise the rows come in equal bands of about half of UB, the other half for index
+    chunks: the instructions grow with stripes x chunks x bands, and this keeps both factors
+    small (level1/20 case 24, 8192 rows of 4096 indices: about 1.4 M records against the cap
+    of 2.5 M)."""
     es, ies = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
     if spec.inner == 1 or spec.dtype not in GATHER_DTYPES or es not in (2, 4):
         return 0, 0, 0, 0
@@ -44,10 +46,10 @@ def column_plan(spec: GatherElemsSpec, cores: int) -> tuple[int, int, int, int]:
 
     def whole(w: int) -> int:                             # UB bytes with all D rows and MIN_K_ROWS index rows
         pe = _ceil(w, 32 // es)
-        return spec.rows * pe * es + MIN_K_ROWS * pe * (2 * es + ies + 24)
+        return spec.rows * pe * es + min(spec.count, MIN_K_ROWS) * pe * (2 * es + ies + 24)
 
     w = min(spec.inner, 32 // es)
-    while (w * 2 <= spec.inner and spec.outer * -(-spec.inner // (w * 2)) >= cores and w < 64 // es
+    while (w * 2 <= spec.inner and spec.outer * -(-spec.inner // (w * 2)) >= cores
            and whole(w * 2) <= budget):
         w *= 2
     pe = _ceil(w, 32 // es)

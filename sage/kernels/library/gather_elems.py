@@ -69,9 +69,11 @@ def gather_elems_source(spec: GatherElemsSpec, target: Target, block_dim: int | 
     from sage.kernels.library.gather_columns import column_plan, gather_columns_source
     if column_plan(spec, block_dim or target.vector_cores)[0]:    # vector Gathers over column stripes
         return gather_columns_source(spec, target, block_dim)
-    if spec.shared_index:                    # the shared index row streamed in chunks instead
-        from sage.kernels.library.gather_chunks import gather_chunks_source
+    from sage.kernels.library.gather_chunks import gather_chunks_source, index_chunk
+    if spec.inner == 1 and index_chunk(spec) >= 1:      # a row in UB, its indices streamed in chunks
         return gather_chunks_source(spec, target, block_dim)
+    if spec.shared_index:
+        raise ValueError(f"a row of {spec.rows} elements leaves no room in UB for a chunk of indices")
     return _scalar_source(spec, target, block_dim)
 
 

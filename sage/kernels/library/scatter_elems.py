@@ -65,6 +65,7 @@ class ScatterElemsSpec:
     axis: tuple[int, ...] = ()  # strides along the scattered axis: out, idx, src
     width: int = 0             # the index's extent on the last axis (I > 1): the span of the stripes
     covers: bool = True        # the index spans out on every axis off the scattered one
+    wide: bool = False         # fp16/bf16 reduce: combine in a float32 copy of the tile, round once
 
 
 # How a reduction combines the element already there with the scattered one (scalar code).
@@ -73,6 +74,25 @@ COMBINE = {None: "{new}", "add": "{old} + {new}", "multiply": "{old} * {new}"}
 
 def _ceil32(n: int) -> int:
     return -(-n // 32) * 32
+
+
+def xbytes(spec: ScatterElemsSpec, nbytes: int) -> int:
+    """UB bytes of an x tile of `nbytes`, with its float32 copy when the spec is wide."""
+    return nbytes + (nbytes // DTYPE_SIZE[spec.dtype] * 4 if spec.wide else 0)
+
+
+def widen(spec: ScatterElemsSpec, n: str) -> str:
+    """After an x tile of n elements is in UB: its float32 copy, which the scalar unit combines into."""
+    return f"\n            Cast(xf, xt, RoundMode.CAST_NONE, {n})\n            PipeBarrier(PIPE_ALL)" if spec.wide else ""
+
+
+def narrow(spec: ScatterElemsSpec, n: str) -> str:
+    """Before the tile goes back: the float32 sums rounded once (to nearest even) into it."""
+    return f"\n            Cast(xt, xf, RoundMode.CAST_RINT, {n})\n            PipeBarrier(PIPE_ALL)" if spec.wide else ""
+
+
+def acc(spec: ScatterElemsSpec) -> str:
+    return "xf" if spec.wide else "xt"
 
 
 def geometry(spec: ScatterElemsSpec) -> tuple[tuple[tuple[int, int, int, int], ...], tuple[int, ...], int]:
@@ -89,7 +109,8 @@ def row_tile(spec: ScatterElemsSpec) -> int:
     if spec.inner != 1:
         return 0
     es, ies = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
-    per_row = _ceil32(spec.rows * es) + _ceil32(spec.count * ies) + (_ceil32(spec.count * es) if spec.value is None else 0)
+    per_row = (xbytes(spec, _ceil32(spec.rows * es)) + _ceil32(spec.count * ies)
+               + (_ceil32(spec.count * es) if spec.value is None else 0))
     return min(geometry(spec)[0][-1][0], UB_BUDGET // per_row)
 
 
@@ -100,18 +121,19 @@ def _per_k(spec: ScatterElemsSpec, w: int) -> int:
 
 def column_plan(spec: ScatterElemsSpec, cores: int) -> tuple[int, int]:
     """(columns a stripe holds, rows a band holds) for the "columns" mode (also a scatter along
-    the last axis whose row does not fit UB: a stripe of one column). Stripes narrow enough to give every core a unit while D rows and one index/src
-    row fit in UB; if even a 32 B stripe of D rows does not, the rows come in bands."""
+    the last axis whose row does not fit UB: a stripe of one column). Stripes narrow enough
+    to give every core a unit while D rows and one index/src row fit in UB; if even a 32 B
+    stripe of D rows does not, the rows come in bands."""
     es = DTYPE_SIZE[spec.dtype]
     lead, _, span = geometry(spec)
     positions = math.prod(e for e, *_ in lead)
     w = -(-span // max(1, min(span, -(-cores // positions))))
     while w >= 1:
-        if spec.rows * _ceil32(w * es) + _per_k(spec, w) <= UB_BUDGET:
+        if spec.rows * xbytes(spec, _ceil32(w * es)) + _per_k(spec, w) <= UB_BUDGET:
             return w, spec.rows
         w //= 2
     w = min(span, 32 // es)                    # one 32 B block of columns costs what one column does
-    return w, (UB_BUDGET - MIN_K_ROWS * _per_k(spec, w)) // _ceil32(w * es)
+    return w, (UB_BUDGET - MIN_K_ROWS * _per_k(spec, w)) // xbytes(spec, _ceil32(w * es))
 
 
 def copies_x(spec: ScatterElemsSpec, cores: int) -> bool:
@@ -175,14 +197,14 @@ def _rows(spec: ScatterElemsSpec, cores: int) -> tuple[int, tuple[int, int, int]
                         DataCopyPadExtParams(False, 0, 0, 0))
             DataCopyPad(ix, self.g_i[{spec.index_offset} + {off_i} + r * {si}],
                         DataCopyExtParams(t, {k * ies}, {si * ies - k * ies}, 0, 0), DataCopyPadExtParams(False, 0, 0, 0)){load_src}
-            PipeBarrier(PIPE_ALL)
+            PipeBarrier(PIPE_ALL){widen(spec, f"t * {p // es}")}
             for q in range(t):
                 for j in range({k}):
                     v = ix.GetValue(q * {pi // ies} + j)
                     if v < 0:
                         v = v + {d}
-                    {_put(spec, "xt", f"q * {p // es} + v", new)}
-            PipeBarrier(PIPE_ALL)
+                    {_put(spec, acc(spec), f"q * {p // es} + v", new)}
+            PipeBarrier(PIPE_ALL){narrow(spec, f"t * {p // es}")}
             DataCopyPad(self.g_o[{off_o} + r * {so}], xt, DataCopyExtParams(t, {d * es}, 0, {so * es - d * es}, 0))'''
 
 
@@ -199,7 +221,7 @@ def _columns(spec: ScatterElemsSpec, cores: int) -> tuple[int, tuple[int, int, i
     stripes, bands = -(-span // w), -(-d // band)
     positions = math.prod(e for e, *_ in lead)
     px, pi, ps = _ceil32(w * es), _ceil32(w * ies), _ceil32(w * es)
-    kc = max(1, min(k, MAX_BURSTS, (UB_BUDGET - band * px) // _per_k(spec, w)))
+    kc = max(1, min(k, MAX_BURSTS, (UB_BUDGET - band * xbytes(spec, px)) // _per_k(spec, w)))
     sizes = (band * px, kc * pi, kc * ps if spec.value is None else 32)
     gap = "(" + "{p} - (wc * {e} + 31) // 32 * 32) // 32"       # UB 32 B units a narrow row leaves
     off_o, off_i, off_s = _offsets(lead, "m")
@@ -209,9 +231,9 @@ def _columns(spec: ScatterElemsSpec, cores: int) -> tuple[int, tuple[int, int, i
                             DataCopyPadExtParams(False, 0, 0, 0))'''
     new = _literal(spec) if spec.value is not None else f"sv.GetValue(q * {ps // es} + c)"
     # one band: every index lands in it, no test needed
-    place = (f"{_put(spec, 'xt', f'v * {px // es} + c', new)}" if bands == 1 else
+    place = (f"{_put(spec, acc(spec), f'v * {px // es} + c', new)}" if bands == 1 else
              f"if v >= b0 and v < b0 + bn:\n                            "
-             f"{_put(spec, 'xt', f'(v - b0) * {px // es} + c', new)}")
+             f"{_put(spec, acc(spec), f'(v - b0) * {px // es} + c', new)}")
     return positions * stripes * bands, sizes, f'''
         for u in range(self.u0, self.u1):
             m = u // {stripes * bands}
@@ -225,6 +247,7 @@ def _columns(spec: ScatterElemsSpec, cores: int) -> tuple[int, tuple[int, int, i
                             DataCopyExtParams(min({MAX_BURSTS}, bn - r0), wc * {es}, {ao} * {es} - wc * {es},
                                               {gap.format(p=px, e=es)}, 0),
                             DataCopyPadExtParams(False, 0, 0, 0))
+            PipeBarrier(PIPE_ALL){widen(spec, f"bn * {px // es}")}
             for k0 in range(0, {k}, {kc}):
                 kn = min({kc}, {k} - k0)
                 PipeBarrier(PIPE_ALL)
@@ -238,7 +261,7 @@ def _columns(spec: ScatterElemsSpec, cores: int) -> tuple[int, tuple[int, int, i
                         if v < 0:
                             v = v + {d}
                         {place}
-            PipeBarrier(PIPE_ALL)
+            PipeBarrier(PIPE_ALL){narrow(spec, f"bn * {px // es}")}
             for r0 in range(0, bn, {MAX_BURSTS}):
                 DataCopyPad(self.g_o[{off_o} + (b0 + r0) * {ao} + c0], xt[r0 * {px // es}],
                             DataCopyExtParams(min({MAX_BURSTS}, bn - r0), wc * {es}, {gap.format(p=px, e=es)},
@@ -261,6 +284,8 @@ def scatter_elems_source(spec: ScatterElemsSpec, target: Target, block_dim: int 
     per = -(-units // blocks)
     blocks = -(-units // per)
     n = spec.name
+    wide_buffer = f"\n        self.bf = TBuf(TPosition.VECCALC)\n        self.pipe.InitBuffer(self.bf, {sizes[0] // DTYPE_SIZE[spec.dtype] * 4})" if spec.wide else ""
+    wide_get = "\n        xf = self.bf.Get(float32)" if spec.wide else ""
     params = "x, idx, out" if spec.value is not None else "x, idx, src, out"
     src_global = "" if spec.value is not None else '''        self.g_s = GlobalTensor()
         self.g_s.SetGlobalBuffer(src)
@@ -282,12 +307,12 @@ class Kernel_{n}:
         self.bi = TBuf(TPosition.VECCALC)
         self.pipe.InitBuffer(self.bi, {sizes[1]})
         self.bs = TBuf(TPosition.VECCALC)
-        self.pipe.InitBuffer(self.bs, {sizes[2]})
+        self.pipe.InitBuffer(self.bs, {sizes[2]}){wide_buffer}
 
     def Process(self):
         xt = self.bx.Get({dt})
         ix = self.bi.Get({it})
-        sv = self.bs.Get({dt}){body}
+        sv = self.bs.Get({dt}){wide_get}{body}
 
 
 @kernel

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from sage.kernels.library import scatter_elems
-from sage.kernels.library.scatter_elems import ScatterElemsSpec, _ceil32, _literal, _offsets, _put, geometry
+from sage.kernels.library.scatter_elems import (ScatterElemsSpec, _ceil32, _literal, _offsets, _put, acc, geometry,
+                                                narrow, widen, xbytes)
 from sage.kernels.library.source import DTYPE_SIZE
 
 MIN_CHUNK = 64             # indices a chunk holds at least
@@ -21,7 +22,7 @@ def index_chunk(spec: ScatterElemsSpec) -> int:
     if spec.inner != 1:
         return 0
     es, ies = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
-    room = scatter_elems.UB_BUDGET - _ceil32(spec.rows * es) - 64
+    room = scatter_elems.UB_BUDGET - xbytes(spec, _ceil32(spec.rows * es)) - 64
     c = room // (ies + (es if spec.value is None else 0)) // 32 * 32
     return min(c, spec.count) if c >= MIN_CHUNK else 0
 
@@ -46,6 +47,7 @@ def row_chunks(spec: ScatterElemsSpec) -> tuple[int, tuple[int, int, int], str]:
             PipeBarrier(PIPE_ALL)
             DataCopyPad(xt, self.g_x[{spec.x_offset} + {off_o} + r * {so}], DataCopyExtParams(1, {d * es}, 0, 0, 0),
                         DataCopyPadExtParams(False, 0, 0, 0))
+            PipeBarrier(PIPE_ALL){widen(spec, str(_ceil32(d * es) // es))}
             for k0 in range(0, {k}, {c}):
                 kn = min({c}, {k} - k0)
                 PipeBarrier(PIPE_ALL)
@@ -56,6 +58,6 @@ def row_chunks(spec: ScatterElemsSpec) -> tuple[int, tuple[int, int, int], str]:
                     v = ix.GetValue(j)
                     if v < 0:
                         v = v + {d}
-                    {_put(spec, "xt", "v", new)}
-            PipeBarrier(PIPE_ALL)
+                    {_put(spec, acc(spec), "v", new)}
+            PipeBarrier(PIPE_ALL){narrow(spec, str(_ceil32(d * es) // es))}
             DataCopyPad(self.g_o[{off_o} + r * {so}], xt, DataCopyExtParams(1, {d * es}, 0, 0, 0))'''

@@ -350,3 +350,22 @@ def test_index_select_of_more_indices_than_ub_holds_streams_them_in_chunks(compi
     t = torch.randint(-21, 21, (3000,), generator=g)
     (out,) = run(w.numpy(), t.numpy())
     assert out.tolist() == w[t].tolist()
+
+
+@pytest.mark.parametrize("dtype, dim", [("float16", 1), ("bfloat16", 2), ("float16", 0)])
+def test_half_scatter_reduce_sums_repeats_in_float_and_rounds_once_as_torch(compile_graph, dtype, dim):
+    # torch's CPU scatter_(reduce='add') of fp16/bf16 folds repeats in float and rounds once;
+    # rounding after every add (the tile in its own dtype) is an ulp off where many repeat
+    t = getattr(torch, dtype)
+    compiled, run = compile_graph("x, i, s", f"x.clone().scatter_({dim}, i, s, reduce='add')",
+                                  f"torch.randn(6, 8, 10, dtype=torch.{dtype}), torch.randint(0, 3, (5, 7, 9)), "
+                                  f"torch.randn(5, 7, 9, dtype=torch.{dtype})")
+    assert "Cast(xf, xt" in compiled.source
+    g = torch.Generator().manual_seed(11)
+    x = (torch.randn(6, 8, 10, generator=g) * 4).to(t)
+    i = torch.randint(0, 3, (5, 7, 9), generator=g)          # few targets: many repeats per line
+    s = torch.randn(5, 7, 9, generator=g).to(t)
+    view = (lambda a: a.float().numpy().astype(ml_dtypes.bfloat16)) if dtype == "bfloat16" else (lambda a: a.numpy())
+    (out,) = run(view(x), i.numpy(), view(s))
+    expect = view(x.clone().scatter_(dim, i, s, reduce="add"))
+    assert out.view(np.int16).tolist() == expect.view(np.int16).tolist()
