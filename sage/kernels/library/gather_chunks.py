@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from sage.kernels.library import gather_elems
 from sage.kernels.library.gather_elems import GATHER_DTYPES, GatherElemsSpec, launcher, pick_method
-from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
+from sage.kernels.library.source import DTYPE_SIZE, HEADER, bind_globals, dsl_dtype
 from sage.kernels.target import Target
 
 ALIGN = 64                 # a chunk is a multiple of 64 indices: every UB buffer stays 32 B aligned
@@ -71,12 +71,7 @@ class Kernel_{n}:
     def Init(self, x, idx, out):
         self.u0 = GetBlockIdx() * {per}
         self.u1 = min({spec.outer * chunks}, self.u0 + {per})
-        self.g_x = GlobalTensor()
-        self.g_x.SetGlobalBuffer(x)
-        self.g_i = GlobalTensor()
-        self.g_i.SetGlobalBuffer(idx)
-        self.g_o = GlobalTensor()
-        self.g_o.SetGlobalBuffer(out)
+{bind_globals(x="x", i="idx", o="out")}
         self.pipe = TPipe()
         self.qx = TQue(TPosition.VECIN, 2)
         self.pipe.InitBuffer(self.qx, 2, {p})

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from sage.kernels.library import gather_elems
 from sage.kernels.library.gather_elems import GATHER_DTYPES, GatherElemsSpec, launcher
-from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
+from sage.kernels.library.source import DTYPE_SIZE, HEADER, bind_globals, dsl_dtype
 from sage.kernels.target import Target
 
 MAX_BURSTS = 4095          # DataCopyPad's blockCount limit: a longer band moves in pieces
@@ -136,12 +136,7 @@ class Kernel_{n}:
     def Init(self, x, idx, out):
         self.u0 = GetBlockIdx() * {per}
         self.u1 = min({units}, self.u0 + {per})
-        self.g_x = GlobalTensor()
-        self.g_x.SetGlobalBuffer(x)
-        self.g_i = GlobalTensor()
-        self.g_i.SetGlobalBuffer(idx)
-        self.g_o = GlobalTensor()
-        self.g_o.SetGlobalBuffer(out)
+{bind_globals(x="x", i="idx", o="out")}
         self.pipe = TPipe()
         self.bx = TBuf(TPosition.VECCALC)
         self.pipe.InitBuffer(self.bx, {xa_bytes})

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
+from sage.kernels.library.source import DTYPE_SIZE, HEADER, bind_globals, dsl_dtype
 from sage.kernels.target import Target
 
 GATHER_DTYPES = {"float32", "float16", "bfloat16", "int32", "int16"}   # the Gather instruction's types
@@ -144,12 +144,7 @@ class Kernel_{n}:
     def Init(self, x, idx, out):
         self.r0 = GetBlockIdx() * {per}
         self.r1 = min({spec.outer}, self.r0 + {per})
-        self.g_x = GlobalTensor()
-        self.g_x.SetGlobalBuffer(x)
-        self.g_i = GlobalTensor()
-        self.g_i.SetGlobalBuffer(idx)
-        self.g_o = GlobalTensor()
-        self.g_o.SetGlobalBuffer(out)
+{bind_globals(x="x", i="idx", o="out")}
         self.pipe = TPipe()
         self.qx = TQue(TPosition.VECIN, 2)
         self.pipe.InitBuffer(self.qx, 2, {tile * p})
@@ -208,12 +203,7 @@ class Kernel_{n}:
     def Init(self, x, idx, out):
         self.e0 = GetBlockIdx() * {per}
         self.e1 = min({units}, self.e0 + {per})
-        self.g_x = GlobalTensor()
-        self.g_x.SetGlobalBuffer(x)
-        self.g_i = GlobalTensor()
-        self.g_i.SetGlobalBuffer(idx)
-        self.g_o = GlobalTensor()
-        self.g_o.SetGlobalBuffer(out)
+{bind_globals(x="x", i="idx", o="out")}
         self.pipe = TPipe()
         self.b_i = TBuf(TPosition.VECCALC)
         self.pipe.InitBuffer(self.b_i, {_ceil(chunk * ies, 32)})

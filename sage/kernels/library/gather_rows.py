@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
+from sage.kernels.library.source import DTYPE_SIZE, HEADER, bind_globals, dsl_dtype
 from sage.kernels.target import Target
 
 CHUNK_BYTES = 16384
@@ -54,12 +54,7 @@ class Kernel_{n}:
     def Init(self, x, idx, out):
         self.t0 = GetBlockIdx() * {per}
         self.t1 = min({units}, self.t0 + {per})
-        self.g_x = GlobalTensor()
-        self.g_x.SetGlobalBuffer(x)
-        self.g_i = GlobalTensor()
-        self.g_i.SetGlobalBuffer(idx)
-        self.g_o = GlobalTensor()
-        self.g_o.SetGlobalBuffer(out)
+{bind_globals(x="x", i="idx", o="out")}
         self.pipe = TPipe()
         self.ib = TBuf(TPosition.VECCALC)
         self.pipe.InitBuffer(self.ib, ({window} * {ies} + 31) // 32 * 32)

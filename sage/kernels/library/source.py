@@ -24,6 +24,13 @@ HEADER = "from sage.npu.ascendc import *\nimport math\n"
 FOLD_OPS = {"sum": "Add", "max": "Max", "min": "Min"}
 
 
+def bind_globals(**buffers: str) -> str:
+    """Init lines (8-space indent) binding each GM argument to a GlobalTensor attribute:
+    bind_globals(x="x", i="idx") binds self.g_x to x and self.g_i to idx, in that order."""
+    return "\n".join(f"        self.g_{name} = GlobalTensor()\n        self.g_{name}.SetGlobalBuffer({arg})"
+                     for name, arg in buffers.items())
+
+
 def dsl_dtype(name: str) -> str:
     """The DSL's name for a numpy/torch dtype name."""
     return {"bool": "bool_"}.get(name, name)
