@@ -132,7 +132,8 @@ def _order_launch(group: Group, prog: Program, name: str, sched: Schedule, targe
     if work:     # rows too long for UB: a merge sort through GM, each core's rows in a workspace
         keys = prog.new_buffer(KEY[spec.dtype], work)
         index = prog.new_buffer("int32", work)
-        spec = replace(spec, work_keys=keys.name, work_index=index.name)
+        dead = not prog.readers(indices.buf) and all(r.buf != indices.buf for r in prog.outputs)
+        spec = replace(spec, work_keys=keys.name, work_index=index.name, values_only=dead)
     return library_launch(group.nodes[0].describe(), name, group.describe(),
                           lambda: sort_source(lift(spec), target, sched.block_dim), sort_args(spec))
 

@@ -61,6 +61,12 @@ def merge_source(spec, key: str, window: int, blocks: int, per: int) -> str:
     es, ks, ix = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[key], DTYPE_SIZE[spec.index_dtype]
     dt, kt, it = dsl_dtype(spec.dtype), dsl_dtype(key), spec.index_dtype
     widen = key != spec.dtype
+
+    def idx_line(line: str) -> str:
+        """A line that moves indices: kept unless nothing reads them (`values_only`: the merge
+        then carries whatever its index windows hold, its values alone are the result)."""
+        return "" if spec.values_only else line + "\n"
+
     n, w, merged = spec.length, window, QUEUES * window
     sort_key = "kf" if widen else "xin"
     cast_in = "            Cast(self.kf, self.xin, RoundMode.CAST_NONE, c)\n" if widen else ""
@@ -98,7 +104,7 @@ class Kernel_{spec.name}:
         self.sn = self.bn.Get(int32)
         {"self.kf = self.bk.Get(" + kt + ")" if widen else ""}
         {"self.fv = self.bfv.Get(" + dt + ")" if widen else ""}
-        for r in range(self.t0, self.t1):
+{"        Duplicate(self.wi, 0, " + str(merged) + ")  # the index windows MrgSort carries, never loaded" + chr(10) if spec.values_only else ""}        for r in range(self.t0, self.t1):
             self.Runs(r)
             src = self.ws
             dst = self.ws + N
@@ -125,30 +131,24 @@ class Kernel_{spec.name}:
                         DataCopyPadExtParams(False, 0, 0, 0))
             PipeBarrier(PipeType.PIPE_ALL)
 {cast_in}            Sort(self.sv, self.si, self.{sort_key}, c, {spec.descending})
-            Adds(self.si, self.si, c0, c)
-            PipeBarrier(PipeType.PIPE_ALL)
+{idx_line("            Adds(self.si, self.si, c0, c)")}            PipeBarrier(PipeType.PIPE_ALL)
             DataCopyPad(self.g_wk[self.ws + c0], self.sv, DataCopyExtParams(1, c * {ks}, 0, 0, 0))
-            DataCopyPad(self.g_wi[self.ws + c0], self.si, DataCopyExtParams(1, c * 4, 0, 0, 0))
-            c0 += c
+{idx_line("            DataCopyPad(self.g_wi[self.ws + c0], self.si, DataCopyExtParams(1, c * 4, 0, 0, 0))")}            c0 += c
 
     def Emit(self, r, ov, oi, t, dst, at, last):
         # the caller's next barrier orders these reads of ov/oi before the next write to them
         N = {n}
         if last:
-{cast_out}            {index_out}
-            PipeBarrier(PipeType.PIPE_ALL)
+{cast_out}{idx_line("            " + index_out)}            PipeBarrier(PipeType.PIPE_ALL)
             DataCopyPad(self.g_v[r * N + at], {out_values}, DataCopyExtParams(1, t * {es}, 0, 0, 0))
-            DataCopyPad(self.g_i[r * N + at], self.fi, DataCopyExtParams(1, t * {ix}, 0, 0, 0))
-        else:
+{idx_line(f"            DataCopyPad(self.g_i[r * N + at], self.fi, DataCopyExtParams(1, t * {ix}, 0, 0, 0))")}        else:
             DataCopyPad(self.g_wk[dst + at], ov, DataCopyExtParams(1, t * {ks}, 0, 0, 0))
-            DataCopyPad(self.g_wi[dst + at], oi, DataCopyExtParams(1, t * 4, 0, 0, 0))
+{idx_line("            DataCopyPad(self.g_wi[dst + at], oi, DataCopyExtParams(1, t * 4, 0, 0, 0))")}            pass
 
     def Load(self, src, at, t, kd, idst):
         DataCopyPad(kd, self.g_wk[src + at], DataCopyExtParams(1, t * {ks}, 0, 0, 0),
                     DataCopyPadExtParams(False, 0, 0, 0))
-        DataCopyPad(idst, self.g_wi[src + at], DataCopyExtParams(1, t * 4, 0, 0, 0),
-                    DataCopyPadExtParams(False, 0, 0, 0))
-
+{idx_line("        DataCopyPad(idst, self.g_wi[src + at], DataCopyExtParams(1, t * 4, 0, 0, 0), DataCopyPadExtParams(False, 0, 0, 0))")}
     def Merge(self, r, src, dst, g0, run, last):
         N = {n}
         W = {w}

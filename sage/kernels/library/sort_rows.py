@@ -53,6 +53,9 @@ class SortSpec:
     # (KEY dtype) and of int32 indices; empty when the plan needs none
     work_keys: str = ""
     work_index: str = ""
+    # nothing reads the indices (torch.sort(x)[0]): a merge sort moves keys only (fewer GM
+    # copies); the indices output is left unwritten
+    values_only: bool = False
 
 
 def sort_args(spec: SortSpec) -> list[str]:

@@ -87,9 +87,10 @@ def test_topk_of_a_row_longer_than_ub_merges_chunk_candidates(compile_graph):
 
 
 def test_a_sort_that_cannot_lower_names_the_op_and_the_reason(compile_graph):
-    # a row of 40000 float32 needs more UB than a one-pass Sort has; top-k of it would chunk
-    with pytest.raises(Unsupported, match=r"aten\.sort.*rows of 40000 float32 do not fit in UB"):
-        compile_graph("x", "torch.sort(x)", "torch.randn(2, 40000)")
+    # a row of 40000 int32 needs more UB than a one-pass Sort has, and the merge sort of long
+    # rows (MrgSort) takes float keys (float32 rows that long merge: test_sort_merge.py)
+    with pytest.raises(Unsupported, match=r"aten\.sort.*rows of 40000 int32 do not fit in UB.*float keys"):
+        compile_graph("x", "torch.sort(x)", "torch.randint(0, 9, (2, 40000), dtype=torch.int32)")
 
 
 def test_a_tiny_sort_costs_what_the_cost_table_says(compile_graph):

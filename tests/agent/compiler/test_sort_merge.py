@@ -42,3 +42,13 @@ def test_values_of_a_long_half_row_sort_match_torch(compile_graph):
     x = torch.randn(3, 16384, generator=torch.Generator().manual_seed(8)).half()
     (values,) = run(x.numpy())
     np.testing.assert_array_equal(values.reshape(3, 16384), torch.sort(x, dim=-1)[0].numpy())
+
+
+def test_nan_leads_a_descending_one_pass_sort_as_in_torch(compile_graph):
+    _, run = compile_graph("x", "torch.sort(x, dim=-1, descending=True, stable=True)", "torch.randn(2, 7)")
+    x = torch.tensor([[1.0, float("nan"), 3.0, float("inf"), 3.0, float("nan"), -1.0],
+                      [0.0, 2.0, float("-inf"), 2.0, float("nan"), 5.0, 0.0]])
+    values, indices = run(x.numpy())
+    want_v, want_i = torch.sort(x, dim=-1, descending=True, stable=True)
+    np.testing.assert_array_equal(values.reshape(2, 7), want_v.numpy())
+    np.testing.assert_array_equal(indices.reshape(2, 7), want_i.numpy())

@@ -25,7 +25,7 @@ from sage.kernels import Const, Inp, Op, Reduce
 
 # Fields that say how a kernel is built, not how large its data is: never parameters.
 STRUCTURAL = frozenset({"row", "stride", "padding", "dilation", "kernel", "kh", "kw", "name", "dtype",
-                        "index_dtype", "out_dtype", "compute"})
+                        "index_dtype", "out_dtype", "compute", "values_only"})
 
 
 @dataclasses.dataclass
