@@ -39,11 +39,14 @@ def test_sort_plans():
     # int32 rows of 4096 fit only single-buffered (32 B a row element)
     assert sort_plan(SortSpec(name="s", rows=64, length=4096, k=4096, dtype="int32", descending=True))[::3] == \
         ("rows", 1)
-    # a float32 top-50 of 32000 goes by chunks of 8192; a sort of it does not fit
+    # a float32 top-50 of 32000 goes by chunks of 8192; a sort of it is merged through GM
     assert sort_plan(SortSpec(name="s", rows=16, length=32000, k=50, dtype="float32", descending=True,
                               topk=True))[0] == "chunked"
-    with pytest.raises(ValueError, match="multi-pass merge"):
-        sort_plan(SortSpec(name="s", rows=16, length=32000, k=32000, dtype="float32", descending=False))
+    assert sort_plan(SortSpec(name="s", rows=16, length=32000, k=32000, dtype="float32", descending=False))[0] == \
+        "merge"
+    # int32 keys do not merge (MrgSort takes float keys): too long for one pass, refused
+    with pytest.raises(ValueError, match="merge sort takes float keys"):
+        sort_plan(SortSpec(name="s", rows=16, length=32000, k=32000, dtype="int32", descending=False))
 
 
 def test_int32_sort_values_are_gathered_back_exactly():

@@ -20,7 +20,7 @@ back by MTE2 of the same core, and sortedNum is read by the scalar unit after V 
 
 from __future__ import annotations
 
-from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
+from sage.kernels.library.source import DTYPE_SIZE, HEADER, bind_globals, dsl_dtype
 
 CHUNK = 4096              # elements of a run sorted in UB (one Sort)
 QUEUES = 4                # MrgSort merges up to four queues
@@ -45,14 +45,6 @@ def merge_window(es: int, ks: int, ix: int, widen: bool, budget: int) -> int | N
         if merge_bytes(es, ks, ix, widen, window) <= budget:
             return window
     return None
-
-
-def global_tensors(args: tuple[str, ...]) -> str:
-    """Init lines binding each GM argument to a GlobalTensor self.g_<name> (x, values and
-    indices as g_x, g_v, g_i)."""
-    short = {"values": "v", "indices": "i"}
-    return "\n".join(f"        self.g_{short.get(a, a)} = GlobalTensor()\n        self.g_{short.get(a, a)}.SetGlobalBuffer({a})"
-                     for a in args)
 
 
 def merge_source(spec, key: str, window: int, blocks: int, per: int) -> str:
@@ -85,7 +77,7 @@ class Kernel_{spec.name}:
         self.t0 = GetBlockIdx() * {per}
         self.t1 = min({spec.rows}, self.t0 + {per})
         self.ws = GetBlockIdx() * 2 * {n}
-{global_tensors(("x", "values", "indices", "wk", "wi"))}
+{bind_globals(x="x", v="values", i="indices", wk="wk", wi="wi")}
         self.pipe = TPipe()
 {inits}
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sage.kernels.library.sort_merge import MERGE_BUDGET, global_tensors, merge_source, merge_window
-from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
+from sage.kernels.library.sort_merge import MERGE_BUDGET, merge_source, merge_window
+from sage.kernels.library.source import DTYPE_SIZE, HEADER, bind_globals, dsl_dtype
 from sage.kernels.target import Target
 
 UB_BUDGET = 160 * 1024     # bytes of UB a unit's buffers may take (the rest: the pipe's slack)
@@ -126,7 +126,7 @@ class Kernel_{spec.name}:
     def Init(self, x, values, indices):
         self.t0 = GetBlockIdx() * {per}
         self.t1 = min({units}, self.t0 + {per})
-{global_tensors(("x", "values", "indices"))}
+{bind_globals(x="x", v="values", i="indices")}
         self.pipe = TPipe()
         self.qi = TQue(TPosition.VECIN, {depth})
         self.qv = TQue(TPosition.VECOUT, {depth})
