@@ -137,6 +137,9 @@ def touched_pages(acc: Access) -> dict[int, tuple[int, int]] | None:
     if first == last:
         return {first: (lo, hi)}
     if count == 1 or pitch == length:   # one run of bytes (most transfers: one tile, on a page or two)
+        if last == first + 1:
+            cut = last * PAGE
+            return {first: (lo, cut), last: (cut, hi)}
         return {p: (max(lo, p * PAGE), min(hi, p * PAGE + PAGE)) for p in range(first, last + 1)}
     pages = {}
     for p in range(first, last + 1):
@@ -171,7 +174,7 @@ class GmHazards:
 
     def __init__(self) -> None:
         self.pages: dict[int, dict[int, tuple[Trails, Trails]]] = {}   # buf -> page -> (reads, writes) by actor
-        self.page_keys: dict[int, list[int]] = {}                       # buf -> its indexed pages, sorted
+        self.page_keys: dict[int, list[int]] = {}   # buf -> its indexed pages, sorted (made when a wide access needs them)
         self.wide: dict[int, WideIndex] = {}   # buf -> its wide accesses, by phase (gmstripes.py)
         # Reads of an allocation nothing has written yet in this launch (most of them: the inputs)
         # cannot race with anything so far; they are kept in arrival order and indexed only when
@@ -199,7 +202,9 @@ class GmHazards:
         seen: set[int] = set()
         write = acc.write
         if touched is None:   # wide: every indexed page of its span that it reaches
-            keys = self.page_keys.get(buf, ())
+            keys = self.page_keys.get(buf)
+            if keys is None:
+                keys = self.page_keys[buf] = sorted(pages)
             first, last = acc.lo // PAGE, (acc.hi - 1) // PAGE
             spots = ((p, envelope(acc, p)) for p in keys[bisect_left(keys, first):bisect_right(keys, last)])
         else:
@@ -231,12 +236,22 @@ class GmHazards:
         if pages is None:
             pages = self.pages[buf] = {}
         side = 1 if acc.write else 0
-        for p, (lo, hi) in touched.items():
+        seq = acc.seq
+        for p, (lo, hi) in touched.items():   # (inlined: this loop runs for every GM transfer)
             entry = pages.get(p)
             if entry is None:
                 entry = pages[p] = ({}, {})
-                insort(self.page_keys.setdefault(buf, []), p)
-            _trail(entry[side], actor).add(acc, lo, hi)
+                keys = self.page_keys.get(buf)
+                if keys is not None:   # (kept sorted once a wide access has asked for it)
+                    insort(keys, p)
+            trails = entry[side]
+            trail = trails.get(actor)
+            if trail is None:
+                trail = trails[actor] = Trail()
+            trail.seqs.append(seq)
+            trail.accesses.append(acc)
+            trail.los.append(lo)
+            trail.his.append(hi)
 
     def _check(self, acc: Access, trails: Trails, seen: set[int], label: str, env: tuple[int, int]) -> None:
         alo, ahi = env

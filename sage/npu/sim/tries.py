@@ -55,7 +55,8 @@ class GmUndo:
         # Bytes saved per allocation, and the allocations saved whole: a strided write saves its
         # whole span (the gaps between its rows too), so the tiles of a transpose saved the
         # output 64 times over (2 GB for a 32 MB output); past one allocation's size, one copy
-        # of the whole allocation replaces further saves. It is put back before the older
+        # of the whole allocation replaces further saves (at its size exactly, not yet: a launch
+        # that writes its output once saves it once, in pieces). It is put back before the older
         # pieces (newest first), which then restore what was overwritten before it was taken.
         self.spent: dict[int, int] = {}
         self.whole: set[int] = set()
@@ -66,7 +67,7 @@ class GmUndo:
         if hi <= lo or buf.id in self.whole or (buf.id, lo, hi) in self.seen:
             return
         spent = self.spent.get(buf.id, 0) + hi - lo
-        if spent >= buf.nbytes:
+        if spent > buf.nbytes:
             self.whole.add(buf.id)
             self.saved.append((buf, 0, buf.data.view(np.uint8).reshape(-1).copy()))
             return
@@ -87,7 +88,7 @@ class GmUndo:
         if buf.id in self.whole or key in self.seen:
             return
         spent = self.spent.get(buf.id, 0) + count * length
-        if spent >= buf.nbytes:
+        if spent > buf.nbytes:
             self.whole.add(buf.id)
             self.saved.append((buf, 0, buf.data.view(np.uint8).reshape(-1).copy()))
             return
