@@ -52,12 +52,13 @@ class GmUndo:
         # keeps one copy of what was there first, not one per write (the oldest value is the one
         # put back), so a try's undo log stays the size of what it touched
         self.seen: set[tuple] = set()   # (allocation, lo, hi) or (allocation, lo, length, pitch, count)
-        # Bytes saved per allocation, and the allocations saved whole: a strided write saves its
-        # whole span (the gaps between its rows too), so the tiles of a transpose saved the
-        # output 64 times over (2 GB for a 32 MB output); past one allocation's size, one copy
-        # of the whole allocation replaces further saves (at its size exactly, not yet: a launch
-        # that writes its output once saves it once, in pieces). It is put back before the older
-        # pieces (newest first), which then restore what was overwritten before it was taken.
+        # Bytes saved per allocation, and the allocations saved whole: overlapping pieces (spans
+        # cut differently each time, strided writes saved as spans when their bursts overlap)
+        # can add up to many times an allocation (a transpose's tiles once saved 2 GB for a 32 MB
+        # output); past its size, one copy of the whole allocation replaces further saves (at
+        # its size exactly, not yet: a launch that writes its output once saves it once, in
+        # pieces). It is put back before the older pieces (newest first), which then restore
+        # what was overwritten before it was taken.
         self.spent: dict[int, int] = {}
         self.whole: set[int] = set()
 
