@@ -30,6 +30,17 @@ from sage.kernels.host_helpers import HOST_HELPERS
 from sage.agent.compiler.generic.hostexpr import HostExpr
 
 
+# op -> (the host code's text of it, its value), over its parts' texts and values
+ARITHMETIC: dict[str, tuple[str, Any]] = {
+    "add": ("({0} + {1})", lambda a, b: a + b),
+    "float": ("float({0})", float),
+    "ratio": ("(float({0}) / float({1}))", lambda a, b: float(a) / float(b)),
+    "recip": ("(1.0 / {0})", lambda a: 1.0 / a),
+    "twice": ("(2 * {0})", lambda a: 2 * a),
+    "less1": ("({0} - 1)", lambda a: a - 1),
+}
+
+
 @dataclass(frozen=True)
 class Derived(HostExpr):
     """`op` over `parts`: ("call", helper, (arg, ...)) a helper's int; ("shape", helper, (arg, ...), lo, hi, mix) the product of dimensions
@@ -50,18 +61,7 @@ class Derived(HostExpr):
             if mix:
                 shape = f"mixed_shape({shape}, {flat[args[0]]}.shape, {mix})"
             return f"shape_prod({shape}, {lo}, {hi})"
-        inner = [p.text(flat) for p in self.parts]
-        if self.op == "add":
-            return f"({inner[0]} + {inner[1]})"
-        if self.op == "float":
-            return f"float({inner[0]})"
-        if self.op == "ratio":
-            return f"(float({inner[0]}) / float({inner[1]}))"
-        if self.op == "recip":
-            return f"(1.0 / {inner[0]})"
-        if self.op == "twice":
-            return f"(2 * {inner[0]})"
-        return f"({inner[0]} - 1)"
+        return ARITHMETIC[self.op][0].format(*(p.text(flat) for p in self.parts))
 
     def evaluate(self, args: list) -> Any:
         if self.op == "call":
@@ -72,18 +72,7 @@ class Derived(HostExpr):
             if mix:
                 shape = HOST_HELPERS["mixed_shape"](shape, tuple(args[idx[0]].shape), mix)
             return HOST_HELPERS["shape_prod"](shape, lo, hi)
-        v = [p.evaluate(args) for p in self.parts]
-        if self.op == "add":
-            return v[0] + v[1]
-        if self.op == "float":
-            return float(v[0])
-        if self.op == "ratio":
-            return float(v[0]) / float(v[1])
-        if self.op == "recip":
-            return 1.0 / v[0]
-        if self.op == "twice":
-            return 2 * v[0]
-        return v[0] - 1
+        return ARITHMETIC[self.op][1](*(p.evaluate(args) for p in self.parts))
 
     @property
     def reads(self) -> frozenset[int]:
