@@ -146,10 +146,12 @@ def index_scatter_launch(group: Group, prog: Program, name: str, sched: Schedule
 def _ordered_accumulate(node: Node, prog: Program, name: str, sched: Schedule, target: Target, group: Group,
                         accumulate: bool, dim: int) -> Launch | None:
     """A half-precision index_add / index_put(accumulate) of single elements (out one line along
-    `dim`) as the element scatter's add, when that line fits UB (its indices whole or in chunks): one owner folds the values in
-    index order, rounding after each add as torch's CPU kernel does. Atomic adds from many
-    blocks land in any order, and in fp16/bf16 each order rounds differently (level1/19 case 12:
-    bf16 repeats two ulp away from eager). None: the atomic row scatter takes it."""
+    `dim`) as the element scatter's add (the line whole or in bands, its indices whole or in
+    chunks): one owner sums each element's values in float32 and rounds once. Atomic adds from
+    many blocks land in any order, and in fp16/bf16 each order rounds differently (level1/19
+    case 12: bf16 repeats two ulp away from eager); torch's CPU kernel rounds after every add in
+    index order, which drifts past the rule's 8-ulp cap where many values repeat (level1/19 case
+    14: 8.5 ulp off the float64 truth). None: the atomic row scatter takes it."""
     from sage.kernels.library.scatter_elems import ScatterElemsSpec, row_tile, scatter_elems_args, scatter_elems_source
     from sage.kernels.library.scatter_row_chunks import index_chunk
 
@@ -160,7 +162,7 @@ def _ordered_accumulate(node: Node, prog: Program, name: str, sched: Schedule, t
     spec = ScatterElemsSpec(name=f"{name}s", outer=1, rows=out.shape[dim], inner=1, count=idx.layout.numel,
                             dtype=out.dtype, index_dtype=idx.dtype, x=_name(prog, x), index=_name(prog, idx),
                             src=_name(prog, src), out=_name(prog, out), x_offset=x.layout.offset,
-                            index_offset=idx.layout.offset, src_offset=src.layout.offset, reduce="add")
+                            index_offset=idx.layout.offset, src_offset=src.layout.offset, reduce="add", wide=True)
     if row_tile(spec) < 1 and index_chunk(spec) < 1 or out.layout.offset:
         return None
     return library_launch(node.describe(), spec.name, group.describe(),
