@@ -18,7 +18,7 @@ from sage.kernels.library.source import DTYPE_SIZE
 from sage.kernels.library.tile_seg import seg_elems
 from sage.kernels.library.tile_split import constants as split_constants
 from sage.kernels.library.tile_split import SPLIT_CHUNK_BYTES, narrow_hurts, row_parts
-from sage.kernels.library.tile_spec import Access, TileSpec
+from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind
 from sage.kernels.symbolic import helper_call, pin
 from sage.kernels.target import Target
 
@@ -205,8 +205,13 @@ class TileLayout:
         total += (tile // 8 + 64) if masked else 0
         total += tile * 4 if int_temp else 0
         total += self.cvt_slots * tile * SCRATCH_SLOT_BYTES
+        ramp = max(s, nr, nc) + 64
         if self.needs_ramp:
-            total += (max(s, nr, nc) + 64) * (4 + csz)  # index ramps
+            total += ramp * (4 + csz)  # index ramps
+        # an Iota leaf's coefficient ramp and its values per tile (tile_copy_in, tile_prepare):
+        # uncounted, a 6144-column one-hot tile (level1/25 case 33) overflowed UB by 7.5 KB
+        iotas = [leaf_kind(spec, leaf) for leaf in spec.leaves if isinstance(leaf, Iota)]
+        total += sum(ramp * csz + (tile if kind == "full" else ramp) * csz for kind in iotas if kind != "scalar")
         n_bufs = 4 * (len(spec.leaves) + len(spec.outputs)) + sum(made.values()) + 4
         return total + 32 * n_bufs
 

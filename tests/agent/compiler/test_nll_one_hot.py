@@ -31,3 +31,18 @@ def test_none_reduction_with_an_ignored_class_inside_the_row(compile_graph):
     t = np.array([2, 4, 0, 2], dtype=np.int64)
     (out,) = run(x, t)
     np.testing.assert_array_equal(out.astype(np.float32), [0.0, 9.0, 10.0, 0.0])
+
+
+def test_a_long_class_row_fits_ub_with_its_index_ramps(compile_graph):
+    # level1/25 case 33 (bf16[64, 6144], sum): the row stays whole in UB for the compare, and
+    # the class-index ramps (four 6208-element fp32 buffers) must be counted when the tile is
+    # sized, or InitBuffer overflows UB
+    import ml_dtypes
+
+    body = "torch.nn.functional.nll_loss(x, t, ignore_index=-100, reduction='sum')"
+    compiled, run = compile_graph("x, t", body, "torch.randn(64, 6144).bfloat16(), torch.randint(0, 6144, (64,))")
+    cols = np.arange(6144)
+    x = np.tile(-(cols % 8), (64, 1)).astype(ml_dtypes.bfloat16)   # x[i, c] = -(c mod 8)
+    t = (np.arange(64) * 95 + 1).astype(np.int64)
+    (out,) = run(x, t)
+    assert float(out) == float(sum(int(v) % 8 for v in t))
