@@ -319,12 +319,23 @@ def unwritten_elements(actual: np.ndarray, expected: np.ndarray) -> int:
     actual, expected = np.asarray(actual), np.asarray(expected)
     if actual.shape != expected.shape or actual.dtype.itemsize == 0 or actual.size == 0:
         return 0
-    width = actual.dtype.itemsize
-    fill = np.all(np.ascontiguousarray(actual).view(np.uint8).reshape(actual.size, width) == 0xFF, axis=1)
-    same = np.ascontiguousarray(expected).view(np.uint8).reshape(expected.size, -1)
-    if same.shape[1] == width:
-        fill &= ~np.all(same == 0xFF, axis=1)
+    fill = _all_ones(actual)
+    if expected.dtype.itemsize == actual.dtype.itemsize:
+        fill &= ~_all_ones(expected)
     return int(np.count_nonzero(fill))
+
+
+# Per element, "every byte is 0xFF" as one compare of an unsigned word of its width (a
+# reduction over the bytes of each element took 23 s on a 536M-element fp16 output).
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _all_ones(a: np.ndarray) -> np.ndarray:
+    flat = np.ascontiguousarray(a).reshape(-1)
+    word = _WORDS.get(a.dtype.itemsize)
+    if word is not None:
+        return flat.view(word) == np.iinfo(word).max
+    return np.all(flat.view(np.uint8).reshape(a.size, a.dtype.itemsize) == 0xFF, axis=1)
 
 
 def _compare_exact(expected: np.ndarray, actual: np.ndarray, common: dict, step: int) -> OutputStats:

@@ -430,24 +430,29 @@ def parameter_kwargs(model: torch.nn.Module) -> dict[str, np.ndarray]:
     return {name.replace(".", "_"): to_numpy(t) for name, t in named}
 
 
-def to_numpy(t: torch.Tensor) -> np.ndarray:
-    """A contiguous numpy copy; bfloat16 as ml_dtypes.bfloat16 (bit-exact)."""
+def to_numpy(t: torch.Tensor, copy: bool = True) -> np.ndarray:
+    """A contiguous numpy copy; bfloat16 as ml_dtypes.bfloat16 (bit-exact). `copy=False`: the
+    tensor's own memory where it is contiguous, for a tensor nothing else holds or changes."""
     t = t.detach().cpu().contiguous()
     if t.dtype == torch.bfloat16:
         import ml_dtypes
 
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16).copy()
-    return t.numpy().copy()
+        array = t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    else:
+        array = t.numpy()
+    return array.copy() if copy else array
 
 
 def kernel_args(case: list) -> list:
-    """Forward arguments for the simulator: tensors become numpy arrays, the rest passes through."""
+    """Forward arguments for the simulator: tensors become numpy arrays over their memory (the
+    simulator copies each into its GM when a run starts, and nothing here writes them), the
+    rest passes through."""
     return [_convert(a) for a in case]
 
 
 def _convert(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
-        return to_numpy(value)
+        return to_numpy(value, copy=False)
     if isinstance(value, (list, tuple)):
         return type(value)(_convert(v) for v in value)
     return value
