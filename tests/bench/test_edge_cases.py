@@ -14,6 +14,7 @@ import torch
 
 from sage.bench.case_support import MAX_CASE_ELEMENTS
 from sage.bench.correctness import unwritten_elements
+from tests.bench.copy_kernel import COPY_KERNEL
 from sage.bench.evaluate import SKIP_STATUSES, describe_inputs, evaluate_kernel
 from sage.bench.reference_run import measure_reference
 from sage.bench.tasks import load_task
@@ -167,26 +168,6 @@ def get_init_inputs():
 def get_input_groups():
     return [[torch.randn(8, 64)], [torch.randn(4, 32)]]
 '''
-
-COPY_KERNEL = '''
-from sage.npu.ascendc import *
-
-@kernel
-def copy(x, y, n):
-    pipe = TPipe(); q = TQueBind(TPosition.VECIN, TPosition.VECOUT, 1); pipe.InitBuffer(q, 1, n * 4)
-    xg = GlobalTensor(); xg.SetGlobalBuffer(x); yg = GlobalTensor(); yg.SetGlobalBuffer(y)
-    t = q.AllocTensor(float32)
-    DataCopy(t, xg[0], n)
-    q.EnQue(t); t = q.DeQue(float32)
-    DataCopy(yg[0], t, n)
-    q.FreeTensor(t)
-
-def forward(x):
-    y = empty((x.numel(),), float32)
-    copy[1](x, y, x.numel())
-    return y
-'''
-
 
 def test_a_views_only_reference_is_judged_but_not_timed(tmp_path):
     """torch.split-like references dispatch no kernel: the model gives them no time, so a correct
