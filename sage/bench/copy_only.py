@@ -7,7 +7,8 @@ exact constant, so that second run gives the eager output again, element for ele
 several times its cost: a float64 copy of a 268M-element fp16 tensor is 2 GB (public
 level1/23_repeat_interleave: the truth was 69 of its 245 s of evaluation, issue 31).
 
-`recorded_ops()` records the aten ops a forward dispatches (after composite ops decompose);
+`recorded_ops()` records the aten ops a forward dispatches (after composite ops decompose)
+and any step it takes outside torch (`.numpy()`, `torch.from_numpy`, `.item()`, ...);
 `copies_only()` says whether each is in COPY_OPS, or in CONSTANT_OPS with a fill value the
 output dtype holds exactly. Ops with no floating result (index arithmetic, masks) are not
 recorded: the float64 run computes them from the same values, so they come out the same.
@@ -57,12 +58,34 @@ class _Recorder(TorchDispatchMode):
         return out
 
 
+# Ways a forward computes outside torch, where no op is dispatched (public level1/5_cumsum:
+# np.cumsum of x.numpy(), back through torch.from_numpy): each is recorded as a host step,
+# which no table holds, so such a reference keeps its float64 run.
+HOST_BRIDGES = ((torch.Tensor, "numpy"), (torch.Tensor, "tolist"), (torch.Tensor, "item"),
+                (torch, "from_numpy"), (torch, "as_tensor"), (torch, "frombuffer"))
+
+
 @contextmanager
 def recorded_ops() -> Iterator[set[str]]:
-    """The names of the aten ops dispatched inside the block (filled as they run)."""
+    """The names of the aten ops dispatched inside the block (filled as they run), and a
+    "host: ..." entry for each bridge out of torch the block used."""
     ops: set[str] = set()
-    with _Recorder(ops):
-        yield ops
+    originals = [(owner, name, getattr(owner, name)) for owner, name in HOST_BRIDGES]
+    for owner, name, real in originals:
+        setattr(owner, name, _noting(real, f"host: {name}", ops))
+    try:
+        with _Recorder(ops):
+            yield ops
+    finally:
+        for owner, name, real in originals:
+            setattr(owner, name, real)
+
+
+def _noting(real: Any, note: str, ops: set[str]) -> Any:
+    def bridge(*args: Any, **kwargs: Any) -> Any:
+        ops.add(note)
+        return real(*args, **kwargs)
+    return bridge
 
 
 def copies_only(ops: set[str]) -> bool:

@@ -146,8 +146,8 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
             continue
         where = f"case {index} ({describe_case(case)})"
         try:
-            with recorded_ops() as ops:
-                expected = reference_outputs(model, case)
+            ops: set[str] = set()
+            expected = reference_outputs(model, case, ops)
         except ReferenceUnavailable as exc:
             return TaskEvaluation(**head, status="reference_unavailable", reason=exc.reason)
         except ReferenceFailure as exc:
@@ -243,14 +243,20 @@ class ReferenceFailure(Exception):
         super().__init__(clean(message, ERROR_CHARS))   # task code's text: shown and stored (sage/text.py)
 
 
-def reference_outputs(model: torch.nn.Module, case: list) -> list[np.ndarray]:
+def reference_outputs(model: torch.nn.Module, case: list, ops: set[str] | None = None) -> list[np.ndarray]:
     """Runs the reference on clones of the inputs (a forward that mutates its arguments
     must not change what the kernel sees), with torch's deterministic algorithms, and
-    flattens the result to numpy arrays."""
+    flattens the result to numpy arrays. `ops`: filled with what the forward dispatched
+    (sage/bench/copy_only.py)."""
     args = [a.clone() if isinstance(a, torch.Tensor) else a for a in case]
     try:
         with torch.no_grad(), deterministic():      # repeated indices land in index order (deterministic.py)
-            out = model(*args)
+            if ops is None:
+                out = model(*args)
+            else:
+                with recorded_ops() as seen:
+                    out = model(*args)
+                ops.update(seen)
     except Exception as exc:  # the reference is trusted code; its failure is reported, not hidden
         reason = runtime_accelerator_reason(exc)
         if reason:
