@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from sage.kernels.numpy_twins import host_numpy_twins
 from sage.kernels.registry import base_name, extension_decomposition, is_free, op_def
 
 
@@ -471,7 +472,7 @@ def trace_graph(model: torch.nn.Module, args: list, *, decompose: bool = False) 
             graph.scalar_args[position] = a
     for name, t in list(model.named_parameters()) + list(model.named_buffers()):
         graph.params[recorder.fresh(t)] = name.replace(".", "_")
-    with torch.no_grad(), recorder:
+    with torch.no_grad(), recorder, host_numpy_twins():
         out = model(*args)
     flat, _ = tree_flatten(out)
     graph.outputs = [recorder.value_id(t) for t in flat if isinstance(t, torch.Tensor)]

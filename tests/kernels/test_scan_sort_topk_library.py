@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sage.kernels import target_for
-from sage.kernels.library.scan import ScanSpec, scan_source
+from sage.kernels.library.scan import ScanSpec, scan_layout, scan_source
 from sage.kernels.library.sort_rows import SortSpec, sort_plan, sort_source
 
 TARGET = target_for("ascend910b2")
@@ -28,6 +28,21 @@ def test_cumprod_of_int32_along_the_outer_axis_widens_to_int64():
     (out,) = _run(scan_source(spec, TARGET), "s_launch(x, y)",
                   "    y = empty((2, 4, 3), int64)\n    outs = [y]", x)
     assert out.dtype == np.int64 and out[1].tolist() == [[1, 2, -1], [2, 4, -3], [6, 8, 0], [24, 16, 0]]
+
+
+def test_a_last_axis_scan_of_many_rows_runs_128_of_them_side_by_side():
+    # level1/5_cumsum case 37 (8192 x 16384, last axis): one Add per column per unit of rows,
+    # 8192 * 16384 / 64 = 2.1 M at 64 lanes, over the 2.5 M records a launch may make with its
+    # transposes; at 128 lanes, 1.05 M, the chunk still 32 columns (64 B fp16 bursts)
+    spec = ScanSpec(name="s", outer=8192, length=16384, inner=1, dtype="float16", out_dtype="float16")
+    assert scan_layout(spec, 48) == (128, 32)
+    # 6144 rows on 48 cores: units of 128 rows, 40 columns in chunks of 32 and 8 (the carry)
+    small = ScanSpec(name="s", outer=6144, length=40, inner=1, dtype="float32", out_dtype="float32")
+    assert scan_layout(small, 48) == (128, 32)
+    x = np.repeat((np.arange(6144) % 7 + 1).astype(np.float32)[:, None], 40, axis=1)   # row r holds r % 7 + 1
+    (out,) = _run(scan_source(small, TARGET, 48), "s_launch(x, y)",
+                  "    y = empty((6144, 40), float32)\n    outs = [y]", x)
+    np.testing.assert_array_equal(out, x * np.arange(1, 41, dtype=np.float32))
 
 
 def test_a_scan_of_an_unsupported_dtype_says_so():

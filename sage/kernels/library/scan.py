@@ -24,6 +24,7 @@ from sage.kernels.library.source import DTYPE_SIZE, HEADER, dsl_dtype
 from sage.kernels.target import Target
 
 TILE_ELEMS = 4096          # elements of one [rows, cols] tile in UB (per buffer)
+MAX_ROW_LANES = 128        # rows a last-axis scan runs side by side at most
 OPS = {"sum": ("Add", 0), "prod": ("Mul", 1)}
 ACC = {"float32": "float32", "float16": "float32", "bfloat16": "float32", "int32": "int32"}
 # (acc -> out): the cast that stores the result; absent: no cast (same dtype)
@@ -67,7 +68,10 @@ def scan_layout(spec: ScanSpec, cores: int) -> tuple[int, int]:
     """(lanes, chunk): lanes scanned side by side (W columns, or R rows when transposed),
     and how many steps of the recurrence one tile holds."""
     if spec.inner == 1:
-        lanes = min(64, max(8, _ceil(-(-spec.outer // cores), 8)))
+        # up to 128 rows side by side: the Adds number outer x length / lanes (a 8192 x 16384
+        # cumsum took 2.1 M at 64, over the 2.5 M records a launch may make once the
+        # transposes are added), while a chunk of 32 columns still moves in 64 B bursts
+        lanes = min(MAX_ROW_LANES, max(8, _ceil(-(-spec.outer // cores), 8)))
         chunk = min(_ceil(spec.length, 16), max(16, TILE_ELEMS // lanes // 16 * 16))
         return lanes, chunk
     lanes = min(2048, _ceil(spec.inner, 16))

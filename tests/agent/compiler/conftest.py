@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 TASK = '''
+import numpy as np
 import torch
 DESCRIPTION = "a small graph"
 TAGS = ["test"]

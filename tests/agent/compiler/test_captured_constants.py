@@ -1,6 +1,7 @@
 """Tensors the forward captures (made outside torch's ops: torch.tensor of literals, numpy
-results): one computed on the host from the inputs' values (level1/5_cumsum computes its
-result with numpy) is refused as such, whatever the case's seeded inputs are."""
+results): one computed on the host from the inputs' values is refused as such, whatever the
+case's seeded inputs are, unless it is a NumPy function with a torch twin
+(sage/kernels/numpy_twins.py: level1/5_cumsum's np.cumsum), traced as that op."""
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ def test_a_tensor_computed_with_numpy_from_the_inputs_is_refused_as_host_computa
     from sage.agent.compiler.build import Unsupported
     from sage.agent.compiler.compiler import trace_cases
 
-    task = task_file("x", "torch.from_numpy(x.numpy().cumsum(0))", ["torch.randn(16)"])
+    task = task_file("x", "torch.from_numpy(np.sort(x.numpy(), 0))", ["torch.randn(16)"])
     with pytest.raises(Unsupported, match="computes a tensor on the host outside torch"):
         trace_cases(task)
 
@@ -22,7 +23,7 @@ def test_a_tensor_computed_on_the_host_from_integer_inputs_is_refused(task_file)
     from sage.agent.compiler.build import Unsupported
     from sage.agent.compiler.compiler import trace_cases
 
-    task = task_file("i", "torch.from_numpy(i.numpy().cumsum(0)) + i", ["torch.randint(0, 10, (16,))"])
+    task = task_file("i", "torch.from_numpy(np.sort(i.numpy())) + i", ["torch.randint(0, 10, (16,))"])
     with pytest.raises(Unsupported, match="computes a tensor on the host outside torch"):
         trace_cases(task)
 
@@ -85,3 +86,28 @@ def test_a_draw_the_load_did_not_see_is_refused_as_such(task_file):
     task._draws, task._checked = False, None     # as if the probe had stopped before the Linear
     with pytest.raises(Unsupported, match="draws new random tensors on every call"):
         trace_cases(task)
+
+
+@pytest.mark.parametrize("body", ["torch.from_numpy(np.cumsum(x.cpu().numpy(), axis=1, dtype=np.float32)).to(x.device)",
+                                  "torch.from_numpy(x.numpy().cumsum(1))"])
+def test_a_numpy_cumsum_of_the_input_traces_as_torch_cumsum(compile_graph, body):
+    # public level1/5_cumsum takes its serial sum on the host with numpy: traced as the torch
+    # op it computes, the kernel is the scan's, checked against torch on other inputs
+    import torch
+
+    compiled, run = compile_graph("x", body, "torch.rand(6, 300)")
+    assert [g.kind for _, g in compiled.groups] == ["scan"]
+    x = torch.rand(6, 300, generator=torch.Generator().manual_seed(4))
+    (out,) = run(x.numpy())
+    np.testing.assert_allclose(out, torch.cumsum(x.double(), 1).numpy(), rtol=1e-6)
+
+
+def test_numpy_outside_a_trace_is_numpy_again():
+    # the twins live only while a trace runs: afterwards Tensor.numpy and from_numpy are torch's
+    import torch
+
+    from sage.kernels.numpy_twins import HostCopy
+
+    a = torch.arange(4.0).numpy()
+    assert type(a) is np.ndarray and not isinstance(a, HostCopy)
+    assert torch.from_numpy(np.cumsum(a)).tolist() == [0.0, 1.0, 3.0, 6.0]
