@@ -53,3 +53,28 @@ def gather(x, dim, index, sparse_grad=False):
         if j != d and index.shape[j] < x.shape[j]:
             narrowed = narrowed.narrow(j, 0, index.shape[j])
     return torch.gather(narrowed.contiguous(), d, index)
+
+
+def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None):
+    """Where each value goes in the sorted last axis: the count of entries below it (right:
+    at or below it), entries compared with values as a [..., N, M] broadcast and summed over
+    M, so the work is N x M compares (the vendor's searchsorted is a binary search; the
+    compares keep it a vector program, no data-dependent loop). NaN and a `sorter` are left
+    to torch. Same results as torch.searchsorted on a sorted sequence (tests/kernels)."""
+    if sorter is not None or not isinstance(values, torch.Tensor) or sorted_sequence.dim() == 0:
+        return NotImplemented
+    upper = right or side == "right"
+    seq = sorted_sequence.unsqueeze(-2)
+    vals = values.unsqueeze(-1)
+    below = seq <= vals if upper else seq < vals
+    return below.sum(-1, dtype=torch.int32 if out_int32 else torch.int64)
+
+
+def bucketize(values, boundaries, *, out_int32=False, right=False):
+    """torch.bucketize(x, boundaries, right) is searchsorted(boundaries, x, right) over the
+    flattened values: right=False counts the boundaries below x, right=True those at or below."""
+    if not isinstance(values, torch.Tensor) or boundaries.dim() != 1:
+        return NotImplemented
+    shape = values.shape
+    found = searchsorted(boundaries, values.reshape(-1), out_int32=out_int32, right=right)
+    return found.reshape(shape)

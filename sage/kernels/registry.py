@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from sage.kernels import aten_rules as r
 from sage.kernels import decompose as d
 from sage.kernels import decompose_pool as pool
-from sage.kernels.decompose_index import embedding_dense_backward, gather
+from sage.kernels.decompose_index import bucketize, embedding_dense_backward, gather, searchsorted
 from sage.kernels.decompose_interp import adaptive_avg_pool, upsample_bicubic2d
 from sage.kernels.decompose_pointwise import DECOMPOSED as POINTWISE_DECOMPOSED
 
@@ -259,6 +259,7 @@ _FORMULA_ONLY = [
              "_embedding_bag grid_sampler_2d grid_sampler_3d"),
     *_family(C.INDEX, W.SCATTER, "scatter scatter_add scatter_reduce index_put _index_put_impl index_add index_copy "
              "index_fill embedding_dense_backward masked_scatter put histc bincount _unsafe_index_put"),
+    *_family(C.SORT, W.SORT, "searchsorted bucketize"),
     *_family(C.SORT, W.SORT, "sort argsort topk kthvalue median msort unique _unique _unique2 unique_dim "
              "unique_consecutive mode nanmedian"),
     *_family(C.SCAN, W.SCAN, "cumsum cumprod cummax cummin logcumsumexp _cummax_helper _cummin_helper"),
@@ -339,6 +340,7 @@ _DECOMPOSED: dict[str, Callable] = {
     **{f"reflection_pad{k}d": d.reflection_pad for k in (1, 2, 3)},
     **{f"replication_pad{k}d": d.replication_pad for k in (1, 2, 3)}, "nll_loss2d_forward": d.nll_loss_forward, "repeat": d.repeat, "flip": d.flip, "roll": d.roll,
     "embedding": d.embedding, "embedding_dense_backward": embedding_dense_backward, "index": d.index,
+    "searchsorted": searchsorted, "bucketize": bucketize,
     "_unsafe_index": d.index, "index_put": d.index_put,
     "_unsafe_index_put": d.index_put, "repeat_interleave": d.repeat_interleave, "triu": d.triu, "tril": d.tril,
     "avg_pool1d": pool.avg_pool, "avg_pool2d": pool.avg_pool, "avg_pool3d": pool.avg_pool,
