@@ -301,7 +301,10 @@ def where(c: ChainCtx) -> Expr | None:
 def masked_fill(c: ChainCtx) -> Expr | None:
     if len(c.x) < 2:
         return None
-    fill: Expr | None = c.x[2] if len(c.x) == 3 else (const(c.nums[0]) if c.nums else None)
+    # the fill of a bool tensor is a Python bool (level2/22: mask.masked_fill(cond, False)): as
+    # a value it is the number 0 or 1, not a flag
+    value = c.nums or [float(v) for v in c.scalars if isinstance(v, bool)]
+    fill: Expr | None = c.x[2] if len(c.x) == 3 else (const(value[0]) if value else None)
     return op("where", c.x[1], fill, c.x[0]) if fill is not None else None
 
 

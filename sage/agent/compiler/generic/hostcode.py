@@ -256,8 +256,8 @@ def _checks(rule: Rule, mixed: set[int]) -> list[str]:
         elif v is not None:
             tests.append(f"a{i} == {literal(v)}")
     pinned = rule.pinned_shapes()
-    if pinned is not None:
-        tensors = [f"tuple(a{i}.shape)" for i, a in enumerate(code.flat) if hasattr(a, "dtype") and hasattr(a, "dim")]
+    tensors = [f"tuple(a{i}.shape)" for i, a in enumerate(code.flat) if hasattr(a, "dtype") and hasattr(a, "dim")]
+    if pinned is not None and tensors:    # a forward of scalars only (level2/22) has no shape to pin
         tests.append(f"({', '.join(tensors)},) in {tuple(pinned)!r}")
     tests = present + tests
     return [f"if not ({' and '.join(tests)}):", "    return None"] if tests else []
