@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from sage.kernels.library.casts import SCRATCH_SLOT_BYTES, cast_lines
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
-from sage.kernels.library.tile_layout import CMP_PAD, GATHER_PLANS, TileLayout, round_up, ub_pitch
+from sage.kernels.library.tile_layout import (CMP_PAD, GATHER_PLANS, TileLayout, byte_gather, gather_size, round_up,
+                                              ub_pitch)
 from sage.kernels.library.tile_seg import seg_copy, seg_elems
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind
+
+# A 1-byte element alone in its 32 B block, followed by a zero byte: read as the int16 at its
+# (even) offset it is its own value, since A2's Gather has no 8-bit form (tile_prepare.py)
+BYTE_PAD = "DataCopyPadExtParams(True, 0, 1, 0)"
 
 
 def scratch_slot(slot: int, dtype: str) -> str:
@@ -87,7 +92,8 @@ class CopyIn:
             if plan in GATHER_PLANS:
                 body += [f"self.ob{i} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.ob{i}, buf_bytes(TILE_ELEMS, 4))"] \
                     if lay.loads(i) else []
-                body += [f"self.gb{i} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.gb{i}, buf_bytes(TILE_ELEMS, {es}))"]
+                body += [f"self.gb{i} = TBuf(TPosition.VECCALC)",
+                         f"self.pipe.InitBuffer(self.gb{i}, buf_bytes(TILE_ELEMS, {gather_size(es)}))"]
         for j, out in enumerate(spec.outputs):
             es, plan = DTYPE_SIZE[out.access.dtype], lay.out_plans[j]
             count = {"col": round_up(lay.nr, 64) + CMP_PAD, "col_strided": lay.nr * 32 // es + 32,
@@ -203,7 +209,8 @@ class CopyIn:
         elif plan == "col":
             body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, nr * {es}, 0, 0, 0), {pad})")
         elif plan == "col_strided":
-            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, {es}, {(sr - 1) * es}, 0, 0), {pad})")
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, {es}, {(sr - 1) * es}, 0, 0), "
+                        f"{BYTE_PAD if byte_gather(leaf.dtype, plan) else pad})")
         elif plan == "scalar":
             body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, {es}, 0, 0, 0), {pad})")
         elif plan == "seg":
@@ -228,6 +235,6 @@ class CopyIn:
             rows = "nr" if sr else "1"
             body += [f"for r in range({rows}):",
                      f"    DataCopyPad(x[r * NC * {32 // es}], {g}[{b} + r * {sr}], "
-                     f"DataCopyExtParams(nc, {es}, {(sc - 1) * es}, 0, 0), {pad})"]
+                     f"DataCopyExtParams(nc, {es}, {(sc - 1) * es}, 0, 0), {BYTE_PAD if byte_gather(leaf.dtype, plan) else pad})"]
         return body
 

@@ -27,6 +27,22 @@ CMP_PAD = 128              # comparisons work on whole 256 B repeats: buffers ho
 GATHER_PLANS = ("span", "transposed", "elements", "col_strided")
 
 
+# 1-byte leaves whose gather plans put each element at the start of its own 32 B block, so
+# it can be read as an int16 (zero-extended: unsigned types only); other 1-byte gathers
+# keep Gather's 8-bit form, which A2 refuses at run time
+BYTE_GATHERS = {"plans": ("col_strided", "elements"), "dtypes": ("bool", "uint8")}
+
+
+def byte_gather(dtype: str, plan: str) -> bool:
+    return dtype in BYTE_GATHERS["dtypes"] and plan in BYTE_GATHERS["plans"]
+
+
+def gather_size(es: int) -> int:
+    """Bytes a gathered element takes: A2's Gather has 16- and 32-bit forms only, so a 1-byte
+    element is gathered as the int16 its zero-padded block starts with (tile_prepare.py)."""
+    return max(es, 2)
+
+
 def round_up(n: int, m: int) -> int:
     """n rounded up to a multiple of m."""
     return -(-n // m) * m
@@ -187,7 +203,7 @@ class TileLayout:
                 total += (seg_elems(spec, leaf, nr) if plan == "seg" else {
                     "row": s + CMP_PAD, "col": nr + CMP_PAD, "col_strided": nr + CMP_PAD, "scalar": 8}.get(plan, tile)) * csz
             if plan in GATHER_PLANS:
-                total += (tile * 4 if self.loads(i) else 0) + tile * es
+                total += (tile * 4 if self.loads(i) else 0) + tile * gather_size(es)
         for j, out in enumerate(spec.outputs):
             es, plan = DTYPE_SIZE[out.access.dtype], self.out_plans[j]
             total += bn * {"col": round_up(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from sage.kernels.library.casts import cast_lines
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
 from sage.kernels.library.tile_copy_in import CopyIn, scratch_slot
-from sage.kernels.library.tile_layout import GATHER_PLANS
+from sage.kernels.library.tile_layout import GATHER_PLANS, byte_gather
 from sage.kernels.library.tile_resident import resident_lines
 from sage.kernels.library.tile_seg import seg_info, seg_shape
 from sage.kernels.library.tile_spec import Access, Iota, leaf_kind
@@ -43,16 +43,24 @@ class Prepare(CopyIn):
         host, shift = lay.share.get(i, (i, 0))
         lines = [f"x{i} = self.q{i}.DeQue({dt})"] if host == i else []
         src = f"x{i}"
+        src_dtype = leaf.dtype
         if plan in GATHER_PLANS:
             n_gather = "nr" if plan == "col_strided" else "nr * s" if kind == "full" else "s"
-            lines += [f"g{i} = self.gb{i}.Get({dt})",
-                      f"Gather(g{i}, x{host}, self.ob{host}.Get(int32), {shift * DTYPE_SIZE[leaf.dtype]}, {n_gather})"]
+            if byte_gather(leaf.dtype, plan):
+                # each byte starts its own 32 B block, a zero byte after it (BYTE_PAD): the int16
+                # there is its value
+                lines += [f"g{i} = self.gb{i}.Get(int16)",
+                          f"Gather(g{i}, x{host}.ReinterpretCast(int16), self.ob{host}.Get(int32), {shift}, {n_gather})"]
+                src_dtype = "int16"
+            else:
+                lines += [f"g{i} = self.gb{i}.Get({dt})",
+                          f"Gather(g{i}, x{host}, self.ob{host}.Get(int32), {shift * DTYPE_SIZE[leaf.dtype]}, {n_gather})"]
             src = f"g{i}"
         if not lay.casts(i):
             return Val(kind, src), lines, []
         lines.append(f"c{i} = self.b{i}.Get({dsl_dtype(ct)})")
-        if leaf.dtype != ct:
-            lines += cast_lines(f"c{i}", src, leaf.dtype, ct, count, scratch_slot)
+        if src_dtype != ct:
+            lines += cast_lines(f"c{i}", src, src_dtype, ct, count, scratch_slot)
         else:
             lines.append(f"Adds(c{i}, {src}, 0, {count})")
         if kind == "scalar":
