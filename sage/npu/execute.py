@@ -21,6 +21,7 @@ from sage.npu import dtypes
 from sage.npu.ascendc import handles, host
 from sage.npu.errors import (KernelRuntimeError, LaunchError, MemoryLimitError, NpuError, OutputSpecError)
 from sage.npu.hardware import HardwareSpec, load_preset
+from sage.npu.pages import pages_for
 from sage.npu.profile import build_profile
 from sage.npu.replay import replay
 from sage.npu.restricted import KernelNamespace, PrintSink, compile_kernel
@@ -89,7 +90,8 @@ def _to_handle(session: Session, value, where: str):
             dtypes.as_dtype(value.dtype)
         except TypeError as err:
             raise LaunchError(f"{where}: {err}") from None
-        data = np.array(value, copy=True, order="C")
+        with pages_for(value.nbytes):
+            data = np.array(value, copy=True, order="C")
         return handles.wrap(host.GmHandle(session.allocate(data, is_input=True), tuple(value.shape)))
     if isinstance(value, (list, tuple)) and any(isinstance(v, np.ndarray) for v in value):
         # a list of tensors (torch.cat's argument) holds device tensors, as under torch_npu:

@@ -14,6 +14,7 @@ import numpy as np
 from sage.npu import dtypes
 from sage.npu.ascendc import handles
 from sage.npu.errors import LaunchError
+from sage.npu.pages import pages_for
 from sage.npu.sim import core as core_mod
 from sage.npu.sim.session import GmBuffer, Session
 
@@ -122,7 +123,8 @@ def empty(shape, dtype=dtypes.float32) -> GmHandle:
         raise LaunchError("empty()/empty_like() allocate GM on the host side (in forward), not inside a kernel")
     shape = _shape_arg(shape if isinstance(shape, (tuple, list)) else (shape,))
     dt = dtypes.as_dtype(dtype)
-    data = np.empty(math.prod(shape), dtype=dt)
+    with pages_for(math.prod(shape) * dt.itemsize):
+        data = np.empty(math.prod(shape), dtype=dt)
     data.view(np.uint8)[:] = 0xFF  # NaN / -1 everywhere: an unwritten output cannot pass for zeros
     return GmHandle(session.allocate(data, is_input=False), shape)
 
