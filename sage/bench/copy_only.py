@@ -12,8 +12,8 @@ and any step it takes outside torch (`.numpy()`, `torch.from_numpy`, `.item()`, 
 `copies_only()` says whether each is in COPY_OPS, or in CONSTANT_OPS with a fill value the
 output dtype holds exactly. Ops with no floating result (index arithmetic, masks) are not
 recorded: the float64 run computes them from the same values, so they come out the same.
-Anything else (arithmetic, casts, reductions, an op not listed) keeps the float64 run. `tests/bench/test_copy_only.py` checks every listed op against that
-run.
+Anything else (arithmetic, casts, reductions, an op not listed) keeps the float64 run.
+`tests/bench/test_copy_only.py` checks every listed op against that run.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 # aten ops (overload packets) whose floating outputs hold only elements of their floating
 # inputs, unchanged: views, copies, gathers, concatenation, reordering, integer index
@@ -49,7 +50,7 @@ class _Recorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         out = func(*args, **(kwargs or {}))
-        if not any(t.is_floating_point() for t in _tensors(out)):
+        if not any(isinstance(t, torch.Tensor) and t.is_floating_point() for t in tree_flatten(out)[0]):
             return out                 # integer and bool results (index arithmetic, masks) are exact in both runs
         name = func.overloadpacket.__name__
         if name in CONSTANT_OPS and not _holds_exactly(out, _argument(func, args, kwargs, CONSTANT_OPS[name])):
@@ -91,12 +92,6 @@ def _noting(real: Any, note: str, ops: set[str]) -> Any:
 def copies_only(ops: set[str]) -> bool:
     """Every op recorded only moves elements (or writes a constant its output holds exactly)."""
     return bool(ops) and all(op in COPY_OPS or op in CONSTANT_OPS for op in ops)
-
-
-def _tensors(out: Any) -> list[torch.Tensor]:
-    if isinstance(out, torch.Tensor):
-        return [out]
-    return [t for t in out if isinstance(t, torch.Tensor)] if isinstance(out, (tuple, list)) else []
 
 
 def _argument(func: Any, args: tuple, kwargs: dict | None, position: int) -> Any:

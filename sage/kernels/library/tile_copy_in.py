@@ -191,7 +191,7 @@ class CopyIn:
         es, plan = DTYPE_SIZE[leaf.dtype], lay.plans[i]
         sr, sc = spec.strides_of(leaf)
         g, b = f"self.g_{leaf.arg}", self._b("leaf", i)
-        pad = "DataCopyPadExtParams(False, 0, 0, 0)"
+        pad = BYTE_PAD if byte_gather(leaf.dtype, plan) else "DataCopyPadExtParams(False, 0, 0, 0)"
         body: list[str] = []
         if plan == "rows":
             line = (f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, nc * {es}, ({sr} - nc) * {es}, "
@@ -209,8 +209,7 @@ class CopyIn:
         elif plan == "col":
             body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, nr * {es}, 0, 0, 0), {pad})")
         elif plan == "col_strided":
-            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, {es}, {(sr - 1) * es}, 0, 0), "
-                        f"{BYTE_PAD if byte_gather(leaf.dtype, plan) else pad})")
+            body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(nr, {es}, {(sr - 1) * es}, 0, 0), {pad})")
         elif plan == "scalar":
             body.append(f"DataCopyPad(x, {g}[{b}], DataCopyExtParams(1, {es}, 0, 0, 0), {pad})")
         elif plan == "seg":
@@ -235,6 +234,6 @@ class CopyIn:
             rows = "nr" if sr else "1"
             body += [f"for r in range({rows}):",
                      f"    DataCopyPad(x[r * NC * {32 // es}], {g}[{b} + r * {sr}], "
-                     f"DataCopyExtParams(nc, {es}, {(sc - 1) * es}, 0, 0), {BYTE_PAD if byte_gather(leaf.dtype, plan) else pad})"]
+                     f"DataCopyExtParams(nc, {es}, {(sc - 1) * es}, 0, 0), {pad})"]
         return body
 

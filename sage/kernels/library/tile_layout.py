@@ -30,11 +30,12 @@ GATHER_PLANS = ("span", "transposed", "elements", "col_strided")
 # 1-byte leaves whose gather plans put each element at the start of its own 32 B block, so
 # it can be read as an int16 (zero-extended: unsigned types only); other 1-byte gathers
 # keep Gather's 8-bit form, which A2 refuses at run time
-BYTE_GATHERS = {"plans": ("col_strided", "elements"), "dtypes": ("bool", "uint8")}
+BYTE_GATHER_PLANS = ("col_strided", "elements")
+BYTE_GATHER_DTYPES = ("bool", "uint8")
 
 
 def byte_gather(dtype: str, plan: str) -> bool:
-    return dtype in BYTE_GATHERS["dtypes"] and plan in BYTE_GATHERS["plans"]
+    return dtype in BYTE_GATHER_DTYPES and plan in BYTE_GATHER_PLANS
 
 
 def gather_size(es: int) -> int:

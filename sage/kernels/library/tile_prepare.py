@@ -46,15 +46,11 @@ class Prepare(CopyIn):
         src_dtype = leaf.dtype
         if plan in GATHER_PLANS:
             n_gather = "nr" if plan == "col_strided" else "nr * s" if kind == "full" else "s"
-            if byte_gather(leaf.dtype, plan):
-                # each byte starts its own 32 B block, a zero byte after it (BYTE_PAD): the int16
-                # there is its value
-                lines += [f"g{i} = self.gb{i}.Get(int16)",
-                          f"Gather(g{i}, x{host}.ReinterpretCast(int16), self.ob{host}.Get(int32), {shift}, {n_gather})"]
-                src_dtype = "int16"
-            else:
-                lines += [f"g{i} = self.gb{i}.Get({dt})",
-                          f"Gather(g{i}, x{host}, self.ob{host}.Get(int32), {shift * DTYPE_SIZE[leaf.dtype]}, {n_gather})"]
+            # a byte starts its own 32 B block, a zero byte after it (BYTE_PAD): the int16 there is its value
+            src_dtype = "int16" if byte_gather(leaf.dtype, plan) else leaf.dtype
+            view = f"x{host}.ReinterpretCast(int16)" if src_dtype != leaf.dtype else f"x{host}"
+            lines += [f"g{i} = self.gb{i}.Get({dsl_dtype(src_dtype)})",
+                      f"Gather(g{i}, {view}, self.ob{host}.Get(int32), {shift * DTYPE_SIZE[leaf.dtype]}, {n_gather})"]
             src = f"g{i}"
         if not lay.casts(i):
             return Val(kind, src), lines, []
