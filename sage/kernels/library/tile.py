@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from sage.kernels.chain import Expr, Inp, Op, Reduce, inputs_of, render
 from sage.kernels.library import tile_split
 from sage.kernels.library.knobs import VENDOR_KNOBS, Knobs
-from sage.kernels.library.source import FOLD_OPS, HEADER, dsl_dtype, method
+from sage.kernels.library.source import FOLD_OPS, HEADER, compensated, dsl_dtype, kahan_add, method
 from sage.kernels.library.tile_emit import Emit
 from sage.kernels.library.tile_layout import TileLayout
 from sage.kernels.library.tile_plan import plan_tile
@@ -167,7 +167,7 @@ class _Writer:
         kinds = [r.kind for r in self.reduces]
         if split:
             lines.append(method("Spill", "t, nc", tile_split.spill(len(kinds), ct, csz)))
-            lines.append(method("Combine", "u, nc", tile_split.combine(kinds, ct)))
+            lines.append(method("Combine", "u, nc", tile_split.combine(kinds, spec.compute)))
             lines.append(method("WsIn", "j, row, nc", tile_split.ws_in(ct, csz)))
         lines.append(self.e.helpers())
         if split:
@@ -230,8 +230,11 @@ class _Writer:
                 t = f"t{k[0]}{j}"
                 body += [f"self.tb_{t} = TBuf(TPosition.VECCALC)",
                          f"self.pipe.InitBuffer(self.tb_{t}, buf_bytes({count}, {csz}))"]
-        for j in range(len(self.reduces)):
-            body += [f"self.accb{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.accb{j}, buf_bytes(S_PAD, {csz}))"]
+        for j, r in enumerate(self.reduces):
+            for b in (("accb", "cmpb") if compensated(r.kind, self.spec.compute) else ("accb",)):
+                body += [f"self.{b}{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.{b}{j}, buf_bytes(S_PAD, {csz}))"]
+        if any(compensated(r.kind, self.spec.compute) for r in self.reduces):
+            body += ["self.ksb = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.ksb, buf_bytes(S_PAD, {csz}))"]
         if self.masked:
             body += ["self.mkb = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.mkb, buf_bytes(TILE_ELEMS, 1) // 8 + 64)"]
         if self.int_temp:
@@ -359,7 +362,13 @@ class _Writer:
             if full is None:
                 lines.append(f"Adds({src}, {x.ref}, 0, n)")
         ct = dsl_dtype(self.spec.compute)
-        return lines + [f"acc = self.accb{j}.Get({ct})", "h = nr", "while h > 1:", "    half = h // 2",
-                        f"    {fn}({src}, {src}, {src}[(h - half) * s], half * s)", "    h = h - half",
-                        "if j0 == 0:", f"    Adds(acc, {src}, 0, nc)", "else:", f"    {fn}(acc, acc, {src}, nc)"]
+        lines += [f"acc = self.accb{j}.Get({ct})", "h = nr", "while h > 1:", "    half = h // 2",
+                  f"    {fn}({src}, {src}, {src}[(h - half) * s], half * s)", "    h = h - half"]
+        if not compensated(kind, self.spec.compute):
+            return lines + ["if j0 == 0:", f"    Adds(acc, {src}, 0, nc)", "else:", f"    {fn}(acc, acc, {src}, nc)"]
+        # Kahan: the compensation row holds what the last add lost; it is taken off the next
+        # tile's sum before that is added
+        return lines + [f"cmp = self.cmpb{j}.Get({ct})", "if j0 == 0:", f"    Adds(acc, {src}, 0, nc)",
+                        "    Duplicate(cmp, 0.0, nc)", "else:", f"    ks = self.ksb.Get({ct})",
+                        *("    " + ln for ln in kahan_add("acc", "cmp", "ks", src))]
 

@@ -101,6 +101,7 @@ class TileLayout:
     # row mode: rows split across blocks (tile_split.py), into `parts` per column chunk
     split: bool = False
     accumulators: int = 0       # distinct reductions (row mode: one accumulator row each)
+    compensated: int = 0        # of which float32 sums carried with a compensation row (tile.py _fold)
     parts: int = 1
 
     @property
@@ -216,7 +217,9 @@ class TileLayout:
         total += made.get("col", 0) * (round_up(nr, 64) + CMP_PAD) * csz
         total += made.get("brcb", 0) * brcb_pad(nr) * 32
         if spec.reduce_rows:
-            total += (s + CMP_PAD) * csz * self.accumulators
+            # a compensated sum adds its compensation row, and they share one scratch row
+            extra = self.compensated + (1 if self.compensated else 0)
+            total += (s + CMP_PAD) * csz * (self.accumulators + extra)
         if self.split:
             total += 2 * (s + CMP_PAD) * csz     # the workspace rows' queue
         total += (tile // 8 + 64) if masked else 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sage.kernels.chain import Expr, Op, Reduce
 from sage.kernels.library.knobs import Knobs
 from sage.kernels.library.casts import hops
-from sage.kernels.library.source import DTYPE_SIZE
+from sage.kernels.library.source import DTYPE_SIZE, compensated
 from sage.kernels.library.tile_layout import GATHER_PLANS, TileLayout
 from sage.kernels.library.tile_round import rounded_slots, rounded_store
 from sage.kernels.library.tile_resident import ROW_TILES, loop_order, resident_leaves
@@ -47,6 +47,7 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
         if e not in reduces:
             reduces.append(e)
     lay.reduce, lay.accumulators = bool(reduces), len(reduces)
+    lay.compensated = sum(1 for e in reduces if compensated(e.kind, spec.compute))
     for i, leaf in enumerate(spec.leaves):
         if isinstance(leaf, Access):
             lay.plans[i] = load_plan(spec, leaf, spec.cols, SPAN_LIMIT)

@@ -66,3 +66,30 @@ def test_without_the_knob_the_columns_narrow_instead(compile_graph):
     narrow = tile_geometry(spec, Knobs(row_split=False), target=target)
     assert split.row_parts > 1 and split.nc * 4 >= 512
     assert narrow.row_parts == 1 and narrow.nc * 4 < 512 and narrow.tiles == -(-1024 // narrow.nc)
+
+
+def test_a_long_column_sum_is_compensated(compile_graph):
+    # 16,384 rows: every part adds tens of tile sums into a growing accumulator row, and
+    # where each add rounds the same way plain float32 accumulation drifts by ulps; the
+    # Kahan compensation row keeps it within a few (public level2/19 failed on this drift)
+    rows, cols = 16384, 128
+    compiled, run = compile_graph("x", "x.sum(dim=0)", f"torch.rand({rows}, {cols})")
+    src = compiled.source
+    assert "self.cmpb0" in src and "SyncAll()" in src
+    parts = constants(compiled)["P"]
+    # each column one value a little over 1: every add of a tile sum rounds the same way
+    v = (1 + np.arange(cols) * np.float32(2 ** -17) + np.float32(2 ** -21)).astype(np.float32)
+    x = np.tile(v, (rows, 1))
+    (out,) = run(x)
+    truth = x.astype(np.float64).sum(axis=0)
+    ulps = np.abs(out.astype(np.float64) - truth) / np.spacing(truth.astype(np.float32)).astype(np.float64)
+    # the same parts and 8-row tiles added one after another without compensation
+    per, plain = -(-rows // parts), np.zeros(cols, np.float32)
+    for p0 in range(0, rows, per):
+        acc = np.zeros(cols, np.float32)
+        for r in range(p0, min(rows, p0 + per), 8):
+            acc = acc + x[r:min(r + 8, p0 + per)].sum(axis=0, dtype=np.float32)
+        plain = plain + acc
+    plain_ulps = np.abs(plain.astype(np.float64) - truth) / np.spacing(truth.astype(np.float32)).astype(np.float64)
+    assert plain_ulps.max() >= 8                    # the drift the compensation removes is real
+    assert ulps.max() <= 2, ulps.max()
