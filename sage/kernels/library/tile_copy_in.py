@@ -10,6 +10,7 @@ from __future__ import annotations
 from sage.kernels.library.casts import SCRATCH_SLOT_BYTES, cast_lines
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
 from sage.kernels.library.tile_layout import (CMP_PAD, GATHER_PLANS, TileLayout, byte_gather, gather_size, round_up,
+                                               store_width,
                                               ub_pitch)
 from sage.kernels.library.tile_seg import seg_copy, seg_elems
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind
@@ -102,10 +103,11 @@ class CopyIn:
             body += [f"self.qo{j} = TQue(TPosition.VECOUT, BUFFER_NUM)",
                      f"self.pipe.InitBuffer(self.qo{j}, BUFFER_NUM, {round_up(count * es, 32)})"]
             if plan in ("transposed", "elements", "col_strided"):
-                table = {"transposed": lay.nc * ub_pitch(lay.nr, es), "elements": lay.nr * lay.nc * 32 // es,
-                         "col_strided": lay.nr * 32 // es}[plan]
+                ws = store_width(out.access.dtype, plan)
+                table = {"transposed": lay.nc * ub_pitch(lay.nr, es), "elements": lay.nr * lay.nc * 32 // ws,
+                         "col_strided": lay.nr * 32 // ws}[plan]
                 body += [f"self.oo{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.oo{j}, {round_up(table * 4, 32)})",
-                         f"self.yb{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.yb{j}, buf_bytes(TILE_ELEMS, {es}))"]
+                         f"self.yb{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.yb{j}, buf_bytes(TILE_ELEMS, {ws}))"]
         if lay.cvt_slots:
             body += ["self.cvt = TBuf(TPosition.VECCALC)",
                      f"self.pipe.InitBuffer(self.cvt, buf_bytes({lay.cvt_slots} * TILE_ELEMS, {SCRATCH_SLOT_BYTES}))"]
@@ -156,9 +158,10 @@ class CopyIn:
             if plan == "transposed":    # dst c * TP + r  <-  src r * S + c
                 body.append(f"offsets(self.oo{j}.Get(int32), ramp, NC, NR, {es}, S * {es}, {ub_pitch(lay.nr, es)})")
             elif plan in ("elements", "col_strided"):   # one source element per 32 B block
-                per = 32 // es
-                rows, cols, a = (lay.nr, lay.nc, lay.s * es) if plan == "elements" else (1, lay.nr, 0)
-                body.append(f"spread(self.oo{j}.Get(int32), {rows}, {cols}, {a}, {es}, {per})")
+                ws = store_width(out.access.dtype, plan)
+                per = 32 // ws
+                rows, cols, a = (lay.nr, lay.nc, lay.s * ws) if plan == "elements" else (1, lay.nr, 0)
+                body.append(f"spread(self.oo{j}.Get(int32), {rows}, {cols}, {a}, {ws}, {per})")
         for i, leaf in enumerate(spec.leaves):
             if isinstance(leaf, Iota) and leaf_kind(spec, leaf) in ("full", "row", "col"):
                 sr, sc = spec.strides_of(leaf)

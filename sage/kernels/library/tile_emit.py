@@ -10,7 +10,7 @@ from __future__ import annotations
 from sage.kernels.library.casts import cast_lines
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype, ub_helpers
 from sage.kernels.library.tile_copy_in import scratch_slot
-from sage.kernels.library.tile_layout import ub_pitch
+from sage.kernels.library.tile_layout import store_width, stored_dtype, ub_pitch
 from sage.kernels.library.tile_prepare import Prepare
 from sage.kernels.library.tile_round import rounded_lines
 from sage.kernels.library.tile_spec import Access
@@ -27,19 +27,23 @@ class Emit(Prepare):
         plan = lay.out_plans[j]
         count = "nr" if level == "col" else "n"
         target = f"y{j}" if plan in ("rows", "row_loop", "col") else f"z{j}"
+        sd = stored_dtype(od, plan) if target != f"y{j}" else od
+        wide = sd != od                                # a byte gathered as int16
         lines = [f"y{j} = self.qo{j}.AllocTensor({dt})"]
         if target != f"y{j}":
-            lines.append(f"z{j} = self.yb{j}.Get({dt})")
+            lines.append(f"z{j} = self.yb{j}.Get({dsl_dtype(sd)})")
         if mode is not None:
-            lines += rounded_lines(target, ref, od, mode, count, scratch_slot)
-        elif od != ct:
-            lines += cast_lines(target, ref, ct, od, count, scratch_slot)
+            lines += rounded_lines(target, ref, sd, mode, count, scratch_slot)
+        elif sd != ct:
+            lines += cast_lines(target, ref, ct, sd, count, scratch_slot)
         else:
             lines.append(f"Adds({target}, {ref}, 0, {count})")
         if target != f"y{j}":
-            n_out = {"transposed": f"NC * {ub_pitch(lay.nr, es)}", "elements": f"NR * NC * {32 // es}",
-                     "col_strided": f"NR * {32 // es}"}[plan]
-            lines.append(f"Gather(y{j}, z{j}, self.oo{j}.Get(int32), 0, {n_out})")
+            ws = store_width(od, plan)
+            n_out = {"transposed": f"NC * {ub_pitch(lay.nr, es)}", "elements": f"NR * NC * {32 // ws}",
+                     "col_strided": f"NR * {32 // ws}"}[plan]
+            dst = f"y{j}.ReinterpretCast(int16)" if wide else f"y{j}"
+            lines.append(f"Gather({dst}, z{j}, self.oo{j}.Get(int32), 0, {n_out})")
         lines.append(f"self.qo{j}.EnQue(y{j})")
         return lines
 

@@ -38,6 +38,20 @@ def byte_gather(dtype: str, plan: str) -> bool:
     return dtype in BYTE_GATHER_DTYPES and plan in BYTE_GATHER_PLANS
 
 
+def store_width(dtype: str, plan: str) -> int:
+    """Bytes a gathered output element takes in UB: a bool or uint8 output spread one per
+    32 B block is converted to int16 (its value, then a zero byte) and gathered in Gather's
+    16-bit form, so each block starts with its byte (tile_emit.py)."""
+    es = DTYPE_SIZE[dtype]
+    return gather_size(es) if byte_gather(dtype, plan) else es
+
+
+def stored_dtype(dtype: str, plan: str) -> str:
+    """The dtype an output is converted to before its copy-out order (int16 for a byte
+    gathered in Gather's 16-bit form)."""
+    return "int16" if store_width(dtype, plan) != DTYPE_SIZE[dtype] else dtype
+
+
 def gather_size(es: int) -> int:
     """Bytes a gathered element takes: A2's Gather has 16- and 32-bit forms only, so a 1-byte
     element is gathered as the int16 its zero-padded block starts with (tile_prepare.py)."""
@@ -211,8 +225,9 @@ class TileLayout:
             total += bn * {"col": round_up(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32,
                            "transposed": nc * ub_pitch(nr, es), "elements": nr * nc * 32 // es}.get(plan, tile) * es
             if plan in ("transposed", "elements", "col_strided"):
-                total += tile * es + 4 * {"transposed": nc * ub_pitch(nr, es), "elements": nr * nc * 32 // es,
-                                          "col_strided": nr * 32 // es}[plan]
+                ws = store_width(out.access.dtype, plan)
+                total += tile * ws + 4 * {"transposed": nc * ub_pitch(nr, es), "elements": nr * nc * 32 // ws,
+                                          "col_strided": nr * 32 // ws}[plan]
         total += made.get("full", 0) * tile * csz + made.get("row", 0) * (s + CMP_PAD) * csz
         total += made.get("col", 0) * (round_up(nr, 64) + CMP_PAD) * csz
         total += made.get("brcb", 0) * brcb_pad(nr) * 32
