@@ -45,6 +45,15 @@ def split_long_row(fn, x: torch.Tensor, dims: list[int], keepdim: bool, **kw):  
     when inside long_rows() and the run is longer than its limit; else NotImplemented."""
     limit = _LIMIT.get()
     rank = x.dim()
+    unit = [d for d in dims if x.shape[d] == 1]
+    if limit is not None and unit and len(unit) < len(dims) and x.is_contiguous():
+        # reduced axes of size 1 (a batch of one in sum(dim=(0, 2, 3))) are no part of the run
+        kept = [d for d in range(rank) if d not in unit]
+        inner = [kept.index(d) for d in dims if d not in unit]
+        out = split_long_row(fn, x.reshape([x.shape[d] for d in kept]), inner, keepdim, **kw)
+        if out is NotImplemented or not keepdim:
+            return out
+        return out.reshape([1 if d in dims else x.shape[d] for d in range(rank)])
     run = sorted(dims)
     if limit is None or not run or run != list(range(rank - len(run), rank)) or not x.is_contiguous():
         return NotImplemented

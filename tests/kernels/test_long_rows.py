@@ -42,3 +42,25 @@ def test_the_split_reduction_computes_what_torch_does():
     assert total.dtype == torch.float16 and top.shape == (2, 1, 1)
     torch.testing.assert_close(total.float(), x.float().sum(-1), rtol=2e-3, atol=2e-2)
     assert torch.equal(top, x.amax(dim=(1, 2), keepdim=True))
+
+
+def test_a_reduced_axis_of_size_one_does_not_stop_the_split():
+    # a norm backward's sum(dim=(0, 2, 3)) with a batch of one: the reduced run is (2, 3)
+    # (public level2/14's [1, 3, 224, 224] case: one 50176-long row per channel, over UB)
+    from sage.kernels.long_rows import split_long_row
+
+    x = torch.randn(1, 3, 64, 64)
+    with long_rows(1024):
+        flat = split_long_row(torch.sum, x, [0, 2, 3], False)
+        kept = split_long_row(torch.amax, x, [0, 2, 3], True)
+        graph = trace_graph(_BatchSum(), [x], decompose=True)
+    assert flat.shape == (3,) and kept.shape == (1, 3, 1, 1)
+    torch.testing.assert_close(flat, x.sum(dim=(0, 2, 3)), rtol=1e-5, atol=1e-4)
+    assert torch.equal(kept, x.amax(dim=(0, 2, 3), keepdim=True))
+    sums = [list(n.call.outputs[0].shape) for n in graph.nodes if n.call.name == "sum"]
+    assert sums == [[3, 4], [3]]                   # 4096 per channel -> 4 chunks of 1024
+
+
+class _BatchSum(torch.nn.Module):
+    def forward(self, x):
+        return x.sum(dim=(0, 2, 3))
