@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from sage.kernels.library.casts import SCRATCH_SLOT_BYTES, cast_lines
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
-from sage.kernels.library.tile_layout import (CMP_PAD, GATHER_PLANS, TileLayout, byte_gather, gather_size, round_up,
-                                               store_width,
+from sage.kernels.library.tile_layout import (CMP_PAD, GATHER_PLANS, OUT_GATHER_PLANS, TileLayout, byte_gather,
+                                               gather_size, gathered_out, out_pitch, round_up, stored_dtype, widened,
                                               ub_pitch)
 from sage.kernels.library.tile_seg import seg_copy, seg_elems
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind
@@ -97,17 +97,19 @@ class CopyIn:
                          f"self.pipe.InitBuffer(self.gb{i}, buf_bytes(TILE_ELEMS, {gather_size(es)}))"]
         for j, out in enumerate(spec.outputs):
             es, plan = DTYPE_SIZE[out.access.dtype], lay.out_plans[j]
+            od = out.access.dtype
             count = {"col": round_up(lay.nr, 64) + CMP_PAD, "col_strided": lay.nr * 32 // es + 32,
-                     "transposed": lay.nc * ub_pitch(lay.nr, es), "elements": lay.nr * lay.nc * 32 // es}.get(
+                     "transposed": lay.nc * out_pitch(lay.nr, od, plan), "elements": lay.nr * lay.nc * 32 // es}.get(
                 plan, lay.nr * lay.s + CMP_PAD)
             body += [f"self.qo{j} = TQue(TPosition.VECOUT, BUFFER_NUM)",
                      f"self.pipe.InitBuffer(self.qo{j}, BUFFER_NUM, {round_up(count * es, 32)})"]
-            if plan in ("transposed", "elements", "col_strided"):
-                ws = store_width(out.access.dtype, plan)
-                table = {"transposed": lay.nc * ub_pitch(lay.nr, es), "elements": lay.nr * lay.nc * 32 // ws,
-                         "col_strided": lay.nr * 32 // ws}[plan]
+            if plan in OUT_GATHER_PLANS:
+                table = gathered_out(od, plan, lay.nr, lay.nc)
+                zs = DTYPE_SIZE[stored_dtype(od, plan)]
                 body += [f"self.oo{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.oo{j}, {round_up(table * 4, 32)})",
-                         f"self.yb{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.yb{j}, buf_bytes(TILE_ELEMS, {ws}))"]
+                         f"self.yb{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.yb{j}, buf_bytes(TILE_ELEMS, {zs}))"]
+                if widened(od, plan):
+                    body += [f"self.wb{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.wb{j}, {round_up(table * 4, 32)})"]
         if lay.cvt_slots:
             body += ["self.cvt = TBuf(TPosition.VECCALC)",
                      f"self.pipe.InitBuffer(self.cvt, buf_bytes({lay.cvt_slots} * TILE_ELEMS, {SCRATCH_SLOT_BYTES}))"]
@@ -155,13 +157,14 @@ class CopyIn:
         for j, out in enumerate(spec.outputs):
             plan = lay.out_plans[j]
             es = DTYPE_SIZE[out.access.dtype]
+            od = out.access.dtype
+            zs = DTYPE_SIZE[stored_dtype(od, plan)] if plan in OUT_GATHER_PLANS else es
             if plan == "transposed":    # dst c * TP + r  <-  src r * S + c
-                body.append(f"offsets(self.oo{j}.Get(int32), ramp, NC, NR, {es}, S * {es}, {ub_pitch(lay.nr, es)})")
+                body.append(f"offsets(self.oo{j}.Get(int32), ramp, NC, NR, {zs}, S * {zs}, {out_pitch(lay.nr, od, plan)})")
             elif plan in ("elements", "col_strided"):   # one source element per 32 B block
-                ws = store_width(out.access.dtype, plan)
-                per = 32 // ws
-                rows, cols, a = (lay.nr, lay.nc, lay.s * ws) if plan == "elements" else (1, lay.nr, 0)
-                body.append(f"spread(self.oo{j}.Get(int32), {rows}, {cols}, {a}, {ws}, {per})")
+                per = 32 // store_width(od, plan)
+                rows, cols, a = (lay.nr, lay.nc, lay.s * zs) if plan == "elements" else (1, lay.nr, 0)
+                body.append(f"spread(self.oo{j}.Get(int32), {rows}, {cols}, {a}, {zs}, {per})")
         for i, leaf in enumerate(spec.leaves):
             if isinstance(leaf, Iota) and leaf_kind(spec, leaf) in ("full", "row", "col"):
                 sr, sc = spec.strides_of(leaf)

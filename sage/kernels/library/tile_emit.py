@@ -10,7 +10,7 @@ from __future__ import annotations
 from sage.kernels.library.casts import cast_lines
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype, ub_helpers
 from sage.kernels.library.tile_copy_in import scratch_slot
-from sage.kernels.library.tile_layout import store_width, stored_dtype, ub_pitch
+from sage.kernels.library.tile_layout import out_pitch, store_width, stored_dtype, widened
 from sage.kernels.library.tile_prepare import Prepare
 from sage.kernels.library.tile_round import rounded_lines
 from sage.kernels.library.tile_spec import Access
@@ -28,7 +28,6 @@ class Emit(Prepare):
         count = "nr" if level == "col" else "n"
         target = f"y{j}" if plan in ("rows", "row_loop", "col") else f"z{j}"
         sd = stored_dtype(od, plan) if target != f"y{j}" else od
-        wide = sd != od                                # a byte gathered as int16
         lines = [f"y{j} = self.qo{j}.AllocTensor({dt})"]
         if target != f"y{j}":
             lines.append(f"z{j} = self.yb{j}.Get({dsl_dtype(sd)})")
@@ -39,11 +38,15 @@ class Emit(Prepare):
         else:
             lines.append(f"Adds({target}, {ref}, 0, {count})")
         if target != f"y{j}":
-            ws = store_width(od, plan)
-            n_out = {"transposed": f"NC * {ub_pitch(lay.nr, es)}", "elements": f"NR * NC * {32 // ws}",
-                     "col_strided": f"NR * {32 // ws}"}[plan]
-            dst = f"y{j}.ReinterpretCast(int16)" if wide else f"y{j}"
-            lines.append(f"Gather({dst}, z{j}, self.oo{j}.Get(int32), 0, {n_out})")
+            unit = store_width(od, plan)
+            n_out = {"transposed": f"NC * {out_pitch(lay.nr, od, plan)}", "elements": f"NR * NC * {32 // unit}",
+                     "col_strided": f"NR * {32 // unit}"}[plan]
+            if widened(od, plan):
+                lines += [f"w{j} = self.wb{j}.Get(int32)", f"Gather(w{j}, z{j}, self.oo{j}.Get(int32), 0, {n_out})",
+                          f"Cast(y{j}, w{j}, RoundMode.CAST_NONE, {n_out})"]
+            else:
+                dst = f"y{j}.ReinterpretCast(int16)" if sd != od else f"y{j}"     # a byte gathered as int16
+                lines.append(f"Gather({dst}, z{j}, self.oo{j}.Get(int32), 0, {n_out})")
         lines.append(f"self.qo{j}.EnQue(y{j})")
         return lines
 
@@ -74,7 +77,7 @@ class Emit(Prepare):
             elif plan == "col_strided":
                 body.append(f"{ind}DataCopyPad({g}[{b}], y, DataCopyExtParams(nr, {es}, 0, {(sr - 1) * es}, 0))")
             elif plan == "transposed":
-                tp = ub_pitch(lay.nr, es)
+                tp = out_pitch(lay.nr, acc.dtype, plan)
                 body.append(f"{ind}DataCopyPad({g}[{b}], y, DataCopyExtParams(nc, nr * {es}, gap_to(nr * {es}, "
                             f"{tp * es}), ({sc} - nr) * {es}, 0))")
             else:

@@ -31,6 +31,7 @@ GATHER_PLANS = ("span", "transposed", "elements", "col_strided")
 # it can be read as an int16 (zero-extended: unsigned types only); other 1-byte gathers
 # keep Gather's 8-bit form, which A2 refuses at run time
 BYTE_GATHER_PLANS = ("col_strided", "elements")
+OUT_GATHER_PLANS = ("transposed", "elements", "col_strided")     # outputs gathered into copy-out order
 BYTE_GATHER_DTYPES = ("bool", "uint8")
 
 
@@ -46,16 +47,48 @@ def store_width(dtype: str, plan: str) -> int:
     return gather_size(es) if byte_gather(dtype, plan) else es
 
 
+def widened(dtype: str, plan: str) -> bool:
+    """An int64 output in a gather plan: A2's Gather has no 64-bit form, so its values are
+    converted to int32, gathered into the output's element positions, and widened there by
+    one int32 -> int64 Cast (the tile computes integers in float32 or int32: no value is lost)."""
+    return dtype == "int64" and plan in OUT_GATHER_PLANS
+
+
 def stored_dtype(dtype: str, plan: str) -> str:
     """The dtype an output is converted to before its copy-out order (int16 for a byte
-    gathered in Gather's 16-bit form)."""
+    gathered in Gather's 16-bit form, int32 for a widened int64)."""
+    if widened(dtype, plan):
+        return "int32"
     return "int16" if store_width(dtype, plan) != DTYPE_SIZE[dtype] else dtype
+
+
+def out_pitch(nr: int, dtype: str, plan: str) -> int:
+    """Elements of a transposed output's UB row: nr padded to the 32 B block, and for a
+    widened int64 to the block of its int32 offset table (rows of the table start aligned)."""
+    return ub_pitch(nr, 4 if widened(dtype, plan) else DTYPE_SIZE[dtype])
+
+
+def gathered_out(dtype: str, plan: str, nr: int, nc: int) -> int:
+    """Elements of an output's gathered UB image (its Gather's count, and its offset table)."""
+    unit = store_width(dtype, plan)
+    return {"transposed": nc * out_pitch(nr, dtype, plan), "elements": nr * nc * 32 // unit,
+            "col_strided": nr * 32 // unit}[plan]
 
 
 def gather_size(es: int) -> int:
     """Bytes a gathered element takes: A2's Gather has 16- and 32-bit forms only, so a 1-byte
-    element is gathered as the int16 its zero-padded block starts with (tile_prepare.py)."""
-    return max(es, 2)
+    element is gathered as the int16 its zero-padded block starts with, and an int64 as its
+    low int32 word (tile_prepare.py)."""
+    return min(max(es, 2), 4)
+
+
+def gathered_dtype(dtype: str, plan: str) -> str:
+    """The dtype a leaf read by a gather plan is gathered as: int16 for a padded byte, the
+    low int32 word of an int64 (the tile computes integers in float32 or int32, so the high
+    word carries nothing it keeps), else its own."""
+    if plan not in GATHER_PLANS:
+        return dtype
+    return "int16" if byte_gather(dtype, plan) else "int32" if dtype == "int64" else dtype
 
 
 def round_up(n: int, m: int) -> int:
@@ -222,12 +255,13 @@ class TileLayout:
                 total += (tile * 4 if self.loads(i) else 0) + tile * gather_size(es)
         for j, out in enumerate(spec.outputs):
             es, plan = DTYPE_SIZE[out.access.dtype], self.out_plans[j]
+            od = out.access.dtype
             total += bn * {"col": round_up(nr, 64) + CMP_PAD, "col_strided": nr * 32 // es + 32,
-                           "transposed": nc * ub_pitch(nr, es), "elements": nr * nc * 32 // es}.get(plan, tile) * es
-            if plan in ("transposed", "elements", "col_strided"):
-                ws = store_width(out.access.dtype, plan)
-                total += tile * ws + 4 * {"transposed": nc * ub_pitch(nr, es), "elements": nr * nc * 32 // ws,
-                                          "col_strided": nr * 32 // ws}[plan]
+                           "transposed": nc * out_pitch(nr, od, plan), "elements": nr * nc * 32 // es}.get(plan, tile) * es
+            if plan in OUT_GATHER_PLANS:
+                image = gathered_out(od, plan, nr, nc)
+                total += tile * DTYPE_SIZE[stored_dtype(od, plan)] + 4 * image
+                total += 4 * image if widened(od, plan) else 0      # the int32 image before it is widened
         total += made.get("full", 0) * tile * csz + made.get("row", 0) * (s + CMP_PAD) * csz
         total += made.get("col", 0) * (round_up(nr, 64) + CMP_PAD) * csz
         total += made.get("brcb", 0) * brcb_pad(nr) * 32

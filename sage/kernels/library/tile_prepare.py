@@ -11,7 +11,7 @@ from __future__ import annotations
 from sage.kernels.library.casts import cast_lines
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
 from sage.kernels.library.tile_copy_in import CopyIn, scratch_slot
-from sage.kernels.library.tile_layout import GATHER_PLANS, byte_gather
+from sage.kernels.library.tile_layout import GATHER_PLANS, gathered_dtype
 from sage.kernels.library.tile_resident import resident_lines
 from sage.kernels.library.tile_seg import seg_info, seg_shape
 from sage.kernels.library.tile_spec import Access, Iota, leaf_kind
@@ -46,9 +46,10 @@ class Prepare(CopyIn):
         src_dtype = leaf.dtype
         if plan in GATHER_PLANS:
             n_gather = "nr" if plan == "col_strided" else "nr * s" if kind == "full" else "s"
-            # a byte starts its own 32 B block, a zero byte after it (BYTE_PAD): the int16 there is its value
-            src_dtype = "int16" if byte_gather(leaf.dtype, plan) else leaf.dtype
-            view = f"x{host}.ReinterpretCast(int16)" if src_dtype != leaf.dtype else f"x{host}"
+            # a byte starts its own 32 B block, a zero byte after it (BYTE_PAD): the int16 there is
+            # its value; an int64's low word is at its own address (little-endian)
+            src_dtype = gathered_dtype(leaf.dtype, plan)
+            view = f"x{host}.ReinterpretCast({dsl_dtype(src_dtype)})" if src_dtype != leaf.dtype else f"x{host}"
             lines += [f"g{i} = self.gb{i}.Get({dsl_dtype(src_dtype)})",
                       f"Gather(g{i}, {view}, self.ob{host}.Get(int32), {shift * DTYPE_SIZE[leaf.dtype]}, {n_gather})"]
             src = f"g{i}"
