@@ -25,6 +25,7 @@ import torch
 
 from sage.kernels.compact import is_compact
 from sage.kernels.long_rows import chunk_of, reduce_in_chunks, split_long_row
+from sage.kernels.unrolled_reduce import unrolled
 
 F32 = torch.float32
 
@@ -667,6 +668,9 @@ def _split_reduce(fn, x, dims, keepdim, **kw):
     dims = _dims(x, dims)
     runs = _runs(x, dims)
     if len(runs) <= 1:
+        short = unrolled(fn, x, dims, keepdim)
+        if short is not NotImplemented:
+            return short
         if len(dims) == rank and rank and x.numel() > 16384 and x.is_contiguous():
             cols = chunk_of(x.numel(), 4096, minimum=256)
             if cols is not None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from sage.kernels.library.casts import SCRATCH_SLOT_BYTES, cast_lines
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
 from sage.kernels.library.tile_layout import (CMP_PAD, GATHER_PLANS, OUT_GATHER_PLANS, TileLayout, byte_gather,
-                                               gather_size, gathered_out, out_pitch, round_up, stored_dtype, widened,
-                                              ub_pitch)
+                                               gather_size, gathered_out, out_pitch, round_up, store_width, stored_dtype,
+                                               ub_pitch, widened)
 from sage.kernels.library.tile_seg import seg_copy, seg_elems
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind
 

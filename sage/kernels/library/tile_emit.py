@@ -23,7 +23,7 @@ class Emit(Prepare):
         """Output j from `ref`, converted to its dtype (`mode`: the rounding of a float -> int32 cast)."""
         spec, lay = self.spec, self.lay
         ct, od = spec.compute, acc.dtype
-        dt, es = dsl_dtype(od), DTYPE_SIZE[od]
+        dt = dsl_dtype(od)
         plan = lay.out_plans[j]
         count = "nr" if level == "col" else "n"
         target = f"y{j}" if plan in ("rows", "row_loop", "col") else f"z{j}"

@@ -1,0 +1,45 @@
+"""A reduction over one short axis that is not innermost is traced as elementwise ops over
+its slices (sage/kernels/unrolled_reduce.py), with torch's numerics."""
+
+import pytest
+import torch
+
+from sage.kernels import trace_graph
+from sage.kernels.unrolled_reduce import SMALL_AXIS, unrolled
+
+
+class _MiddleSum(torch.nn.Module):
+    def forward(self, x):
+        return x.sum(dim=1)
+
+
+@pytest.mark.parametrize("fn", [torch.sum, torch.amax, torch.amin])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_the_slices_give_what_torch_gives(fn, dtype, keepdim):
+    x = torch.randn(33, 3, 40, generator=torch.Generator().manual_seed(0)).to(dtype)
+    got = unrolled(fn, x, [1], keepdim)
+    want = fn(x, [1], keepdim=keepdim)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # torch adds the slices in order into a float32 accumulator: the same adds, bit for bit
+    assert torch.equal(got, want)
+
+
+def test_a_size_one_axis_beside_it_is_kept_in_the_shape():
+    x = torch.randn(1, 4, 5, 6)
+    assert unrolled(torch.sum, x, [0, 1], True).shape == (1, 1, 5, 6)
+    torch.testing.assert_close(unrolled(torch.sum, x, [0, 1], False), x.sum(dim=(0, 1)))
+
+
+@pytest.mark.parametrize("shape, dims", [((8, 40), [1]),                 # the innermost axis
+                                         ((5, SMALL_AXIS + 1, 7), [1]),  # too long to be tiny tiles
+                                         ((5, 3, 7), [0, 1])])           # two axes
+def test_other_reductions_are_left_alone(shape, dims):
+    assert unrolled(torch.sum, torch.randn(*shape), dims, False) is NotImplemented
+    assert unrolled(torch.sum, torch.ones(*shape, dtype=torch.int32), [1], False) is NotImplemented
+
+
+def test_the_trace_records_adds_not_a_sum():
+    graph = trace_graph(_MiddleSum(), [torch.randn(16, 2, 64)], decompose=True)
+    ops = [n.call.name for n in graph.nodes]
+    assert "sum" not in ops and ops.count("add") == 1
