@@ -11,7 +11,8 @@ accumulate=True and `put_`): repeated indices are written in index order, the la
 wins, as the serial definition of the op says. `warn_only` keeps ops that have only a
 nondeterministic implementation running (torch warns instead of raising; the warning is
 not shown), and torch's filling of uninitialised memory, which that mode also turns on, is
-left off: a reference's `empty()` costs what it did.
+left off: a reference's `empty()` costs what it did. Selections (topk, sort) break ties
+toward the lower index (sage/bench/stable_selection.py), for the same reason: one answer.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from collections.abc import Iterator
 import torch
 import torch.utils.deterministic
 
+from sage.bench.stable_selection import stable_selection
+
 
 @contextlib.contextmanager
 def deterministic() -> Iterator[None]:
@@ -32,7 +35,7 @@ def deterministic() -> Iterator[None]:
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = False
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), stable_selection():
             warnings.filterwarnings("ignore", message=".*does not have a deterministic implementation.*")
             yield
     finally:
