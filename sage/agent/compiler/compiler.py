@@ -26,6 +26,7 @@ from sage.agent.compiler.lowerings import TileDoesNotFit, lower_group
 from sage.agent.compiler.merge import merge_launches
 from sage.agent.compiler.padfuse import fuse_paddings
 from sage.agent.compiler.pieces import split_piecewise_reads
+from sage.agent.compiler.selection_keys import wide_selection_keys
 from sage.agent.compiler.rewrite import (
     absorb_index_wraps, absorb_upcasts, exact_integer_products, values_only_extrema, wrapping_int64,
 )
@@ -160,6 +161,7 @@ def _planned(graph: Any, n_args: int, merged_reads: bool = True) -> tuple[Built,
     absorb_index_wraps(built.program)
     exact_integer_products(built.program)
     wrapping_int64(built.program)
+    wide_selection_keys(built.program)
     fuse_attention(built.program)
     check_dtypes(built.program)
     plan = plan_groups(built, merged_reads)
