@@ -21,6 +21,7 @@ def _scores() -> torch.Tensor:
         x[0, g, 3], x[0, g, 17] = a, b
     return x.reshape(1, 256).half()
 
+
 def test_the_group_scores_stay_float32_and_the_exact_sums_decide(compile_graph):
     x = _scores()
     sums16 = torch.topk(x.view(1, 8, 32), 2, dim=-1)[0].sum(-1)
