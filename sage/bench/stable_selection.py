@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from sage.kernels.registry import extension_decomposition
+from sage.kernels import extension_decomposition
 
 aten = torch.ops.aten
 

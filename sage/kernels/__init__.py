@@ -33,7 +33,8 @@ from sage.kernels.record import (
 from sage.kernels.registry import (
     CUBE_OPS, FREE_OPS, MATMUL_OPS, OPS, ROW_OPS, ChainForm, CostClass, CubeForm, OpDef, Prim, Promotion, RowForm,
     WorkRule,
-    base_name, broadcasts, cost_class_of, is_free, op_def, ops_in, register_extension_decomposition,
+    base_name, broadcasts, cost_class_of, extension_decomposition, is_free, op_def, ops_in,
+    register_extension_decomposition,
 )
 from sage.kernels.target import Target, target_for, target_of
 from sage.kernels.vector_ops import VECTOR_OPS, VectorOp
@@ -50,6 +51,6 @@ __all__ = [
     "RowSpec", "Target", "TensorMeta", "Val", "VectorOp", "WorkRule",
     "base_name", "broadcast_layout", "broadcasts", "call_chain", "chain_for", "const", "cost_class_of", "dsl_dtype",
     "dtype_size", "elementwise_source", "flat_args", "is_tensor_list", "elementwise_tiling", "grouped_layout", "inp", "is_free", "matmul_source",
-    "op", "op_def", "ops_in", "register_extension_decomposition", "record_aten", "record_forward", "TooManyLaunches", "render", "row_source", "row_tiling", "suffixed", "target_for",
+    "op", "op_def", "ops_in", "extension_decomposition", "register_extension_decomposition", "record_aten", "record_forward", "TooManyLaunches", "render", "row_source", "row_tiling", "suffixed", "target_for",
     "target_of", "trace_graph",
 ]
