@@ -1,5 +1,6 @@
-"""A floating sum, max or min over one short axis that is not the innermost in memory, as
-elementwise ops over its slices: `x.sum(dim=1)` over [16000, 2, 256] is `x[:, 0] + x[:, 1]`.
+"""A floating sum, max or min over one short axis that is not the innermost in memory, whose
+reduced rows are small, as elementwise ops over its slices: `x.sum(dim=1)` over
+[16000, 2, 256] is `x[:, 0] + x[:, 1]`.
 
 Lowered as a reduction, such an axis makes the tile program's rows the 2 reduced rows of one
 outer index, so the kernel runs one tiny tile per outer index (moe_finalize_routing's
@@ -18,6 +19,11 @@ import math
 import torch
 
 SMALL_AXIS = 8          # longer axes stay reductions: their tiles are not tiny
+# The reduced rows of one outer index (the axis times what lies inside it) under this many
+# float32 bytes make a tiny tile. Above it the reduction measured faster: the suite's
+# moe_finalize_routing sums [1024, 2, 2048] (16 KB rows of 2) at 0.331x as a reduction and
+# 0.308x unrolled (benchmarks/run_delta.py over the suite, docs/results.md).
+TINY_ROWS_BYTES = 16384
 _COMBINE = {torch.sum: torch.add, torch.amax: torch.maximum, torch.amin: torch.minimum}
 
 
@@ -31,7 +37,7 @@ def unrolled(fn, x: torch.Tensor, dims: list[int], keepdim: bool):  # noqa: ANN0
         return NotImplemented
     d = axes[0]
     innermost = min((a for a in range(x.dim()) if x.shape[a] > 1), key=lambda a: x.stride(a))
-    if d == innermost:
+    if d == innermost or x.shape[d] * x.stride(d) * 4 >= TINY_ROWS_BYTES:
         return NotImplemented
     half = fn is torch.sum and x.dtype in (torch.float16, torch.bfloat16)
     parts = (x.float() if half else x).unbind(d)

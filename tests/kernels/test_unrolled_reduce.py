@@ -33,6 +33,7 @@ def test_a_size_one_axis_beside_it_is_kept_in_the_shape():
 
 @pytest.mark.parametrize("shape, dims", [((8, 40), [1]),                 # the innermost axis
                                          ((5, SMALL_AXIS + 1, 7), [1]),  # too long to be tiny tiles
+                                         ((4, 2, 2048), [1]),            # rows of 2 x 2048: 16 KB, not tiny
                                          ((5, 3, 7), [0, 1])])           # two axes
 def test_other_reductions_are_left_alone(shape, dims):
     assert unrolled(torch.sum, torch.randn(*shape), dims, False) is NotImplemented
