@@ -84,8 +84,9 @@ def gather_size(es: int) -> int:
 
 def gathered_dtype(dtype: str, plan: str) -> str:
     """The dtype a leaf read by a gather plan is gathered as: int16 for a padded byte, the
-    low int32 word of an int64 (the tile computes integers in float32 or int32, so the high
-    word carries nothing it keeps), else its own."""
+    low int32 word of an int64 (A2 has no 64-bit Gather; exact for values in int32's range,
+    which is what these leaves hold: indices and their offsets; a larger value is wrong and
+    the comparison with the reference says so), else its own."""
     if plan not in GATHER_PLANS:
         return dtype
     return "int16" if byte_gather(dtype, plan) else "int32" if dtype == "int64" else dtype
