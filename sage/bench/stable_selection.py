@@ -26,8 +26,21 @@ aten = torch.ops.aten
 
 
 def _topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple:  # noqa: A002
-    values, indices = aten.sort.stable(x, stable=True, dim=dim, descending=largest)
-    return values.narrow(dim, 0, k).contiguous(), indices.narrow(dim, 0, k).contiguous()
+    # A row whose k + 1 first keys are distinct has one answer, torch's own; only the rows
+    # with equal keys there are sorted whole (stably). On public level1/9's largest cases
+    # (75 M and 134 M elements) sorting every row took 5.5 and 4.9 s against 0.3 s for torch's
+    # topk; sorting the tied rows takes 1.2 s for the float32 one and still 5.3 s for the
+    # float16 one, whose 128 largest of 16,384 half values tie in most rows.
+    n = x.shape[dim]
+    values, indices = aten.topk.default(x, min(k + 1, n), dim, largest, True)
+    v, i = values.movedim(dim, -1), indices.movedim(dim, -1)
+    tied = ((v[..., 1:] == v[..., :-1]) | (v[..., 1:].isnan() & v[..., :-1].isnan())).any(-1)
+    v, i = v[..., :k].contiguous(), i[..., :k].contiguous()
+    if tied.any():
+        rows = x.movedim(dim, -1)[tied]                       # [tied rows, n]
+        sv, si = aten.sort.stable(rows, stable=True, dim=-1, descending=largest)
+        v[tied], i[tied] = sv[..., :k], si[..., :k]
+    return v.movedim(-1, dim).contiguous(), i.movedim(-1, dim).contiguous()
 
 
 def _sort(x: torch.Tensor, dim: int = -1, descending: bool = False) -> tuple:

@@ -47,3 +47,17 @@ def test_a_standin_runs_its_body_with_stable_selections():
     with deterministic():
         _, idx, _ = torch.ops.npu_standin.npu_moe_gating_top_k_softmax(logits, None, 2)
     assert idx.tolist() == [[1, 2]]                  # torch's own kernel picks [5, 4] here
+
+
+def test_only_the_rows_with_equal_keys_change_and_every_row_is_the_stable_sorts():
+    from sage.bench.stable_selection import _topk
+
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(64, 50, generator=g)
+    x[5, 7] = x[5, 9] = x[5].max() + 1                 # a tie among the top keys of row 5
+    x[9, :3] = float("nan")                            # NaN is the largest key, tied with NaN
+    for dim, k, largest in [(-1, 4, True), (-1, 3, False), (0, 6, True)]:
+        values, indices = _topk(x, k, dim, largest)
+        want_v, want_i = torch.sort(x, dim=dim, descending=largest, stable=True)
+        assert torch.equal(indices, want_i.narrow(dim, 0, k))
+        assert torch.equal(values.nan_to_num(9.0), want_v.narrow(dim, 0, k).nan_to_num(9.0))
