@@ -1,5 +1,5 @@
 """A floating sum, max or min over one short axis that is not the innermost in memory, whose
-reduced rows are small, as elementwise ops over its slices: `x.sum(dim=1)` over
+reduced rows are small and many, as elementwise ops over its slices: `x.sum(dim=1)` over
 [16000, 2, 256] is `x[:, 0] + x[:, 1]`.
 
 Lowered as a reduction, such an axis makes the tile program's rows the 2 reduced rows of one
@@ -24,6 +24,11 @@ SMALL_AXIS = 8          # longer axes stay reductions: their tiles are not tiny
 # moe_finalize_routing sums [1024, 2, 2048] (16 KB rows of 2) at 0.331x as a reduction and
 # 0.308x unrolled (benchmarks/run_delta.py over the suite, docs/results.md).
 TINY_ROWS_BYTES = 16384
+# ... and only where there are many of them: unrolled, the graph depends on the axis length,
+# so cases that differ in it no longer share a kernel (public level2/27's mean over H <= 8
+# heads went from 112 kernels to 138). Under this many tiles the reduction's tiny tiles cost
+# time but stay far from the simulator's instruction-record cap.
+MANY_TILES = 4096
 _COMBINE = {torch.sum: torch.add, torch.amax: torch.maximum, torch.amin: torch.minimum}
 
 
@@ -37,7 +42,8 @@ def unrolled(fn, x: torch.Tensor, dims: list[int], keepdim: bool):  # noqa: ANN0
         return NotImplemented
     d = axes[0]
     innermost = min((a for a in range(x.dim()) if x.shape[a] > 1), key=lambda a: x.stride(a))
-    if d == innermost or x.shape[d] * x.stride(d) * 4 >= TINY_ROWS_BYTES:
+    rows = x.shape[d] * x.stride(d)
+    if d == innermost or rows * 4 >= TINY_ROWS_BYTES or x.numel() // rows < MANY_TILES:
         return NotImplemented
     half = fn is torch.sum and x.dtype in (torch.float16, torch.bfloat16)
     parts = (x.float() if half else x).unbind(d)

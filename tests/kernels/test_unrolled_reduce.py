@@ -17,7 +17,7 @@ class _MiddleSum(torch.nn.Module):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("keepdim", [False, True])
 def test_the_slices_give_what_torch_gives(fn, dtype, keepdim):
-    x = torch.randn(33, 3, 40, generator=torch.Generator().manual_seed(0)).to(dtype)
+    x = torch.randn(4096, 3, 8, generator=torch.Generator().manual_seed(0)).to(dtype)
     got = unrolled(fn, x, [1], keepdim)
     want = fn(x, [1], keepdim=keepdim)
     assert got.dtype == want.dtype and got.shape == want.shape
@@ -26,21 +26,22 @@ def test_the_slices_give_what_torch_gives(fn, dtype, keepdim):
 
 
 def test_a_size_one_axis_beside_it_is_kept_in_the_shape():
-    x = torch.randn(1, 4, 5, 6)
-    assert unrolled(torch.sum, x, [0, 1], True).shape == (1, 1, 5, 6)
-    torch.testing.assert_close(unrolled(torch.sum, x, [0, 1], False), x.sum(dim=(0, 1)))
+    x = torch.randn(4096, 1, 4, 2)
+    assert unrolled(torch.sum, x, [1, 2], True).shape == (4096, 1, 1, 2)
+    torch.testing.assert_close(unrolled(torch.sum, x, [1, 2], False), x.sum(dim=(1, 2)))
 
 
-@pytest.mark.parametrize("shape, dims", [((8, 40), [1]),                 # the innermost axis
-                                         ((5, SMALL_AXIS + 1, 7), [1]),  # too long to be tiny tiles
+@pytest.mark.parametrize("shape, dims", [((4096, 40), [1]),              # the innermost axis
+                                         ((4096, SMALL_AXIS + 1, 7), [1]),  # too long to be tiny tiles
                                          ((4, 2, 2048), [1]),            # rows of 2 x 2048: 16 KB, not tiny
-                                         ((5, 3, 7), [0, 1])])           # two axes
+                                         ((100, 2, 8), [1]),             # 100 tiny tiles: few enough
+                                         ((4096, 3, 7), [0, 1])])        # two axes
 def test_other_reductions_are_left_alone(shape, dims):
     assert unrolled(torch.sum, torch.randn(*shape), dims, False) is NotImplemented
     assert unrolled(torch.sum, torch.ones(*shape, dtype=torch.int32), [1], False) is NotImplemented
 
 
 def test_the_trace_records_adds_not_a_sum():
-    graph = trace_graph(_MiddleSum(), [torch.randn(16, 2, 64)], decompose=True)
+    graph = trace_graph(_MiddleSum(), [torch.randn(4096, 2, 8)], decompose=True)
     ops = [n.call.name for n in graph.nodes]
     assert "sum" not in ops and ops.count("add") == 1
