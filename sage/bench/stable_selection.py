@@ -43,15 +43,12 @@ def _topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True, sorted: 
     return v.movedim(-1, dim).contiguous(), i.movedim(-1, dim).contiguous()
 
 
-def _sort(x: torch.Tensor, dim: int = -1, descending: bool = False) -> tuple:
+def _sort(x: torch.Tensor, dim: int = -1, descending: bool = False, *, stable: bool | None = None) -> tuple:
+    """aten.sort.default (dim, descending positional) and aten.sort.stable (all keywords)."""
     return aten.sort.stable(x, stable=True, dim=dim, descending=descending)
 
 
-def _sort_stable(x: torch.Tensor, *, stable: bool | None = None, dim: int = -1, descending: bool = False) -> tuple:
-    return aten.sort.stable(x, stable=True, dim=dim, descending=descending)
-
-
-_STABLE = {aten.topk.default: _topk, aten.sort.default: _sort, aten.sort.stable: _sort_stable}
+_STABLE = {aten.topk.default: _topk, aten.sort.default: _sort, aten.sort.stable: _sort}
 
 
 class _StableSelection(TorchDispatchMode):

@@ -71,10 +71,8 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
 
 
 def bucketize(values, boundaries, *, out_int32=False, right=False):
-    """torch.bucketize(x, boundaries, right) is searchsorted(boundaries, x, right) over the
-    flattened values: right=False counts the boundaries below x, right=True those at or below."""
+    """torch.bucketize(x, boundaries, right) is searchsorted(boundaries, x, right), for values
+    of any shape: right=False counts the boundaries below x, right=True those at or below."""
     if not isinstance(values, torch.Tensor) or boundaries.dim() != 1:
         return NotImplemented
-    shape = values.shape
-    found = searchsorted(boundaries, values.reshape(-1), out_int32=out_int32, right=right)
-    return found.reshape(shape)
+    return searchsorted(boundaries, values, out_int32=out_int32, right=right)

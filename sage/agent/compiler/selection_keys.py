@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sage.agent.compiler.ir import Program, Ref
+from sage.agent.compiler.rewrite import HALF
 
-HALF = ("float16", "bfloat16")
 SELECTIONS = ("topk",)
 # readers that take only the key's shape (their own dtype is their result's)
 SHAPE_ONLY = ("zeros_like", "ones_like", "empty_like", "full_like", "new_zeros", "new_ones", "new_empty", "new_full")
@@ -42,10 +42,10 @@ def wide_selection_keys(prog: Program) -> None:
         if any(uses.readers(v) or v in outputs or prog.buffers[v].dtype != buf.dtype for v in values):
             continue
         wide.update([key.buf, *values])
-    for b in wide:
-        prog.buffers[b].dtype = "float32"
     if not wide:
         return
+    for b in wide:
+        prog.buffers[b].dtype = "float32"
     for node in prog.nodes:
         node.ins = [_widened(r, wide) for r in node.ins]
         node.outs = [_widened(r, wide) for r in node.outs]

@@ -31,11 +31,17 @@ def compensated(kind: str, compute: str) -> bool:
     return kind == "sum" and compute == "float32"
 
 
-def kahan_add(acc: str, cmp: str, scratch: str, x: str) -> list[str]:
-    """acc += x (one row of nc), compensated: `cmp` holds what the last add lost and is taken
-    off x first; x is overwritten, `scratch` is a spare row."""
-    return [f"Sub({x}, {x}, {cmp}, nc)", f"Add({scratch}, {acc}, {x}, nc)", f"Sub({cmp}, {scratch}, {acc}, nc)",
-            f"Sub({cmp}, {cmp}, {x}, nc)", f"Adds({acc}, {scratch}, 0, nc)"]
+def accumulate(kind: str, compute: str, j: int, x: str, first: str) -> list[str]:
+    """Accumulator j (bound to `acc`) started at row x (nc elements) where `first` holds, else
+    x folded into it. A compensated sum also starts its compensation row `cmp` at zero, and
+    adds Kahan's way: what the last add lost is taken off x first (x is overwritten; the
+    shared row `ks` holds the new sum)."""
+    if not compensated(kind, compute):
+        return [f"if {first}:", f"    Adds(acc, {x}, 0, nc)", "else:", f"    {FOLD_OPS[kind]}(acc, acc, {x}, nc)"]
+    ct = dsl_dtype(compute)
+    return [f"cmp = self.cmpb{j}.Get({ct})", f"if {first}:", f"    Adds(acc, {x}, 0, nc)", "    Duplicate(cmp, 0.0, nc)",
+            "else:", f"    ks = self.ksb.Get({ct})", f"    Sub({x}, {x}, cmp, nc)", f"    Add(ks, acc, {x}, nc)",
+            "    Sub(cmp, ks, acc, nc)", f"    Sub(cmp, cmp, {x}, nc)", "    Adds(acc, ks, 0, nc)"]
 
 
 def bind_globals(**buffers: str) -> str:

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from sage.kernels.chain import Expr, Inp, Op, Reduce, inputs_of, render
 from sage.kernels.library import tile_split
 from sage.kernels.library.knobs import VENDOR_KNOBS, Knobs
-from sage.kernels.library.source import FOLD_OPS, HEADER, compensated, dsl_dtype, kahan_add, method
+from sage.kernels.library.source import FOLD_OPS, HEADER, accumulate, compensated, dsl_dtype, method
 from sage.kernels.library.tile_emit import Emit
 from sage.kernels.library.tile_layout import TileLayout
 from sage.kernels.library.tile_plan import plan_tile
@@ -233,7 +233,7 @@ class _Writer:
         for j, r in enumerate(self.reduces):
             for b in (("accb", "cmpb") if compensated(r.kind, self.spec.compute) else ("accb",)):
                 body += [f"self.{b}{j} = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.{b}{j}, buf_bytes(S_PAD, {csz}))"]
-        if any(compensated(r.kind, self.spec.compute) for r in self.reduces):
+        if any(compensated(r.kind, self.spec.compute) for r in self.reduces):    # row mode's only
             body += ["self.ksb = TBuf(TPosition.VECCALC)", f"self.pipe.InitBuffer(self.ksb, buf_bytes(S_PAD, {csz}))"]
         if self.masked:
             body += ["self.mkb = TBuf(TPosition.VECCALC)", "self.pipe.InitBuffer(self.mkb, buf_bytes(TILE_ELEMS, 1) // 8 + 64)"]
@@ -362,13 +362,7 @@ class _Writer:
             if full is None:
                 lines.append(f"Adds({src}, {x.ref}, 0, n)")
         ct = dsl_dtype(self.spec.compute)
-        lines += [f"acc = self.accb{j}.Get({ct})", "h = nr", "while h > 1:", "    half = h // 2",
-                  f"    {fn}({src}, {src}, {src}[(h - half) * s], half * s)", "    h = h - half"]
-        if not compensated(kind, self.spec.compute):
-            return lines + ["if j0 == 0:", f"    Adds(acc, {src}, 0, nc)", "else:", f"    {fn}(acc, acc, {src}, nc)"]
-        # Kahan: the compensation row holds what the last add lost; it is taken off the next
-        # tile's sum before that is added
-        return lines + [f"cmp = self.cmpb{j}.Get({ct})", "if j0 == 0:", f"    Adds(acc, {src}, 0, nc)",
-                        "    Duplicate(cmp, 0.0, nc)", "else:", f"    ks = self.ksb.Get({ct})",
-                        *("    " + ln for ln in kahan_add("acc", "cmp", "ks", src))]
+        return lines + [f"acc = self.accb{j}.Get({ct})", "h = nr", "while h > 1:", "    half = h // 2",
+                        f"    {fn}({src}, {src}, {src}[(h - half) * s], half * s)", "    h = h - half",
+                        *accumulate(kind, self.spec.compute, j, src, "j0 == 0")]
 

@@ -59,7 +59,7 @@ def stored_dtype(dtype: str, plan: str) -> str:
     gathered in Gather's 16-bit form, int32 for a widened int64)."""
     if widened(dtype, plan):
         return "int32"
-    return "int16" if store_width(dtype, plan) != DTYPE_SIZE[dtype] else dtype
+    return "int16" if byte_gather(dtype, plan) else dtype
 
 
 def out_pitch(nr: int, dtype: str, plan: str) -> int:

@@ -13,7 +13,7 @@ from sage.kernels.chain import Expr, Op, Reduce
 from sage.kernels.library.knobs import Knobs
 from sage.kernels.library.casts import hops
 from sage.kernels.library.source import DTYPE_SIZE, compensated
-from sage.kernels.library.tile_layout import GATHER_PLANS, TileLayout, stored_dtype
+from sage.kernels.library.tile_layout import GATHER_PLANS, OUT_GATHER_PLANS, TileLayout, stored_dtype
 from sage.kernels.library.tile_round import rounded_slots, rounded_store
 from sage.kernels.library.tile_resident import ROW_TILES, loop_order, resident_leaves
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, load_plan
@@ -77,7 +77,7 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
                         + [hops(ct, stored_dtype(o.access.dtype, plan)) for o, plan in zip(spec.outputs, lay.out_plans)
                            if o.access.dtype != ct] + [0])
     lay.needs_ramp = any(p in GATHER_PLANS for p in lay.plans.values()) or \
-        any(p in ("transposed", "elements", "col_strided") for p in lay.out_plans) or \
+        any(p in OUT_GATHER_PLANS for p in lay.out_plans) or \
         any(isinstance(leaf, Iota) for leaf in spec.leaves)
     if lay.needs_ramp and ct != "int32":
         lay.cvt_slots = max(lay.cvt_slots, hops("int32", ct))
@@ -85,7 +85,6 @@ def plan_tile(spec: TileSpec, knobs: Knobs, target: Target) -> TileLayout:
         if rounded_store(o.expr, ct, o.access.dtype) is not None:
             lay.cvt_slots = max(lay.cvt_slots, rounded_slots(stored_dtype(o.access.dtype, plan)))
     return lay
-
 
 
 def shared_spans(spec: TileSpec, plans: dict[int, str]) -> dict[int, tuple[int, int]]:

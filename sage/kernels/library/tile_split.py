@@ -18,7 +18,7 @@ This is the standard Ascend C pattern for cross-core reductions (workspace plus 
 
 from __future__ import annotations
 
-from sage.kernels.library.source import FOLD_OPS, compensated, dsl_dtype, kahan_add
+from sage.kernels.library.source import accumulate, dsl_dtype
 
 # Column chunks whose row burst is shorter than this are worth a split (CANN: GM accesses
 # are most efficient 512 B aligned, and copies want 16 KB or more).
@@ -86,15 +86,9 @@ def combine(kinds: list[str], compute: str) -> list[str]:
     copy in flight while one is added (a float32 sum compensated, as the parts were)."""
     body, ct = [], dsl_dtype(compute)
     for j, kind in enumerate(kinds):
-        comp = compensated(kind, compute)
-        first = ["        Adds(acc, x, 0, nc)"] + (["        Duplicate(cmp, 0.0, nc)"] if comp else [])
-        add = ([f"        ks = self.ksb.Get({ct})",
-                *("        " + ln for ln in kahan_add("acc", "cmp", "ks", "x"))] if comp
-               else [f"        {FOLD_OPS[kind]}(acc, acc, x, nc)"])
-        body += [f"acc = self.accb{j}.Get({ct})", *([f"cmp = self.cmpb{j}.Get({ct})"] if comp else []),
-                 f"self.WsIn({j}, u * P, nc)", "for p in range(P):",
+        body += [f"acc = self.accb{j}.Get({ct})", f"self.WsIn({j}, u * P, nc)", "for p in range(P):",
                  "    if p + 1 < P:", f"        self.WsIn({j}, u * P + p + 1, nc)", f"    x = self.qw.DeQue({ct})",
-                 "    if p == 0:", *first, "    else:", *add, "    self.qw.FreeTensor(x)"]
+                 *("    " + ln for ln in accumulate(kind, compute, j, "x", "p == 0")), "    self.qw.FreeTensor(x)"]
     return body
 
 
