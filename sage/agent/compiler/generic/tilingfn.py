@@ -14,32 +14,69 @@ from sage.kernels.symbolic import Formula, evaluate
 
 def tiling_function(kernel: str, tilings: Tilings) -> str:
     """The kernel's host tiling function `tiling` over its launch parameters p0, p1, ...: the
-    first variant whose guards hold gives the tiling struct."""
+    first variant whose guards hold gives the tiling struct. The conditions every variant
+    shares are tested once before them where that makes the text shorter."""
     n = tilings.counts[kernel]
-    lines = [f"def tiling({', '.join(f'p{i}' for i in range(n))}):"]
     ps = [("p", i) for i in range(n)]
-    written: list[list[str]] = []
+    variants = []
     for variant in tilings.variants[kernel]:
         guards, fields = variant
         subbed = [(_sub(g, ps), outcome) for g, outcome in guards]
         # decided without the parameters (x < x, constants alone): true by construction
         subbed = [(g, o) for g, o in subbed if g[0] != "c" and g[1] != g[2]]
-        conds = simplified(subbed, tilings.values[(kernel, variant)])
-        fields = [_sub(f, ps) for f in fields]
+        variants.append((simplified(subbed, tilings.values[(kernel, variant)]), [_sub(f, ps) for f in fields]))
+        if not variants[-1][0]:
+            break             # the variants after one without conditions are never reached
+    head = f"def tiling({', '.join(f'p{i}' for i in range(n))}):"
+    plain = _body(variants, [])
+    common = _shared_conditions([conds for conds, _ in variants])
+    hoisted = _body(variants, common) if common else plain
+    return "\n".join([head] + min(plain, hoisted, key=lambda lines: sum(map(len, lines)))) + "\n"
+
+
+def _body(variants: list[tuple[list[Formula], list[Formula]]], common: list[Formula]) -> list[str]:
+    lines: list[str] = []
+    if common:
+        shared = _common_terms(common)
+        lines += [f"    e{j} = {formula_text(t, params=True, shared=shared, define=True)}" for t, j in shared.items()]
+        lines.append("    if not (" + " and ".join(_cond_text(c, shared) for c in common) + "):")
+        lines.append("        return None")
+    written: list[list[str]] = []
+    for conds, fields in variants:
+        conds = [c for c in conds if c not in common]
         shared = _common_terms(conds + fields)
         ret = "return " + tuple_text([formula_text(f, params=True, shared=shared) for f in fields])
         locals_ = [f"    e{j} = {formula_text(t, params=True, shared=shared, define=True)}" for t, j in shared.items()]
         if not conds:
-            lines += locals_ + ["    " + ret]
-            break
+            return lines + locals_ + ["    " + ret]
         block = locals_ + ["    if " + " and ".join(_cond_text(c, shared) for c in conds) + ":", "        " + ret]
         if block in written:
             continue          # guards that differ only in what simplified away: the same test
         written.append(block)
         lines += block
-    else:
-        lines.append("    return None")
-    return "\n".join(lines) + "\n"
+    return lines + ["    return None"]
+
+
+def _shared_conditions(variants: list[list[Formula]]) -> list[Formula]:
+    """Conditions every variant has (in the first one's order), tested once before any of
+    them: a kernel's variants differ in a few guards (how many times a tile halved) and share
+    the rest (each size's 0 / 1 / many pattern, its bounds), which each branch wrote out again.
+    Only conditions that cannot raise are taken (no division by a size): the ones that can
+    stay behind the guard, in the variant's own order, that makes their divisor positive.
+    Failing a shared one, no variant holds, as before."""
+    if len(variants) < 2 or not all(variants):
+        return []
+    rest = [set(v) for v in variants[1:]]
+    return [c for c in variants[0] if _total(c) and all(c in r for r in rest)]
+
+
+def _total(f: Formula) -> bool:
+    """No division by a non-constant anywhere in `f`: it evaluates for any sizes."""
+    if not isinstance(f, tuple) or f[0] in ("p", "c", "v"):
+        return True
+    if f[0] in ("//", "%", "/") and f[2][0] != "c":
+        return False
+    return all(_total(a) for a in f[1:] if isinstance(a, tuple))
 
 
 def tuple_text(items: list[str]) -> str:
