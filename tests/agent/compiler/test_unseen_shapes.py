@@ -102,3 +102,22 @@ def test_a_broadcast_file_does_not_guess_how_an_untraced_pair_broadcasts(task_fi
     for sa, sb in (((1, 64, 64, 1), (1, 64, 1, 1)), ((1, 32, 128, 1), (1, 1, 128, 1)), ((1, 48, 64, 1), (1, 1, 64, 1))):
         a, b = torch.randn(sa), torch.randn(sb)
         assert _outcome(_run(compiled, a, b), (a + b).numpy()) in ("correct", "refused"), (sa, sb)
+
+
+def test_a_constant_a_ratio_of_sizes_also_gives_is_kept_a_constant(task_file):
+    """Bilinear upsampling by 2 adds the half-pixel offset 0.5 and scales by in / out = 0.5:
+    traced on that case alone, both explain either constant. Read as the ratio, the offset
+    became 2.0 on a downsampling by 2, which the file then took and answered wrongly (its
+    pixels shifted); the class now checks that the ratio is still 0.5 and refuses it."""
+    from sage.agent.compiler.compiler import compile_cases, trace_cases
+    from sage.kernels import target_for
+    from sage.npu.sandbox import run_sandboxed
+
+    body = "torch.nn.functional.interpolate(x, size=size, mode='bilinear', align_corners=False)"
+    task = task_file("x, size", body, ["torch.randn(1, 3, 256, 256), [512, 512]"])
+    compiled = compile_cases(trace_cases(task), None, target_for("ascend910b2"), "t")
+    for shape, size in [((1, 3, 256, 256), [512, 512]), ((1, 3, 512, 512), [256, 256])]:
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(shape[-1]))
+        run = run_sandboxed(compiled.source, [x.numpy(), size])
+        want = torch.nn.functional.interpolate(x, size=size, mode="bilinear", align_corners=False).numpy()
+        assert _outcome(run, want) in (("correct",) if size == [512, 512] else ("correct", "refused"))

@@ -57,7 +57,14 @@ class Rule:
         rule takes only arguments on which they still agree: a call with sizes no case
         traced then gets the traced result or no class, never a kernel built on the wrong
         size (a BoundsError or a wrong answer). A scalar read as given, as a float or
-        rounded is one quantity (`HostExpr.source`); a literal explains nothing."""
+        rounded is one quantity (`HostExpr.source`). A literal explains nothing (a size
+        every case traced at 256 would pin the class to 256; a scalar argument is read as
+        given), but a float that sizes derive (derived.py: a ratio, 1 / n) and a literal
+        both give is checked: a kernel's constant 0.5 (bilinear's half-pixel offset) that
+        an upsampling by 2's ratio also gives must stay 0.5 at another scale (public
+        level1/28_interpolate: a downsampling by 2 took the upsampling's class, read its
+        offset as 2.0 and was answered wrongly; the verifier then gave each case a class
+        of its own)."""
         key = (id(self.candidates), len(self.cases))     # a join replaces the candidates' list
         if self._checked is not None and self._checked[0] == key:
             return self._checked[1]
@@ -67,7 +74,7 @@ class Rule:
             if ref.kind == "lit" and isinstance(ref.value, float) and ref.value != ref.value:
                 continue                   # NaN equals nothing, not even the case that traced it
             for e in cands[1:]:
-                if e.kind != "lit" and e.source != ref.source:
+                if e.kind != "lit" and e.source != ref.source or _float_literal(e) and ref.kind == "derived":
                     out.setdefault((ref, e) if repr(ref) <= repr(e) else (e, ref), (ref, e))
         pairs = [p for p in out.values() if not _nan(p[0].evaluate(self.code.flat))]
         self._checked = (key, needed(pairs, self.code.flat, self.ranked))
@@ -206,6 +213,10 @@ def _rule_of(code: CaseCode) -> Rule:
     if all(offers) and all(likes) and not unexplained and len(shapes) <= 1:
         return Rule(False, [code], offers, likes)
     return Rule(True, [code], ranked, [])
+
+
+def _float_literal(e: HostExpr) -> bool:
+    return e.kind == "lit" and isinstance(e.value, float) and e.value == e.value
 
 
 def _sized_literal(e: HostExpr) -> bool:
