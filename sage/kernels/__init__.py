@@ -23,7 +23,7 @@ from sage.kernels.library.tile import TileGeometry, TileTooBig, tile_args, tile_
 from sage.kernels.library.mm import MatOperand, MmOut, MmSpec, mm_args, mm_source
 from sage.kernels.library.tile_spec import Access, Iota, TileOutput, TileSpec
 from sage.kernels.library.tile_spec import load_plan as tile_load_plan
-from sage.kernels.long_rows import long_rows
+from sage.kernels.long_rows import LONG_ROW_LIMITS, long_rows
 from sage.kernels.compact import compact_programs
 from sage.kernels.lowering import Lowerer, Val
 from sage.kernels.record import (
@@ -41,7 +41,7 @@ from sage.kernels.vector_ops import VECTOR_OPS, VectorOp
 
 __all__ = [
     "Access", "Iota", "MatOperand", "MmOut", "MmSpec", "Prim", "mm_args", "mm_source", "Reduce", "TileGeometry", "TileOutput", "TileSpec", "TileTooBig", "chain_context",
-    "long_rows", "compact_programs", "tile_args", "tile_geometry",
+    "LONG_ROW_LIMITS", "long_rows", "compact_programs", "tile_args", "tile_geometry",
     "tile_load_plan",
     "tile_source",
     "CUBE_OPS", "FREE_OPS", "HEADER", "KERNEL_DTYPES", "LIB_DTYPES", "MATMUL_OPS", "OPS", "REDUCTIONS", "ROW_OPS",

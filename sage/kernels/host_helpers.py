@@ -100,6 +100,45 @@ def shape_prod(shape, lo, hi):
     return n
 
 
+def divisor_at_most(n, limit, minimum):
+    for c in range(min(n, limit), minimum - 1, -1):
+        if c > 0 and n % c == 0:
+            return c
+    return 0
+
+
+def grouped_run(shape, groups, lo, hi, what):
+    run = shape_prod(shape, lo, hi)
+    if groups < 1 or run % groups != 0 or run == 0:
+        return 0.0 if what >= 2 else 0
+    if what == 0:
+        return run // groups
+    if what == 1:
+        return shape_prod(shape, 0, lo) * groups
+    if what == 2:
+        return 1.0 / (run // groups)
+    return float(run // groups)
+
+
+def long_row_split(shape, lo, hi, limit, what):
+    return grouped_row_split(shape, 1, lo, hi, limit, what)
+
+
+def grouped_row_split(shape, groups, lo, hi, limit, what):
+    run = shape_prod(shape, lo, hi)
+    if groups < 1 or run % groups != 0:
+        return 0
+    n = run // groups
+    c = divisor_at_most(n, limit, 64) if n > limit else 0
+    if c == 0:
+        return 0
+    if what == 0:
+        return c
+    if what == 1:
+        return n // c
+    return shape_prod(shape, 0, lo) * groups * (n // c)
+
+
 # name -> function; a formula (name, a, b, ...) is the function of its arguments' values
 HOST_HELPERS: dict[str, Callable[..., object]] = {
     "square_side": square_side,
@@ -107,6 +146,9 @@ HOST_HELPERS: dict[str, Callable[..., object]] = {
     "padded_shape": padded_shape, "pad_offset": pad_offset, "sized_shape": sized_shape,
     "scaled_shape": scaled_shape, "mixed_shape": mixed_shape, "shape_prod": shape_prod,
     "cat_shape": cat_shape, "cat_offset": cat_offset,
+    # a reduction over a row too long for UB, in chunks (sage/kernels/long_rows.py)
+    "divisor_at_most": divisor_at_most, "long_row_split": long_row_split, "grouped_row_split": grouped_row_split,
+    "grouped_run": grouped_run,
 }
 
 
@@ -115,5 +157,6 @@ def helper_source(name: str) -> str:
     return inspect.getsource(HOST_HELPERS[name])
 
 
-__all__ = ["HOST_HELPERS", "helper_source", "pad_offset", "padded_shape", "scaled_shape", "shape_prod", "sized_shape",
+__all__ = ["HOST_HELPERS", "divisor_at_most", "grouped_row_split", "grouped_run", "helper_source", "long_row_split", "pad_offset", "padded_shape",
+           "scaled_shape", "shape_prod", "sized_shape",
            "square_side"]

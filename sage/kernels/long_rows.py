@@ -19,8 +19,12 @@ from contextvars import ContextVar
 
 import torch
 
+from sage.kernels.host_helpers import divisor_at_most
+
 _LIMIT: ContextVar[int | None] = ContextVar("long_rows_limit", default=None)
 MIN_CHUNK = 64                 # a chunk shorter than this is not worth a step of its own
+# Chunk lengths the compiler tries, longest first, when a fused program's reduced rows do not fit UB.
+LONG_ROW_LIMITS = (4096, 2048, 1024, 512)
 
 
 @contextlib.contextmanager
@@ -33,11 +37,10 @@ def long_rows(limit: int) -> Iterator[None]:
 
 
 def chunk_of(n: int, limit: int, minimum: int = MIN_CHUNK) -> int | None:
-    """The largest divisor of `n` that is at most `limit` (and at least `minimum`)."""
-    for c in range(min(n, limit), minimum - 1, -1):
-        if n % c == 0:
-            return c
-    return None
+    """The largest divisor of `n` that is at most `limit` (and at least `minimum`). The host
+    helper computes it, so that a kernel file's host code can compute the same chunks for the
+    shape at hand (`long_row_split`; sage/agent/compiler/generic/derived.py)."""
+    return divisor_at_most(n, limit, minimum) or None
 
 
 def split_long_row(fn, x: torch.Tensor, dims: list[int], keepdim: bool, **kw):  # noqa: ANN001 - torch.sum/amax/amin

@@ -34,7 +34,8 @@ from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, g
 from sage.agent.compiler.tracing import check_static, reference_failure, traced
 from sage.bench.case_support import describe_case
 from sage.bench.evaluate import case_indices
-from sage.kernels import Target, compact_programs, dsl_dtype, flat_args, is_tensor_list, long_rows, target_for, trace_graph
+from sage.kernels import (LONG_ROW_LIMITS, Target, compact_programs, dsl_dtype, flat_args, is_tensor_list, long_rows,
+                          target_for, trace_graph)
 from sage.npu.restricted import MAX_SOURCE_BYTES
 
 ScheduleFor = Callable[[GroupKey], Schedule]
@@ -51,6 +52,7 @@ class CaseProgram:
     keys: list[GroupKey]          # one per group
     case: list = field(default_factory=list)   # the traced forward arguments (timing runs reuse them)
     packing: tuple[int | None, ...] = ()       # per argument, its list's length (None: not a list of tensors)
+    long_row_limit: int | None = None          # traced with its long reductions in chunks of at most this
 
 
 @dataclass
@@ -123,14 +125,19 @@ def _traced_cases(task: Any, evaluated: int | list[int] | None) -> list[CaseProg
             raise Unsupported("the forward returns no tensor")
         check_static(model, graph, case, again.get(i))
         built, plan = _planned(graph, len(flat))
+        limit = None
         if not _rows_fit(plan, built.program):
             # a cast recomputed where a reduction reads it through a merging reshape costs that
             # tile the cast's input and result buffers: written once to GM, whole rows may fit
-            built, plan = _fitting(_planned(graph, len(flat), merged_reads=False)) or \
-                _with_long_rows_split(model, args, len(flat)) or (built, plan)
+            refit = _fitting(_planned(graph, len(flat), merged_reads=False))
+            split = None if refit is not None else _with_long_rows_split(model, args, len(flat))
+            if split is not None:
+                built, plan, limit = split
+            else:
+                built, plan = refit or (built, plan)
         names = [f"a{i}" for i in range(len(flat))] + sorted(built.program.params)
         keys = [group_key(g, built.program, len(out), i) for i, g in enumerate(plan.groups)]
-        out.append(CaseProgram(signature, names, built, plan, keys, list(case), packing))
+        out.append(CaseProgram(signature, names, built, plan, keys, list(case), packing, limit))
     if not out and unsupported:
         raise Unsupported(f"no case a 910B kernel can take: {unsupported[0]}")
     if not out and raised:
@@ -174,8 +181,6 @@ def _fitting(planned: tuple[Built, Plan]) -> tuple[Built, Plan] | None:
     return planned if _rows_fit(planned[1], planned[0].program) else None
 
 
-# Chunk lengths tried, longest first, when a fused program's reduced rows do not fit UB.
-LONG_ROW_LIMITS = (4096, 2048, 1024, 512)
 
 
 def _rows_fit(plan: Plan, prog: Program) -> bool:
@@ -192,15 +197,15 @@ def _rows_fit(plan: Plan, prog: Program) -> bool:
     return True
 
 
-def _with_long_rows_split(model: Any, args: list, n_args: int) -> tuple[Built, Plan] | None:
+def _with_long_rows_split(model: Any, args: list, n_args: int) -> tuple[Built, Plan, int] | None:
     """The case traced again with its long reductions in chunks (sage.kernels.long_rows),
-    at the longest chunk whose programs fit; None when none does."""
+    at the longest chunk whose programs fit, and that chunk limit; None when none does."""
     for limit in LONG_ROW_LIMITS:
         with long_rows(limit):
             graph = trace_graph(model, [a.clone() if isinstance(a, torch.Tensor) else a for a in args], decompose=True)
         built, plan = _planned(graph, n_args)
         if _rows_fit(plan, built.program):
-            return built, plan
+            return built, plan, limit
     return None
 
 

@@ -157,7 +157,7 @@ def case_code(index: int, case: CaseProgram, schedule_for: ScheduleFor, schedule
             temps.append((name, max(buf.numel, 1), buf.dtype))
     host.temps = [(n, host.param(numel), d) for n, numel, d in sorted(temps)]
     return CaseCode(index=index, flat=flat_args(case.case), packing=case.packing, names=case.args,
-                    launches=launches, host=host)
+                    launches=launches, host=host, long_row_limit=case.long_row_limit)
 
 
 __all__ = ["LAUNCH_NAME", "Room", "case_code", "traced"]

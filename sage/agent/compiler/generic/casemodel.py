@@ -73,6 +73,7 @@ class CaseCode:
     names: list[str]                   # forward's flat parameter names (a0.., then model parameters)
     launches: list[TracedLaunch]
     host: HostCode
+    long_row_limit: int | None = None  # its long reductions traced in chunks of at most this (derived.py)
     # rules.py's host expressions of this case, ranked and rank-free, made once (a case is
     # offered to every class before it gets its own; read only)
     offered: dict = field(default_factory=dict, repr=False, compare=False)

@@ -141,8 +141,9 @@ def _shapes(flat: list) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
     return out
 
 
-def extend(add: Any, flat: list) -> None:
-    """Adds the derived candidates of one case's arguments through `add(value, expr)`."""
+def extend(add: Any, flat: list, long_row_limit: int | None = None) -> None:
+    """Adds the derived candidates of one case's arguments through `add(value, expr)`; with
+    `long_row_limit`, the chunks of a case traced with its long reductions split at it."""
     base_dims: list[tuple[HostExpr, int]] = []
     for i, x in enumerate(flat):
         if isinstance(x, torch.Tensor):
@@ -197,7 +198,8 @@ def extend(add: Any, flat: list) -> None:
                     add(v + item, Derived("derived", op="add", parts=(d, HostExpr("item", j, k))))
         if isinstance(a, float) and a != 0:
             add(1.0 / a, Derived("derived", op="recip", parts=(HostExpr("scalar", j),)))
-    # a mean's 1 / n over a run of dimensions (layer norm's normalized shape)
+    # a mean's 1 / n over a run of dimensions (layer norm's normalized shape), and n itself
+    # as a float (a division by the spatial size H * W)
     for i, x in enumerate(flat):
         if isinstance(x, torch.Tensor):
             shape = [int(d) for d in x.shape]
@@ -208,6 +210,62 @@ def extend(add: Any, flat: list) -> None:
                         e = HostExpr("dim", i, lo) if hi == lo + 1 else \
                             HostExpr("numel", i) if (lo, hi) == (0, len(shape)) else HostExpr("prod", i, lo, hi)
                         add(1.0 / n, Derived("derived", op="recip", parts=(e,)))
+                        if hi > lo + 1:
+                            add(float(n), Derived("derived", op="float", parts=(e,)))
+            _grouped_runs(add, i, shape, flat)
+            if long_row_limit is not None:
+                _long_row_chunks(add, i, shape, long_row_limit, flat)
+
+
+def _group_args(flat: list) -> list[int]:
+    """Int arguments that may split a run of dimensions into groups (a group norm's groups)."""
+    return [j for j, a in enumerate(flat) if isinstance(a, int) and not isinstance(a, bool) and a > 1]
+
+
+def _grouped_runs(add: Any, i: int, shape: list[int], flat: list) -> None:
+    """A run of dimensions divided by an int argument that divides it, and the leading
+    dimensions times that argument: a group norm's group (C / G * H * W elements, its mean's
+    1 / n) and its rows (N * G), and the channels of a group (C / G); without these each
+    group norm case was a class of its own (public level1/11_group_norm: 70 classes, 73 cases)."""
+    runs = [(lo, len(shape)) for lo in range(len(shape))] + [(lo, lo + 1) for lo in range(len(shape) - 1)]
+    for j in _group_args(flat):
+        for lo, hi in runs:
+            n = math.prod(shape[lo:hi])
+            if n % flat[j] != 0 or n == flat[j]:
+                continue
+            end = -1 if hi == len(shape) else hi
+            # the group's size; the leading dimensions times the groups; 1 / size; size as a float
+            whats = [0] + ([1] if lo > 0 and end == -1 else []) + ([2, 3] if n // flat[j] > 1 else [])
+            for what in whats:
+                add(HOST_HELPERS["grouped_run"](tuple(shape), flat[j], lo, end, what),
+                    Derived("derived", value=(i,), op="call", parts=("grouped_run", (i, j), lo, end, what)))
+
+
+def _long_row_chunks(add: Any, i: int, shape: list[int], limit: int, flat: list) -> None:
+    """A reduction over a trailing run too long for UB is traced in chunks (sage/kernels/
+    long_rows.py): the chunk length is the largest divisor of the run's length up to a limit,
+    so the chunk, the number of chunks and the rows of the chunked reduction (the leading
+    dimensions times the chunks) are no product of dimensions. The host computes them as the
+    compiler did (`long_row_split`) at the limit the case was traced with; without these, every
+    spatial size of an instance norm's backward was a case class of its own (public level2/14:
+    49 classes, 50 cases). A group norm's row is a run divided by an int argument (the
+    groups), its chunked rows the leading dimensions times the groups times the chunks
+    (`grouped_row_split`). Offered only for such a case: elsewhere they would be coincidences
+    the class checks must keep apart (ambiguity.py)."""
+    groups = _group_args(flat)
+    for lo in range(len(shape)):
+        run = math.prod(shape[lo:])
+        if run <= limit:
+            break
+        for what in (0, 1, 2):
+            v = HOST_HELPERS["long_row_split"](tuple(shape), lo, len(shape), limit, what)
+            if v > 1:
+                add(v, Derived("derived", value=(i,), op="call", parts=("long_row_split", (i,), lo, -1, limit, what)))
+            for j in groups:
+                v = HOST_HELPERS["grouped_row_split"](tuple(shape), flat[j], lo, len(shape), limit, what)
+                if v > 1:
+                    add(v, Derived("derived", value=(i,), op="call",
+                                   parts=("grouped_row_split", (i, j), lo, -1, limit, what)))
 
 
 __all__ = ["Derived", "extend"]

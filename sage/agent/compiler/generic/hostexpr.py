@@ -191,7 +191,7 @@ def round_to(x: float, dtype: str) -> float:
 class Candidates:
     """Every host expression of one case's arguments, by value."""
 
-    def __init__(self, flat_args: list) -> None:
+    def __init__(self, flat_args: list, long_row_limit: int | None = None) -> None:
         self.by_value: dict[Any, list[HostExpr]] = {}
         self.ranks = {i: a.dim() for i, a in enumerate(flat_args) if isinstance(a, torch.Tensor)}
         for i, a in enumerate(flat_args):
@@ -228,7 +228,7 @@ class Candidates:
         self._scaled(flat_args)
         from sage.agent.compiler.generic.derived import extend    # derived.py builds on HostExpr
 
-        extend(self._add, flat_args)
+        extend(self._add, flat_args, long_row_limit)
 
     def _broadcasts(self, flat_args: list) -> None:
         tensors = tuple(i for i, a in enumerate(flat_args) if isinstance(a, torch.Tensor))

@@ -182,7 +182,7 @@ def _offers(code: CaseCode, ranked: bool) -> tuple[list[list[HostExpr]], list[li
 
 
 def _made_offers(code: CaseCode, ranked: bool) -> tuple[list[list[HostExpr]], list[list[int]]]:
-    cands = Candidates(code.flat)
+    cands = Candidates(code.flat, code.long_row_limit)
     values = code.values()
     offers = [cands.of(v) for v in values]
     if ranked:
