@@ -124,6 +124,9 @@ def long_row_split(shape, lo, hi, limit, what):
     return grouped_row_split(shape, 1, lo, hi, limit, what)
 
 
+# The shortest chunk, 64, is sage/kernels/long_rows.py's MIN_CHUNK written out: a helper's
+# text goes into kernel files on its own (tests/agent/compiler/test_long_row_classes.py
+# checks that both chunk alike).
 def grouped_row_split(shape, groups, lo, hi, limit, what):
     run = shape_prod(shape, lo, hi)
     if groups < 1 or run % groups != 0:
@@ -157,6 +160,5 @@ def helper_source(name: str) -> str:
     return inspect.getsource(HOST_HELPERS[name])
 
 
-__all__ = ["HOST_HELPERS", "divisor_at_most", "grouped_row_split", "grouped_run", "helper_source", "long_row_split", "pad_offset", "padded_shape",
-           "scaled_shape", "shape_prod", "sized_shape",
-           "square_side"]
+__all__ = ["HOST_HELPERS", "divisor_at_most", "grouped_row_split", "grouped_run", "helper_source", "long_row_split",
+           "pad_offset", "padded_shape", "scaled_shape", "shape_prod", "sized_shape", "square_side"]

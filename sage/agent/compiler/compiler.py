@@ -181,8 +181,6 @@ def _fitting(planned: tuple[Built, Plan]) -> tuple[Built, Plan] | None:
     return planned if _rows_fit(planned[1], planned[0].program) else None
 
 
-
-
 def _rows_fit(plan: Plan, prog: Program) -> bool:
     """Every tile group that keeps whole rows in UB (a reduction over columns) has a tile."""
     for g in plan.groups:
