@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from sage.kernels.symbolic import is_sym
+from sage.kernels.symbolic import value_of
 from sage.npu import ascendc
 from sage.npu.hardware import HardwareSpec
 from sage.npu.sim.caps import MAX_RECORDS_PER_LAUNCH
@@ -125,7 +125,7 @@ class FormChoice:
 
     def broadcast(self, op: str) -> Form:
         lanes, nr, nc = self.costs.lanes, self.nr, self.nc
-        form = self._take(self.costs.broadcast(op, _plain(nr), _plain(nc)))
+        form = self._take(self.costs.broadcast(op, value_of(nr), value_of(nc)))
         if form == "rows" and not lanes <= nc <= self.costs.spec.vector.max_repeat * lanes:
             form = "cols"                                    # (only on a symbolic size: a guard)
         part = 1 if nc % lanes else 0
@@ -134,7 +134,7 @@ class FormChoice:
 
     def reduce(self, whole: str, fold: str, copy: bool) -> Form:
         lanes, nr, nc = self.costs.lanes, self.nr, self.nc
-        form = self._take(self.costs.reduce(whole, fold, copy, _plain(nr), _plain(nc)))
+        form = self._take(self.costs.reduce(whole, fold, copy, value_of(nr), value_of(nc)))
         if form == "rows" and not nc <= lanes * lanes:
             form = "cols"
         if nc <= lanes:
@@ -155,10 +155,6 @@ class FormChoice:
         else:
             rows = r.instructions < c.instructions or (r.instructions == c.instructions and cheaper)
         return "rows" if rows else "cols"
-
-
-def _plain(x):  # noqa: ANN001, ANN202 - an int or a symbolic size
-    return x.plain() if is_sym(x) else x
 
 
 __all__ = ["RECORD_BUDGET", "FormChoice", "FormCost", "RepeatCosts"]

@@ -86,7 +86,7 @@ def pin(value: Any, name: str) -> Any:
     whatever its formula (see the module docstring); outside one, `value` itself."""
     if active() is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return value
-    plain = value.plain() if is_sym(value) else value
+    plain = value_of(value)
     return (SymInt if isinstance(plain, int) else SymFloat)(plain, ("k", name, formula_of(value)))
 
 
@@ -95,7 +95,7 @@ def helper_call(name: str, *args: Any) -> Any:
     case, computed on plain values (its loop records no guard), carrying the formula
     (name, *args) the host evaluates by calling the same function."""
     fn = HOST_HELPERS[name]
-    value = fn(*(a.plain() if is_sym(a) else a for a in args))
+    value = fn(*(value_of(a) for a in args))
     if active() is None or not any(is_sym(a) for a in args):
         return value
     return wrap(value, (name, *(formula_of(a) for a in args)))
@@ -110,6 +110,12 @@ def formula_of(x: Any) -> Formula:
 
 def is_sym(x: Any) -> bool:
     return isinstance(x, (SymInt, SymFloat))
+
+
+def value_of(x: Any) -> Any:
+    """A size's value in the traced case, used without recording a guard (`x` itself when it
+    is not symbolic)."""
+    return x.plain() if is_sym(x) else x
 
 
 def wrap(value: Any, formula: Formula) -> Any:
@@ -315,7 +321,7 @@ def _literal(v: Any) -> str:
             return "float('nan')"
         if math.isinf(v):
             return "float('inf')" if v > 0 else "float('-inf')"
-    return repr(v.plain() if is_sym(v) else v)
+    return repr(value_of(v))
 
 
 def evaluate(f: Formula, params: list[Any]) -> Any:
@@ -369,5 +375,4 @@ def params_of(f: Formula) -> set[int]:
 
 
 __all__ = ["Formula", "SymFloat", "SymInt", "Trace", "active", "evaluate", "formula_of", "guard_holds", "helper_call",
-           "is_sym",
-           "params_of", "pin", "render", "tracing", "wrap"]
+           "is_sym", "params_of", "pin", "render", "tracing", "value_of", "wrap"]

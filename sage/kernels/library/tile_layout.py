@@ -19,7 +19,7 @@ from sage.kernels.library.tile_seg import seg_elems
 from sage.kernels.library.tile_split import constants as split_constants
 from sage.kernels.library.tile_split import SPLIT_CHUNK_BYTES, narrow_hurts, row_parts
 from sage.kernels.library.tile_spec import Access, Iota, TileSpec, leaf_kind
-from sage.kernels.symbolic import helper_call, is_sym, pin
+from sage.kernels.symbolic import helper_call, pin, value_of
 from sage.kernels.target import Target
 
 MAX_ROWS = 255             # repeat-form instructions repeat once per row
@@ -247,13 +247,13 @@ class TileLayout:
             return self._bytes(rows, nc, s, made, masked, int_temp)
 
         prev = None
-        while plain(nr) >= 1:
-            if plain(size(nr)) <= plain(budget):
+        while value_of(nr) >= 1:
+            if value_of(size(nr)) <= value_of(budget):
                 # recorded on the symbolic sizes: the shapes this tiling variant is valid for
                 if not (nr >= 1 and size(nr) <= budget) or prev is not None and size(prev) <= budget:
                     raise AssertionError("a symbolic size disagrees with its traced value")
                 return nr
-            prev, nr = nr, (nr // 2 if plain(nr) > 1 else 0)
+            prev, nr = nr, (nr // 2 if value_of(nr) > 1 else 0)
         if size(1) <= budget:   # records that not even one row fits (and must not)
             raise AssertionError("a symbolic size disagrees with its traced value")
         return None
@@ -334,8 +334,3 @@ class TileLayout:
                 f"CMP_PAD = {CMP_PAD}", f"TILE_ELEMS = {self.nr * self.s + CMP_PAD}", f"S_PAD = {self.s + CMP_PAD}",
                 f"NR_PAD = {round_up(self.nr, 64) + CMP_PAD}", f"BRCB_PAD = {brcb_pad(self.nr)}", f"RAMP = {max(self.s, self.nr, self.nc) + 64}"
                 ] + (split_constants(self.parts, spec.rows, loops * n_ct, self.nc, self.es_c) if self.parts > 1 else [])
-
-
-def plain(x: int) -> int:
-    """A size's value in the traced case, compared without recording a guard."""
-    return x.plain() if is_sym(x) else x

@@ -70,13 +70,17 @@ def _shared_conditions(variants: list[list[Formula]]) -> list[Formula]:
     return [c for c in variants[0] if _total(c) and all(c in r for r in rest)]
 
 
-def _total(f: Formula) -> bool:
-    """No division by a non-constant anywhere in `f`: it evaluates for any sizes."""
+def _total(f: Formula, compares: bool = True) -> bool:
+    """No division by a non-constant anywhere in `f`, so it evaluates for any sizes (and,
+    without `compares`, no comparison in it either: a local worth hoisting)."""
     if not isinstance(f, tuple) or f[0] in ("p", "c", "v"):
         return True
     if f[0] in ("//", "%", "/") and f[2][0] != "c":
         return False
-    return all(_total(a) for a in f[1:] if isinstance(a, tuple))
+    if not compares and f[0] in ("<", "<=", ">", ">=", "==", "!=", "not", "<=<"):
+        return False
+    # a host helper (sage.kernels.host_helpers) never raises: safe with any arguments
+    return all(_total(a, compares) for a in f[1:] if isinstance(a, tuple))
 
 
 def tuple_text(items: list[str]) -> str:
@@ -114,7 +118,7 @@ def _common_terms(formulas: list[Formula]) -> dict[Formula, int]:
         for d in picked:               # each local's definition, written once
             for a in d[1:]:
                 walk(a)
-        best = [f for f, n in count.items() if n > 1 and _depth(f) >= 2 and _safe(f) and f[0] != "k"]
+        best = [f for f, n in count.items() if n > 1 and _depth(f) >= 2 and _total(f, compares=False) and f[0] != "k"]
         if not best:
             break
         picked.append(max(best, key=lambda f: (_depth(f), repr(f))))
@@ -125,17 +129,6 @@ def _common_terms(formulas: list[Formula]) -> dict[Formula, int]:
 
 def _depth(f: Formula) -> int:
     return 0 if not isinstance(f, tuple) or f[0] in ("p", "c", "v") else 1 + max(_depth(a) for a in f[1:])
-
-
-def _safe(f: Formula) -> bool:
-    if not isinstance(f, tuple) or f[0] in ("p", "c", "v"):
-        return True
-    if f[0] in ("//", "%", "/") and f[2][0] != "c":
-        return False
-    # a host helper (sage.kernels.host_helpers) never raises: safe with any arguments
-    if f[0] in ("<", "<=", ">", ">=", "==", "!=", "not", "<=<"):
-        return False
-    return all(_safe(a) for a in f[1:])
 
 
 def _sub(f: Formula, local: list[Formula]) -> Formula:
