@@ -39,7 +39,7 @@ from typing import Literal, NamedTuple
 from sage.kernels.symbolic import value_of
 from sage.npu import ascendc
 from sage.npu.hardware import HardwareSpec
-from sage.npu.sim.caps import MAX_RECORDS_PER_LAUNCH
+from sage.npu.sim.caps import MAX_DISTINCT_RECORDS, MAX_RECORDS_PER_LAUNCH
 
 Form = Literal["cols", "rows"]
 By = Literal["cycles", "records"]
@@ -47,6 +47,10 @@ By = Literal["cycles", "records"]
 # A tile program's records per launch may take half the cap: the estimate counts the tiles'
 # instructions only (not each block's setup), and a launch may run other programs' blocks too.
 RECORD_BUDGET = MAX_RECORDS_PER_LAUNCH // 2
+# A run may make MAX_DISTINCT_RECORDS distinct records (the replay holds each once), and a GM
+# copy is distinct by its address: one program's copies may take an eighth of them, as a run
+# has a few launches of a few programs each.
+DISTINCT_BUDGET = MAX_DISTINCT_RECORDS // 8
 
 
 # cycles within this are equal: both forms sum the same repeats in another order (2.13 x 3 x 12
@@ -157,4 +161,4 @@ class FormChoice:
         return "rows" if rows else "cols"
 
 
-__all__ = ["RECORD_BUDGET", "FormChoice", "FormCost", "RepeatCosts"]
+__all__ = ["DISTINCT_BUDGET", "RECORD_BUDGET", "FormChoice", "FormCost", "RepeatCosts"]

@@ -71,3 +71,37 @@ def test_int32_sort_values_are_gathered_back_exactly():
     values, indices = _run(sort_source(spec, TARGET), "s_launch(x, v, i)",
                            "    v = empty((1, 3), int32)\n    i = empty((1, 3), int64)\n    outs = [v, i]", x)
     assert values.tolist() == [[-5, 7, 2**24 + 1]] and indices.tolist() == [[1, 2, 0]]
+
+
+def test_a_top_k_unit_holds_as_many_rows_as_its_k_wide_outputs_allow():
+    # TopK writes k values and indices: out rows of k (to 16), not of the row's pitch. fp32
+    # rows of 1024, top-8, double-buffered: 1024 x 2 x 4 B in, 16 x (2 x (4 + 8) + 4) B out
+    # (values, int64 indices, int32 indices) = 8,640 B a row; 160 KB hold 18 rows (3 before)
+    spec = SortSpec(name="s", rows=131072, length=1024, k=8, dtype="float32", descending=True, topk=True)
+    assert sort_plan(spec) == ("rows", 163840 // 8640, 1024, 2)
+    # a sort keeps pitch-wide outputs: 1024 x (2 x 4 + 2 x (4 + 8) + 4) = 36 KB a row, 4 rows
+    full = SortSpec(name="s", rows=64, length=1024, k=1024, dtype="float32", descending=True)
+    assert sort_plan(full) == ("rows", 163840 // 36864, 1024, 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
+def test_top_k_rows_come_out_k_wide_in_every_value_path(dtype):
+    # float32 sorts as is, bfloat16 on widened keys, int32 gathers its values back by index
+    import ml_dtypes
+    import torch
+
+    rows, n, k = 21, 100, 3
+    g = torch.Generator().manual_seed(7)
+    # distinct values a bfloat16 holds exactly (torch.topk's order among ties is its own)
+    x = torch.stack([torch.randperm(n, generator=g) for _ in range(rows)]).to(getattr(torch, dtype))
+    spec = SortSpec(name="s", rows=rows, length=n, k=k, dtype=dtype, descending=True, topk=True)
+    assert sort_plan(spec)[0] == "rows"
+    out_dtype = {"float32": "float32", "bfloat16": "bfloat16", "int32": "int32"}[dtype]
+    raw = x.float().numpy().astype(ml_dtypes.bfloat16) if dtype == "bfloat16" else x.numpy()
+    values, indices = _run(sort_source(spec, TARGET), "s_launch(x, v, i)",
+                           f"    v = empty(({rows}, {k}), {out_dtype})\n    i = empty(({rows}, {k}), int64)\n"
+                           "    outs = [v, i]", raw)
+    want = torch.topk(x, k, dim=1)
+    got = torch.from_numpy(values.astype(np.float32)).to(torch.bfloat16) if dtype == "bfloat16" else \
+        torch.from_numpy(values)
+    assert torch.equal(got, want.values) and indices.tolist() == want.indices.tolist()

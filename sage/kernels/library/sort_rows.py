@@ -74,22 +74,44 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b) * b
 
 
+def _out_pitch(spec: SortSpec, pitch: int) -> int:
+    """Elements per row of the sorted outputs in UB: the row's pitch for a sort, k (to 16, a
+    32 B block of every dtype) for a top-k, since `TopK` writes k values and indices. A
+    pitch-wide out row made level2/7's fp32 rows of 1024 take 48 KB each: 3 rows per copy,
+    131,072 rows in 3 copies per 3 rows, over the run's cap of distinct records."""
+    return _ceil(spec.k, 16) if spec.topk else pitch
+
+
 def _row_bytes(spec: SortSpec, pitch: int, depth: int = 2) -> int:
-    """UB bytes one row of a unit takes: input, values and indices out (`depth` buffers
-    each), keys and sorted keys, int32 indices and their byte offsets."""
-    es, ks, ix = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[KEY[spec.dtype]], DTYPE_SIZE[spec.index_dtype]
-    return pitch * (depth * (2 * es + ix) + 2 * ks + 4 + 4)
+    """UB bytes one row of a unit takes: input (`depth` buffers) and its widened keys at the
+    row's pitch; values and indices out (`depth` buffers each), sorted widened keys, int32
+    indices and (int32 values) their byte offsets at the out pitch."""
+    es, ix = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[spec.index_dtype]
+    ks = DTYPE_SIZE[KEY[spec.dtype]] if KEY[spec.dtype] != spec.dtype else 0   # widened keys only
+    offsets = 4 if spec.dtype == "int32" else 0                                 # int32 values' Gather
+    return pitch * (depth * es + ks) + _out_pitch(spec, pitch) * (depth * (es + ix) + ks + 4 + offsets)
 
 
-def sort_plan(spec: SortSpec) -> tuple[str, int, int, int]:
+def sort_plan(spec: SortSpec, cores: int | None = None) -> tuple[str, int, int, int]:
     """("rows", rows per unit, pitch, queue depth), ("chunked", 1, chunk, 2) or ("merge", 1,
-    merge window, 1); ValueError when none fits."""
+    merge window, 1); ValueError when none fits. With `cores`, a unit takes at most the rows
+    that give every core two units (one's copies overlap the other's sort): the most UB holds
+    left level1/09_top_k's fp32 [1024, 301] top-10 on 19 of 48 cores, 24 % slower."""
     pitch = _ceil(spec.length, 16)
-    for depth in (2, 1):
+    spread = -(-spec.rows // (2 * cores)) if cores else spec.rows
+
+    def rows(depth: int) -> tuple[str, int, int, int] | None:
         per_row = _row_bytes(spec, pitch, depth)
         if per_row <= UB_BUDGET:
-            return "rows", max(1, min(MAX_ROWS, UB_BUDGET // per_row, spec.rows)), pitch, depth
-    if spec.topk and spec.dtype != "int32":
+            return "rows", max(1, min(MAX_ROWS, UB_BUDGET // per_row, spread)), pitch, depth
+        return None
+
+    plan = rows(2)
+    if plan is not None:
+        return plan
+    chunks_topk = spec.topk and spec.dtype != "int32"
+    if chunks_topk:
+        # a long row's top-k by double-buffered chunks before one row in a single buffer
         es, ks = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[KEY[spec.dtype]]
         chunks = -(-spec.length // CHUNK)
         kp = _ceil(spec.k, 16)
@@ -97,6 +119,10 @@ def sort_plan(spec: SortSpec) -> tuple[str, int, int, int]:
         fits = CHUNK * (2 * es + ks) + chunks * kp * (ks + 4) + kp * (2 * es + 16 + 12 + ks) <= UB_BUDGET
         if fits and last >= spec.k:
             return "chunked", 1, CHUNK, 2
+    plan = rows(1)
+    if plan is not None:
+        return plan
+    if chunks_topk:
         raise ValueError(f"top-{spec.k} of rows of {spec.length}: the candidates do not fit in UB")
     if not spec.topk and spec.dtype != "int32":
         es, ks, ix = DTYPE_SIZE[spec.dtype], DTYPE_SIZE[KEY[spec.dtype]], DTYPE_SIZE[spec.index_dtype]
@@ -110,7 +136,7 @@ def sort_plan(spec: SortSpec) -> tuple[str, int, int, int]:
 def sort_source(spec: SortSpec, target: Target, block_dim: int | None = None) -> str:
     if spec.dtype not in KEY:
         raise ValueError(f"a {spec.dtype} sort (Sort takes half or float keys; float, int32 convert)")
-    mode, rows, pitch, depth = sort_plan(spec)
+    mode, rows, pitch, depth = sort_plan(spec, block_dim or target.vector_cores)
     if mode == "merge":
         if not spec.work_keys:
             raise ValueError(f"rows of {spec.length}: a merge sort needs a GM workspace (merge_workspace)")
@@ -173,6 +199,7 @@ def _rows_source(spec: SortSpec, target: Target, block_dim: int | None, rows: in
     es, dt, kt = DTYPE_SIZE[spec.dtype], dsl_dtype(spec.dtype), dsl_dtype(KEY[spec.dtype])
     ks = DTYPE_SIZE[KEY[spec.dtype]]
     N, K, P, R = spec.length, spec.k, pitch, rows
+    Q = _out_pitch(spec, P)
     ix = DTYPE_SIZE[spec.index_dtype]
     units = -(-spec.rows // R)
     blocks, per = _split(units, target, block_dim)
@@ -188,30 +215,30 @@ def _rows_source(spec: SortSpec, target: Target, block_dim: int | None, rows: in
     if widen:
         body.append(f"Cast(kf, x, RoundMode.CAST_NONE, rn * {P})")
     body += ["for r in range(rn):",
-             "    " + _order_call(spec, f"{sorted_to}[r * {P}]", f"si[r * {P}]", f"{key}[r * {P}]", str(N))]
+             "    " + _order_call(spec, f"{sorted_to}[r * {Q}]", f"si[r * {Q}]", f"{key}[r * {P}]", str(N))]
     if spec.dtype == "int32":       # values: the int32 elements at the sorted indices (exact)
-        body += [f"Muls(sd, si, 4, rn * {P})", "for r in range(rn):",
-                 f"    Gather(yv[r * {P}], x[r * {P}], sd[r * {P}], 0, {K})"]
+        body += [f"Muls(sd, si, 4, rn * {Q})", "for r in range(rn):",
+                 f"    Gather(yv[r * {Q}], x[r * {P}], sd[r * {Q}], 0, {K})"]
     elif widen:
-        body.append(f"Cast(yv, sv, RoundMode.CAST_RINT, rn * {P})")
-    body += [_index_store("yi", "si", spec.index_dtype, f"rn * {P}"), "self.qi.FreeTensor(x)",
+        body.append(f"Cast(yv, sv, RoundMode.CAST_RINT, rn * {Q})")
+    body += [_index_store("yi", "si", spec.index_dtype, f"rn * {Q}"), "self.qi.FreeTensor(x)",
              "self.qv.EnQue(yv)", "self.qx.EnQue(yi)", f"yv = self.qv.DeQue({dt})",
              f"yi = self.qx.DeQue({spec.index_dtype})",
              f"DataCopyPad(self.g_v[r0 * {K}], yv, DataCopyExtParams(rn, {K * es}, "
-             f"{(P * es - _ceil(K * es, 32)) // 32}, 0, 0))",
+             f"{(Q * es - _ceil(K * es, 32)) // 32}, 0, 0))",
              f"DataCopyPad(self.g_i[r0 * {K}], yi, DataCopyExtParams(rn, {K * ix}, "
-             f"{(P * ix - _ceil(K * ix, 32)) // 32}, 0, 0))",
+             f"{(Q * ix - _ceil(K * ix, 32)) // 32}, 0, 0))",
              "self.qv.FreeTensor(yv)", "self.qx.FreeTensor(yi)"]
-    tile = R * P
+    tile, out = R * P, R * Q
     buffers = [f"self.pipe.InitBuffer(self.qi, {depth}, {tile * es})",
-               f"self.pipe.InitBuffer(self.qv, {depth}, {tile * es})",
-               f"self.pipe.InitBuffer(self.qx, {depth}, {tile * ix})", f"self.pipe.InitBuffer(self.bi, {tile * 4})"]
+               f"self.pipe.InitBuffer(self.qv, {depth}, {out * es})",
+               f"self.pipe.InitBuffer(self.qx, {depth}, {out * ix})", f"self.pipe.InitBuffer(self.bi, {out * 4})"]
     gets = ["si = self.bi.Get(int32)"]
     if widen:
-        buffers += [f"self.pipe.InitBuffer(self.bk, {tile * ks})", f"self.pipe.InitBuffer(self.bs, {tile * ks})"]
+        buffers += [f"self.pipe.InitBuffer(self.bk, {tile * ks})", f"self.pipe.InitBuffer(self.bs, {out * ks})"]
         gets += [f"kf = self.bk.Get({kt})", f"sv = self.bs.Get({kt})"]
     if spec.dtype == "int32":
-        buffers.append(f"self.pipe.InitBuffer(self.bd, {tile * 4})")
+        buffers.append(f"self.pipe.InitBuffer(self.bd, {out * 4})")
         gets.append("sd = self.bd.Get(int32)")
     return _header(spec, units, per, buffers, depth) + _process(gets, body) + _footer(spec, blocks)
 

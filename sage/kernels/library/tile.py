@@ -35,9 +35,15 @@ from sage.kernels.library.tile_resident import ROW_TILES
 from sage.kernels.library.tile_round import rounded_store
 from sage.kernels.library.tile_spec import Access, TileSpec, leaf_kind
 from sage.kernels.lowering import Lowerer, Val, instruction_lines
-from sage.kernels.repeat_cost import RECORD_BUDGET, By, FormChoice, RepeatCosts
+from sage.kernels.repeat_cost import DISTINCT_BUDGET, RECORD_BUDGET, By, FormChoice, RepeatCosts
+from sage.kernels.symbolic import is_sym
 from sage.kernels.target import Target, target_for
 from sage.npu.hardware import load_preset
+
+# Past DISTINCT_BUDGET GM copies (each a distinct record), a program's tile grows: the knob's
+# tile_len doubled, up to what UB holds. Public level1/24's zero fill of a bf16 [128256, 8192]
+# gradient made 256 K copies of 4096-element tiles.
+MAX_TILE_LEN = 65_536
 
 
 class TileTooBig(ValueError):
@@ -47,9 +53,26 @@ class TileTooBig(ValueError):
 def tile_source(spec: TileSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target | None = None) -> str:
     """Definitions of the kernel `<name>_kernel` and its host launcher
     `<name>_launch(<buffer args>)` (the buffers in `tile_args(spec)` order)."""
-    target = target or target_for()
-    lay = plan_tile(spec, knobs, target)
-    return _Writer(spec, knobs, target, lay).write()
+    return _written(spec, knobs, target or target_for())[1]
+
+
+def _written(spec: TileSpec, knobs: Knobs, target: Target) -> tuple[_Writer, str]:
+    """The program written with the knobs' tile, grown while its tiles' GM copies would pass
+    `DISTINCT_BUDGET` (each comparison a guard of a shape-generic kernel's tiling, like the
+    rest of the layout's)."""
+    written = None
+    while True:
+        w = _Writer(spec, knobs, target, plan_tile(spec, knobs, target))
+        try:
+            source = w.write()
+        except TileTooBig:
+            if written is None:
+                raise
+            return written            # the grown tile does not fit: the last that did
+        if knobs.tile_len >= MAX_TILE_LEN or w.within or w.gm_copies() <= DISTINCT_BUDGET:
+            return w, source
+        written = w, source
+        knobs = knobs.model_copy(update={"tile_len": knobs.tile_len * 2})
 
 
 class TileGeometry(BaseModel):
@@ -70,10 +93,8 @@ class TileGeometry(BaseModel):
 
 
 def tile_geometry(spec: TileSpec, knobs: Knobs = VENDOR_KNOBS, *, target: Target | None = None) -> TileGeometry:
-    target = target or target_for()
-    lay = plan_tile(spec, knobs, target)
-    w = _Writer(spec, knobs, target, lay)
-    source = w.write()
+    w, source = _written(spec, knobs, target or target_for())
+    lay = w.lay
     n_ct = -(-spec.cols // lay.nc)
     n_rt = -(-spec.rows // lay.nr)
     loops = 1
@@ -142,7 +163,14 @@ class _Writer:
         # each broadcast and reduction in its cheaper form on the sized tile; in the form of
         # fewer instructions if the tiles would make too many records (repeat_cost.py)
         tile_outs, roots, compute, finish = self._lower("cycles")
-        if self.launch_records(compute, tile_outs, roots) > RECORD_BUDGET:
+        self._tile_outs, self._roots = tile_outs, roots
+        records, copies, tiles = self.tile_records(compute, tile_outs, roots), self.tile_copies(), self._tiles()
+        # both budgets in one guard, a copy weighing as many records as the budgets' ratio (it
+        # holds only where both do; where it does not, each is tested): a guard each grew a
+        # public file of 30 case classes past 64 KB
+        weight = records + copies * (RECORD_BUDGET // DISTINCT_BUDGET)
+        self.within = tiles <= RECORD_BUDGET // weight if not is_sym(weight) else tiles * weight <= RECORD_BUDGET
+        if not self.within and tiles * records > RECORD_BUDGET:
             tile_outs, roots, compute, finish = self._lower("records")
         lines = [HEADER, f"# {spec.name}: tile program over dims {list(spec.dims)} (row axis {spec.row}"
                  f"{', reduced' if self.rows else ''}), compute in {spec.compute}"]
@@ -198,15 +226,32 @@ class _Writer:
                             extra=len(self.reduces), forms=self.finish_forms) if self.rows else []
         return tile_outs, roots, compute, finish
 
-    def launch_records(self, compute: list[str], tile_outs: list[int], roots: list[Expr]) -> int:
-        """Records the program's tiles make in one launch, about: per tile, the chosen forms'
-        instructions and one per other instruction line of its copies and compute."""
-        spec, lay = self.spec, self.lay
-        pre_leaves = set().union(*(inputs_of(r) for r in roots)) if roots else set()
-        copies = self.e.copy_in(pre_leaves) + self.e.copy_out(set(tile_outs))
+    def tile_records(self, compute: list[str], tile_outs: list[int], roots: list[Expr]):  # noqa: ANN201
+        """Records one tile makes, about: the chosen forms' instructions and one per other
+        instruction line of its copies and compute (an int, or a size where a form's count
+        depends on the rows)."""
+        copies = self._copies(tile_outs, roots)
         others = instruction_lines(compute) - self.site_calls + instruction_lines(copies)
-        tiles = math.prod(spec.dims[a] for a in spec.loops) * -(-spec.cols // lay.nc) * -(-spec.rows // lay.nr)
-        return tiles * (self.forms.instructions + others)
+        return self.forms.instructions + others
+
+    def tile_copies(self):  # noqa: ANN201 - an int or a symbolic size
+        """GM copies one tile makes (a copy in a row loop once per row): each is a distinct record."""
+        lines = self._copies(self._tile_outs, self._roots)
+        per_tile = sum(1 for ln in lines if "DataCopy" in ln)
+        looped = any(ln.lstrip().startswith("for r in range(nr)") for ln in lines)
+        return per_tile * self.lay.nr if looped else per_tile
+
+    def gm_copies(self):  # noqa: ANN201 - an int or a symbolic size
+        """GM copies the program's tiles make in one launch."""
+        return self._tiles() * self.tile_copies()
+
+    def _copies(self, tile_outs: list[int], roots: list[Expr]) -> list[str]:
+        pre_leaves = set().union(*(inputs_of(r) for r in roots)) if roots else set()
+        return self.e.copy_in(pre_leaves) + self.e.copy_out(set(tile_outs))
+
+    def _tiles(self):  # noqa: ANN202 - an int or a symbolic size
+        spec, lay = self.spec, self.lay
+        return math.prod(spec.dims[a] for a in spec.loops) * -(-spec.cols // lay.nc) * -(-spec.rows // lay.nr)
 
     def _late_expr(self, e: Expr) -> Expr:
         """A finishing expression with each reduction's accumulator as an extra input."""
