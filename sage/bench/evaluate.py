@@ -279,7 +279,10 @@ def truth_outputs(model: torch.nn.Module, case: list, count: int) -> list[np.nda
             out = promoted(*args)
     except (RuntimeError, TypeError, ValueError, NotImplementedError):
         return None   # e.g. an op without a float64 kernel, or float64 meeting an explicit float32 operand
-    flat = [to_numpy(t) if isinstance(t, torch.Tensor) else np.asarray(t) for t in _flatten(out)]
+    # a forward of a copied model on cloned inputs: nothing else holds its outputs' memory, so
+    # they need no second copy (a float64 truth of 1.9 GB took 4.7 s to copy: public
+    # level1/24 case 14, whose file ran past the 300 s a task may take)
+    flat = [to_numpy(t, copy=False) if isinstance(t, torch.Tensor) else np.asarray(t) for t in _flatten(out)]
     return flat if len(flat) == count else None
 
 
