@@ -76,9 +76,10 @@ def _ceil(a: int, b: int) -> int:
 
 def _out_pitch(spec: SortSpec, pitch: int) -> int:
     """Elements per row of the sorted outputs in UB: the row's pitch for a sort, k (to 16, a
-    32 B block of every dtype) for a top-k, since `TopK` writes k values and indices. A
-    pitch-wide out row made level2/7's fp32 rows of 1024 take 48 KB each: 3 rows per copy,
-    131,072 rows in 3 copies per 3 rows, over the run's cap of distinct records."""
+    32 B block of every dtype) for a top-k, since `TopK` writes k values and indices. With
+    pitch-wide out rows, public level2/7's fp32 rows of 1024 took 48 KB of UB each: its
+    131,072 rows went 3 to a unit, 43,691 units of 3 copies, over the run's cap of distinct
+    records (sage/npu/sim/caps.py)."""
     return _ceil(spec.k, 16) if spec.topk else pitch
 
 
