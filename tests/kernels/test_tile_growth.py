@@ -61,3 +61,23 @@ def test_the_budget_is_a_guard_of_the_traced_tiling():
     # and the billion's holds for the billion only
     assert [all(guard_holds(g, out, t.values) for g, out in big.guards.items()) for t in (small, big)] == \
         [False, True]
+
+
+def _constants(formula) -> set:  # noqa: ANN001 - a nested formula tuple
+    if isinstance(formula, tuple):
+        if formula and formula[0] == "c":
+            return {formula[1]}
+        return set().union(*(_constants(f) for f in formula)) if formula else set()
+    return set()
+
+
+def test_a_tile_ub_already_bounds_records_no_copy_budget():
+    # a 32768-element tile does not fit UB with its buffers and is halved: a bigger knob could
+    # not grow it, so its copies are not tested (a guard, and a variant of its own, for nothing)
+    from sage.agent.compiler.generic.lift import lift, lifting
+
+    with tracing(Trace()) as trace, lifting(trace, lambda name: name in ("x", "y")):
+        geo = tile_geometry(lift(_copy(1 << 30)), Knobs(tile_len=32768), target=TARGET)
+    assert int(geo.nc) < 32768
+    seen = set().union(*(_constants(g) for g in trace.guards))
+    assert not seen & {DISTINCT_BUDGET, DISTINCT_BUDGET + 1}

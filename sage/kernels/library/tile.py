@@ -69,7 +69,9 @@ def _written(spec: TileSpec, knobs: Knobs, target: Target) -> tuple[_Writer, str
             if written is None:
                 raise
             return written            # the grown tile does not fit: the last that did
-        if knobs.tile_len >= MAX_TILE_LEN or w.within or w.gm_copies() <= DISTINCT_BUDGET:
+        # UB already bounds the tile: a bigger knob gives the same tile, and its budget test
+        # would only add guards (a variant of its own in public level2/19's file, +14 KB)
+        if knobs.tile_len >= MAX_TILE_LEN or w.lay.ub_bound or w.within or w.gm_copies() <= DISTINCT_BUDGET:
             return w, source
         written = w, source
         knobs = knobs.model_copy(update={"tile_len": knobs.tile_len * 2})
@@ -168,8 +170,10 @@ class _Writer:
         # both budgets in one guard, a copy weighing as many records as the budgets' ratio (it
         # holds only where both do; where it does not, each is tested): a guard each grew a
         # public file of 30 case classes past 64 KB
+        # (a tile UB bounds cannot grow: its copies are not tested, the records alone are)
         weight = records + copies * (RECORD_BUDGET // DISTINCT_BUDGET)
-        self.within = tiles <= RECORD_BUDGET // weight if not is_sym(weight) else tiles * weight <= RECORD_BUDGET
+        self.within = not self.lay.ub_bound and (
+            tiles <= RECORD_BUDGET // weight if not is_sym(weight) else tiles * weight <= RECORD_BUDGET)
         if not self.within and tiles * records > RECORD_BUDGET:
             tile_outs, roots, compute, finish = self._lower("records")
         lines = [HEADER, f"# {spec.name}: tile program over dims {list(spec.dims)} (row axis {spec.row}"

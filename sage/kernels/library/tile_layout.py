@@ -195,6 +195,9 @@ class TileLayout:
         cols = spec.cols
         # windowed leaves are copied out of their hosts' whole rows: no column tiles
         self.split, self.parts = False, 1
+        # UB, not the knob's tile_len, bounds the tile: a bigger knob cannot grow it (tile.py).
+        # Both ways here are outcomes of recorded comparisons (the halvings' guards).
+        self.ub_bound = False
         persistent = self.reduce and not spec.reduce_rows or bool(self.windows) or "padded" in self.plans.values()
         nc = cols if persistent or cols <= knobs.tile_len else max(self.align, knobs.tile_len // self.align * self.align)
         if spec.reduce_rows:
@@ -222,6 +225,7 @@ class TileLayout:
             nr = max(1, min(spec.rows, MAX_ROWS, knobs.tile_len // s)) if whole else 1
             fits = self._rows_that_fit(nr, nc, s, budget, made, masked, int_temp)
             if fits is not None:
+                self.ub_bound = self.ub_bound or value_of(fits) < value_of(nr)
                 # the tiling decisions: fields of the tiling struct in a shape-generic kernel
                 self.nr, self.nc = pin(fits, "nr"), pin(nc, "nc")
                 self.s = round_up(self.nc, self.align)
@@ -233,6 +237,7 @@ class TileLayout:
             if persistent or nc <= self.align:
                 raise ValueError(f"a tile row of {cols} columns does not fit in UB with the program's buffers")
             nc = max(self.align, nc // 2 // self.align * self.align)
+            self.ub_bound = True
 
     def _rows_that_fit(self, nr: int, nc: int, s: int, budget: int, made: dict[str, int], masked: bool,
                        int_temp: bool) -> int | None:
