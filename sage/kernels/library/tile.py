@@ -77,6 +77,13 @@ def _written(spec: TileSpec, knobs: Knobs, target: Target) -> tuple[_Writer, str
         knobs = knobs.model_copy(update={"tile_len": knobs.tile_len * 2})
 
 
+def _gm_copies(lines: list[str], nr):  # noqa: ANN001, ANN202 - nr: an int or a symbolic size
+    """GM copies one tile makes (a copy in a row loop once per row): each is a distinct record."""
+    per_tile = sum(1 for ln in lines if "DataCopy" in ln)
+    looped = any(ln.lstrip().startswith("for r in range(nr)") for ln in lines)
+    return per_tile * nr if looped else per_tile
+
+
 class TileGeometry(BaseModel):
     """What a schedule makes of a tile program (for cost models): the tile, the queue
     depth, the tiles, and the copy plans and vector instructions of one tile."""
@@ -165,8 +172,9 @@ class _Writer:
         # each broadcast and reduction in its cheaper form on the sized tile; in the form of
         # fewer instructions if the tiles would make too many records (repeat_cost.py)
         tile_outs, roots, compute, finish = self._lower("cycles")
-        self._tile_outs, self._roots = tile_outs, roots
-        records, copies, tiles = self.tile_records(compute, tile_outs, roots), self.tile_copies(), self._tiles()
+        copy_lines = self._copies(tile_outs, roots)      # the same in either repeat form
+        records, tiles = self.tile_records(compute, copy_lines), self._tiles()
+        self.copies = copies = _gm_copies(copy_lines, self.lay.nr)
         # both budgets in one guard, a copy weighing as many records as the budgets' ratio (it
         # holds only where both do; where it does not, each is tested): a guard each grew a
         # public file of 30 case classes past 64 KB
@@ -230,24 +238,16 @@ class _Writer:
                             extra=len(self.reduces), forms=self.finish_forms) if self.rows else []
         return tile_outs, roots, compute, finish
 
-    def tile_records(self, compute: list[str], tile_outs: list[int], roots: list[Expr]):  # noqa: ANN201
+    def tile_records(self, compute: list[str], copy_lines: list[str]):  # noqa: ANN201
         """Records one tile makes, about: the chosen forms' instructions and one per other
         instruction line of its copies and compute (an int, or a size where a form's count
         depends on the rows)."""
-        copies = self._copies(tile_outs, roots)
-        others = instruction_lines(compute) - self.site_calls + instruction_lines(copies)
+        others = instruction_lines(compute) - self.site_calls + instruction_lines(copy_lines)
         return self.forms.instructions + others
-
-    def tile_copies(self):  # noqa: ANN201 - an int or a symbolic size
-        """GM copies one tile makes (a copy in a row loop once per row): each is a distinct record."""
-        lines = self._copies(self._tile_outs, self._roots)
-        per_tile = sum(1 for ln in lines if "DataCopy" in ln)
-        looped = any(ln.lstrip().startswith("for r in range(nr)") for ln in lines)
-        return per_tile * self.lay.nr if looped else per_tile
 
     def gm_copies(self):  # noqa: ANN201 - an int or a symbolic size
         """GM copies the program's tiles make in one launch."""
-        return self._tiles() * self.tile_copies()
+        return self._tiles() * self.copies
 
     def _copies(self, tile_outs: list[int], roots: list[Expr]) -> list[str]:
         pre_leaves = set().union(*(inputs_of(r) for r in roots)) if roots else set()
@@ -292,7 +292,6 @@ class _Writer:
 
     # -- Process ------------------------------------------------------------------------------
     def process(self) -> list[str]:
-        spec = self.spec
         bases = ", ".join(self.e.bases())
         if self.lay.parts > 1:
             # the first tile of a part starts the accumulator (Compute's j0 == 0)
