@@ -1,11 +1,13 @@
 """The L2 residency model (sage/npu/sim/l2.py) against a byte-set model of the same accesses."""
 
 import random
+from contextlib import contextmanager
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sage.npu.sim.l2 import MAX_INTERVALS, IntervalSet, L2Cache
+from sage.npu.sim import l2
+from sage.npu.sim.l2 import BULK_BURSTS, MAX_INTERVALS, IntervalSet, L2Cache
 
 
 def test_hits_are_the_bytes_touched_before():
@@ -78,31 +80,82 @@ def test_bulk_bursts_equal_bursts_one_by_one(copies):
 
 
 class _LoopCache(L2Cache):
-    """L2Cache with every strided copy accounted burst by burst (the code before add_bursts)."""
+    """L2Cache with every strided copy accounted burst by burst (the code before add_bursts),
+    the interval cap applied once the copy's bursts are all in (as the cache does: a copy's
+    bursts are added, then the set is trimmed), or at each burst when `trim_per_burst`."""
+
+    def __init__(self, capacity, trim_per_burst=False):
+        super().__init__(capacity)
+        self.trim_per_burst = trim_per_burst
 
     def access_rows(self, alloc_id, lo, length, pitch, count):
         if count <= 1 or pitch <= length:
             return self.access(alloc_id, lo, lo + (count - 1) * pitch + length)
         ivs = self.resident.setdefault(alloc_id, IntervalSet())
         self.resident.move_to_end(alloc_id)
-        hit, added = _per_burst(ivs, lo, length, pitch, count)
+        if self.trim_per_burst:
+            hit, added = _per_burst(ivs, lo, length, pitch, count)
+        else:
+            with _no_cap():
+                hit, added = _per_burst(ivs, lo, length, pitch, count)
+            added -= ivs.trim()
         self.total += added
         self._evict()
         return hit
+
+
+@contextmanager
+def _no_cap():
+    saved = l2.MAX_INTERVALS
+    l2.MAX_INTERVALS = 1 << 60
+    try:
+        yield
+    finally:
+        l2.MAX_INTERVALS = saved
+
+
+def _random_copies(seed, n):
+    rng = random.Random(seed)
+    for _ in range(n):
+        alloc, lo, length = rng.randrange(3), rng.randrange(0, 1 << 22), rng.randrange(1, 512)
+        yield alloc, lo, length, length + rng.randrange(1, 8192), rng.randrange(1, 200)
 
 
 def test_a_cache_gives_what_the_loop_gives_through_the_cap_and_evictions():
     """Thousands of scattered bursts over three allocations: the interval cap is passed (the
     smallest half forgotten) and allocations are evicted; hits and state stay the loop's."""
     cache, loop = L2Cache(1 << 21), _LoopCache(1 << 21)
-    rng = random.Random(3)
-    for _ in range(400):
-        alloc, lo, length = rng.randrange(3), rng.randrange(0, 1 << 22), rng.randrange(1, 512)
-        pitch, count = length + rng.randrange(1, 8192), rng.randrange(1, 200)
+    crossings = 0
+    for alloc, lo, length, pitch, count in _random_copies(3, 400):
+        before = len(cache.resident[alloc].starts) if alloc in cache.resident else 0
+        crossings += count >= BULK_BURSTS and before + count > MAX_INTERVALS   # (bulk past the cap)
         assert cache.access_rows(alloc, lo, length, pitch, count) == loop.access_rows(alloc, lo, length, pitch, count)
         assert cache.total == loop.total and list(cache.resident) == list(loop.resident)
         assert all((a.starts, a.ends) == (b.starts, b.ends) for a, b in zip(cache.resident.values(),
                                                                              loop.resident.values()))
+        assert all(len(a.starts) <= MAX_INTERVALS and a.total == sum(a.ends) - sum(a.starts)
+                   for a in cache.resident.values())
+    assert crossings > 0      # bulk copies that take a set past the cap: the test passes through trims
+
+
+def test_trimming_once_a_copy_is_in_is_as_pessimistic_as_trimming_at_each_burst():
+    """Where the cap is passed in the middle of a copy, the two policies keep different halves,
+    so later hits differ; both only ever miss what a byte set would hit, never the reverse, and
+    the first copy to pass the cap has the same hits under both (taken before any burst is added)."""
+    once, each = L2Cache(1 << 40), _LoopCache(1 << 40, trim_per_burst=True)
+    truth: dict[int, set] = {}
+    crossed = False
+    for alloc, lo, length, pitch, count in _random_copies(5, 300):
+        bursts = {b for k in range(count) for b in range(lo + k * pitch, lo + k * pitch + length)}
+        seen = truth.setdefault(alloc, set())
+        before = len(once.resident[alloc].starts) if alloc in once.resident else 0
+        hit_once, hit_each = (c.access_rows(alloc, lo, length, pitch, count) for c in (once, each))
+        assert hit_once <= len(bursts & seen) and hit_each <= len(bursts & seen)
+        if not crossed:
+            assert hit_once == hit_each == len(bursts & seen)
+        crossed = crossed or before + count > MAX_INTERVALS
+        seen |= bursts
+    assert crossed
 
 
 def test_streaming_and_rereading_take_the_short_paths_with_the_loops_result():
