@@ -294,7 +294,7 @@ class Lowerer:
             if other.kind == "full" and (v.scalar_left if seg is args[0] else v.scalar_right) is not None:
                 d = self._dest("full")
                 self._segments(seg.ref, lambda at, value, n: self._with_scalar(
-                    v, f"{d}[{at}]", f"{other.ref}[{at}]", value, n, scalar_left=seg is args[0]))
+                    v, f"{d}[{at}]", f"{other.ref}[{at}]", value, n, scalar_left=seg is args[0], at=at))
                 return Val("full", d, temp=True)
         spread = [self._spread_seg(a) if a.ref in self.segs else a for a in args]
         val = self._apply(e, spread)
@@ -340,9 +340,9 @@ class Lowerer:
         d = self._dest(out_kind)
         c = self.count[out_kind]
         if b.kind == "scalar":
-            self._with_scalar(v, d, a.ref, b.ref, c, scalar_left=False)
+            self._with_scalar(v, d, a.ref, b.ref, c, scalar_left=False, kind=out_kind)
         elif a.kind == "scalar":
-            self._with_scalar(v, d, b.ref, a.ref, c, scalar_left=True)
+            self._with_scalar(v, d, b.ref, a.ref, c, scalar_left=True, kind=out_kind)
         elif a.kind == b.kind:
             self.emit(f"{v.vector}({d}, {a.ref}, {b.ref}, {c})")
         else:
@@ -365,7 +365,7 @@ class Lowerer:
         if a.kind == "col" or b.kind == "col":
             col, other = (a, b) if a.kind == "col" else (b, a)
             value = self.scalar_var(f"{col.ref}.GetValue(r)")
-            self._with_scalar(v, f"{d}[r * {s}]", row[other.ref], value, "nc", scalar_left=col is a)
+            self._with_scalar(v, f"{d}[r * {s}]", row[other.ref], value, "nc", scalar_left=col is a, at=f"r * {s}")
             self.depth -= 1
             # later vector writes to the column buffer must wait for these scalar reads
             self.emit("SetFlag(HardEvent.S_V, 0)")
@@ -374,11 +374,16 @@ class Lowerer:
         self.emit(f"{v.vector}({d}[r * {s}], {row[a.ref]}, {row[b.ref]}, nc)")
         self.depth -= 1
 
-    def _with_scalar(self, v: VectorOp, d: str, x: str, value: str, c: str, *, scalar_left: bool) -> None:
+    def _with_scalar(self, v: VectorOp, d: str, x: str, value: str, c: str, *, scalar_left: bool,
+                     kind: Kind = "full", at: str = "") -> None:
+        """The op's scalar form on `c` elements of `x` into `d`; its temps are of `kind`,
+        taken at offset `at` (a row's or a segment's place in the tile)."""
         recipe = v.scalar_left if scalar_left else v.scalar_right
         if recipe is None:
             raise ValueError(f"no scalar form for {v.name!r}")
-        self._steps(recipe, {"d": d, "x": x}, [], c, c, None, value)
+        temps = [self.temp(kind) for _ in range(temps_of(recipe))]
+        self._steps(recipe, {"d": d, "x": x}, [f"{t}[{at}]" if at else t for t in temps], c, c, None, value)
+        self.free[kind] += temps
 
     def _materialize(self, v: Val, kind: Kind) -> Val:
         """Broadcast a value to `kind` in a fresh temp (for composite binaries)."""

@@ -8,7 +8,7 @@ operands. `lowering.Lowerer` binds them to buffers and writes one kernel line pe
   the first step, given back after the last);
 - `N` the element count of the destination's kind, `PN` that count rounded up to whole
   comparison repeats (`Compare*` instructions work on whole 256 B repeats);
-- `V` the scalar operand of a tensor-scalar form, `NEG_V`/`INV_V` its negation/reciprocal
+- `V` the scalar operand of a tensor-scalar form, `NEG_V` its negation
   as the scalar unit computes them;
 - `Param(key)` a parameter of the op node (elu's alpha), written with `repr`;
 - a plain number is a literal (`repr`), a plain string a DSL name written as is (`"mk"`,
@@ -59,13 +59,11 @@ Operand = Reg | Temp | Param | Count | ScalarOf | str | float | int
 Step = tuple[str, tuple[Operand, ...]]
 Recipe = tuple[Step, ...]
 
+V, NEG_V = ScalarOf("{v}"), ScalarOf("-({v})")
+
 D, X, A, B = Reg("d"), Reg("x"), Reg("a"), Reg("b")
 T0, T1, T2 = Temp(0), Temp(1), Temp(2)
 N, PN = Count(), Count(padded=True)
-# The reciprocal as the vector unit's IEEE arithmetic gives it: a zero divisor is a signed
-# infinity (the scalar unit's Python division would raise), so x / 0 is +-inf or NaN.
-V, NEG_V = ScalarOf("{v}"), ScalarOf("-({v})")
-INV_V = ScalarOf("(1.0 / ({v}) if ({v}) != 0 else math.copysign(math.inf, {v}))")
 MASK, INT_BUF = "mk", "ti"
 
 
@@ -263,8 +261,12 @@ _OPS = [
     _binary("sub", "Sub", (ins("Adds", D, X, NEG_V, N),), (ins("Muls", D, X, -1.0, N), ins("Adds", D, D, V, N)),
             "({a}) - ({b})", int32=True),
     _binary("mul", "Mul", (ins("Muls", D, X, V, N),), (ins("Muls", D, X, V, N),), "({a}) * ({b})", int32=True),
-    _binary("div", "Div", (ins("Muls", D, X, INV_V, N),), (ins("Reciprocal", D, X, N), ins("Muls", D, D, V, N)),
-            "({a}) / ({b})", via_float=True),
+    # x / v and v / x divide, as torch does: x * (1 / v) is off by an ulp for most v (127: a
+    # dynamic quantisation's scale rounds the other way, and round(y / scale) with it). A2 has
+    # no tensor-scalar Div (Adds, Muls, Maxs, Mins, LeakyRelu are its scalar forms), so v is
+    # spread to a temp first; a temp never aliases D or X, so D may be X.
+    _binary("div", "Div", (ins("Duplicate", T0, V, N), ins("Div", D, X, T0, N)),
+            (ins("Duplicate", T0, V, N), ins("Div", D, T0, X, N)), "({a}) / ({b})", via_float=True),
     _binary("maximum", "Max", (ins("Maxs", D, X, V, N),), (ins("Maxs", D, X, V, N),), "max({a}, {b})", int32=True),
     _binary("minimum", "Min", (ins("Mins", D, X, V, N),), (ins("Mins", D, X, V, N),), "min({a}, {b})", int32=True),
     # log(e^a + e^b) = max(a, b) + log(1 + exp(-|a - b|)); both operands at the output's kind
