@@ -44,3 +44,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     others = len(reasons) - counted
     if others:
         terminalreporter.write_line(f"{others} other test(s) skipped on this machine (reasons in the summary below)")
+
+
+@pytest.fixture
+def partitions(monkeypatch):
+    """The partition of every launch try, in order (None: block by block; sage/npu/sim/session.py)."""
+    from sage.npu.sim import streams
+
+    seen: list = []
+    original = streams.LaunchRun.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        seen.append(None if self.partition is None else sorted(len(g) for g in self.partition))
+    monkeypatch.setattr(streams.LaunchRun, "__init__", init)
+    return seen

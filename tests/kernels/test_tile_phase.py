@@ -7,7 +7,6 @@ launch ran block by block (public level1/29's 5120 x 27648 quantise: 37 s agains
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from sage.kernels import Knobs
 from sage.kernels.chain import Inp, Op
@@ -17,7 +16,6 @@ from sage.kernels.library.tile_spec import Access, TileOutput, TileSpec
 from sage.kernels.target import target_for
 from sage.npu.execute import run_functional
 from sage.npu.hardware import load_preset
-from sage.npu.sim import streams
 
 TARGET = target_for("ascend910b2")
 R, C = 1000, 428     # 64-column tiles: N_CT = 7, the last 44 wide; T = 7000 tiles, 146 a block unaligned
@@ -31,18 +29,6 @@ def _source() -> str:
     kernel = tile_source(spec, Knobs(tile_len=64), target=TARGET)
     return ("from sage.npu.ascendc import *\nimport math\n" + kernel +
             f"\ndef forward(x):\n    y = empty(({R}, {C}), float32)\n    c_launch(x, y)\n    return y\n")
-
-
-@pytest.fixture
-def partitions(monkeypatch):
-    seen: list = []
-    original = streams.LaunchRun.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        seen.append(None if self.partition is None else sorted(len(g) for g in self.partition))
-    monkeypatch.setattr(streams.LaunchRun, "__init__", init)
-    return seen
 
 
 def _run():

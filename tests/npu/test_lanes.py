@@ -16,23 +16,9 @@ import pytest
 from sage.npu.execute import run_functional
 from sage.npu.hardware import load_preset
 from sage.npu.sim import lanes as L
-from sage.npu.sim import streams
 from tests.npu.conftest import kernel_source
 
 SPEC = load_preset("ascend910b2")
-
-
-@pytest.fixture
-def partitions(monkeypatch):
-    """The partition of every launch try, in order (None: block by block)."""
-    seen: list = []
-    original = streams.LaunchRun.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        seen.append(None if self.partition is None else sorted(len(g) for g in self.partition))
-    monkeypatch.setattr(streams.LaunchRun, "__init__", init)
-    return seen
 
 
 def both(body: str, args: list, **kw):

@@ -9,27 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from sage.npu.execute import run_functional
 from sage.npu.hardware import load_preset
-from sage.npu.sim import streams
 from tests.npu.conftest import line_of
 
 SPEC = load_preset("ascend910b2")
 EXAMPLE = (Path(__file__).resolve().parents[2] / "examples" / "kernels" / "matmul_bias_gelu_mix.py").read_text()
-
-
-@pytest.fixture
-def partitions(monkeypatch):
-    seen: list = []
-    original = streams.LaunchRun.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        seen.append(None if self.partition is None else sorted(len(g) for g in self.partition))
-    monkeypatch.setattr(streams.LaunchRun, "__init__", init)
-    return seen
 
 
 def inputs(m: int = 256, k: int = 128, n: int = 128) -> list[np.ndarray]:
