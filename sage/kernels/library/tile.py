@@ -49,8 +49,9 @@ MAX_TILE_LEN = 65_536
 # (tpb a multiple of N_CT) once it spans this many rows of column tiles. Every block then
 # meets the narrow last column tile at the same step, so the simulator runs the blocks as one
 # lane group; otherwise `nc` differs between blocks at a different step each time, and the
-# launch runs block by block (public level1/29's 5120 x 27648 quantise: 37 s against 8 s). The longest block gains at most N_CT - 1 tiles,
-# under 1 / PHASE_ROWS of its work (5 %; 0.8 % there, 854 -> 861 tiles).
+# launch runs block by block (public level1/29's 5120 x 27648 quantise: 37 s against 8 s).
+# The longest block gains at most N_CT - 1 tiles, under 1 / PHASE_ROWS of its work (5 %; 0.8 %
+# there, 854 -> 861 tiles).
 PHASE_ROWS = 20
 
 
