@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.npu.test_lanes import both, data, partitions, rows_kernel  # noqa: F401 - partitions is a fixture
+from tests.npu.test_lanes import both, data, rows_kernel
 
 EXP = "            Exp(f, f, self.d)\n"
 
