@@ -269,6 +269,22 @@ class TileGroup:
     def accepts(self, node: Node, pw: Pointwise | None, virtual: dict[int, Virtual]) -> Expr | None:
         if pw is not None:
             self.maybe_refine(tuple(node.outs[0].shape))
+            return self._accepts_checked(node, pw, virtual)
+        fine = tuple(node.ins[0].shape)
+        if self.rdims or fine == self.full or groups(self.full, fine) is None:
+            return self._accepts_checked(node, pw, virtual)
+        # A reduction over a finer view of this pointwise group's space (a long row reduced
+        # in chunks, long_rows.py: abs(x) then amax over x viewed as [rows, chunks, chunk]):
+        # the group is re-expressed over that view so that the values reach the reduction in
+        # UB instead of through GM; the group's state comes back when the node does not join.
+        saved = (self.full, self.rdims, self.writes, self.exprs, self.reads)
+        refine_group(self, fine)
+        expr = self._accepts_checked(node, pw, virtual)
+        if expr is None:
+            self.full, self.rdims, self.writes, self.exprs, self.reads = saved
+        return expr
+
+    def _accepts_checked(self, node: Node, pw: Pointwise | None, virtual: dict[int, Virtual]) -> Expr | None:
         expr = self._accepts(node, pw, virtual)
         if expr is None or tree_size(expr) > MAX_TREE:
             return None
@@ -302,8 +318,8 @@ class TileGroup:
             dims, _ = reduce_dims(node)
             if tuple(node.ins[0].shape) != self.full or (self.rdims and frozenset(dims) != self.rdims):
                 return None
-            if not self.rdims and any(self.level_of(n.outs[0].shape) != "full" for n in self.nodes):
-                return None
+            if not self.rdims and any(groups(tuple(n.outs[0].shape), self.full) is None for n in self.nodes):
+                return None         # every node so far covers the whole space (a finer view counts)
             saved = self.rdims
             self.rdims = frozenset(dims)
             expr = self.node_expr(node, None, virtual)
