@@ -40,7 +40,7 @@ import importlib.util
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
@@ -58,6 +58,9 @@ from sage.npu.results import ErrorInfo, Profile
 from sage.npu.sandbox import Limits, run_sandboxed
 from sage.npu.timeline import Times
 from sage.text import ERROR_CHARS, clean
+
+if TYPE_CHECKING:
+    from sage.bench.reference.essential import Essential
 
 Status = Literal["correct", "incorrect", "error", "no_kernel", "reference_unavailable", "reference_error",
                  "unsupported"]
@@ -178,7 +181,8 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
             # "impossible" would. An empty case (every output without elements) is not scored
             # either: it needs no work, whatever its inputs hold.
             if comparison.correct and not never_launched and not result.empty:
-                run.error = physical_check(run.profile, expected, model, case, preset)
+                run.error = physical_check(run.profile, expected, model, case, preset,
+                                           essential=ref.essential if ref is not None else None)
         if run.error is not None:
             result.error = run.error.model_copy(update={"message": f"{where}: {run.error.message}"})
             break
@@ -202,10 +206,11 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
 
 
 def physical_check(profile: Profile | None, expected: list[np.ndarray], model: torch.nn.Module, case: list,
-                   preset: str) -> ErrorInfo | None:
+                   preset: str, essential: Essential | None = None) -> ErrorInfo | None:
     """The tripwire of `sage.npu.bound`: an ImpossibleResultError when the run claims less kernel
     time (kernel_us) than its essential work (the reference forward's essential bytes and cube FLOPs)
-    takes at the simulator's fastest rates, beyond the tripwire's margin."""
+    takes at the simulator's fastest rates, beyond the tripwire's margin. `essential`: that work
+    as the reference time model found it on the same forward (else the forward is traced here)."""
     from sage.npu.bound import check_physical
     from sage.npu.errors import ImpossibleResultError
     from sage.npu.hardware import load_preset
@@ -214,7 +219,9 @@ def physical_check(profile: Profile | None, expected: list[np.ndarray], model: t
         return None
     try:
         # The kernels' durations alone: a launch's fixed cost and the gaps are no work on the outputs.
-        check_physical(load_preset(preset), essential_of(model, case, expected, preset), profile.kernel_us)
+        work = essential_of(model, case, expected, preset) if essential is None else \
+            EssentialWork(bytes=essential.bytes, cube_flops=essential.cube_flops)
+        check_physical(load_preset(preset), work, profile.kernel_us)
     except ImpossibleResultError as exc:
         return exc.info()
     return None

@@ -262,3 +262,28 @@ def test_truth_outputs_are_the_forwards_own_memory_and_leave_the_case_alone():
     for t in truth:
         t[...] = 7
     assert x.tolist() == [0, 1, 2] and model.w.tolist() == [1, 1, 1]
+
+
+def test_integer_outputs_are_compared_in_slices_where_they_differ(monkeypatch):
+    # int8 outputs over 10,003 elements in slices of 1,000: two wrong elements, one in the
+    # fifth slice and one in the last (partial) one; the figures are worked out by hand
+    import sage.bench.correctness as corr
+
+    monkeypatch.setattr(corr, "CHUNK_ELEMENTS", 1000)
+    expected = np.full(10003, 2, dtype=np.int8)
+    expected[4292] = 0
+    actual = expected.copy()
+    actual[4292] = 3            # the reference is 0 here: a relative error without bound
+    actual[9574] = -2
+    s = corr.compare_array(expected, actual)
+    assert (s.mismatches, s.correct, s.max_abs_error, s.max_rel_error) == (2, False, 4.0, math.inf)
+    # |a - e| = (3, 4) against |e| = 2 at 10,002 places
+    assert s.rel_l2_error == pytest.approx(5.0 / math.sqrt(4 * 10002), rel=1e-12)
+    # a step of 3 forgives the 3, not the 4; equal outputs give zeros without a float copy
+    assert corr.compare_array(expected, actual, int_step=3).mismatches == 1
+    same = corr.compare_array(expected, expected.copy())
+    assert (same.mismatches, same.max_abs_error, same.max_rel_error, same.rel_l2_error) == (0, 0.0, 0.0, 0.0)
+    # an all-zero reference: the error over the square root of the size
+    zeros = np.zeros(10003, dtype=np.int8)
+    assert corr.compare_array(zeros, actual).rel_l2_error == pytest.approx(
+        np.linalg.norm(actual.astype(np.float64)) / math.sqrt(10003), rel=1e-12)

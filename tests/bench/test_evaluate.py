@@ -118,3 +118,20 @@ def test_a_failing_time_model_leaves_correctness_intact(relu, monkeypatch):
     case = ev.cases[0]
     assert ev.correct and case.reference_times is None and case.speedup is None and ev.speedup is None
     assert "NotImplementedError: no vendor model for aten.frobnicate" in case.reference_problem
+
+
+def test_the_tripwire_takes_the_essential_work_the_time_model_found(relu, monkeypatch):
+    # one trace of the reference per case: the time model's essential work (the relu case's
+    # 64 x 1024 fp32 input read and output written) is what the tripwire judges...
+    import sage.bench.evaluate as evaluate
+    import sage.bench.reference as reference
+
+    ref = reference.reference_time(relu, relu.cases()[0], "ascend910b2")
+    assert ref.essential is not None and ref.essential.bytes == 2 * 64 * 1024 * 4
+    real = evaluate.essential_of
+    traced = []
+    monkeypatch.setattr(evaluate, "essential_of", lambda *a: traced.append(a) or real(*a))
+    assert evaluate_kernel(relu, kernel("relu_correct.py"), cases=1).correct and traced == []
+    # ... and without the time model's answer, the forward is traced for it
+    monkeypatch.setattr(reference, "reference_time", lambda task, args, preset: None)
+    assert evaluate_kernel(relu, kernel("relu_correct.py"), cases=1).correct and len(traced) == 1

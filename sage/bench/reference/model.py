@@ -30,7 +30,7 @@ from pydantic import BaseModel, computed_field
 from sage.bench.reference.cache import ReferenceCache, default_cache
 from sage.bench.reference.chain import ChainCall, chain_steps, eager_chain
 from sage.bench.reference.cycles import without_cycle_collection
-from sage.bench.reference.essential import essential_work
+from sage.bench.reference.essential import Essential, essential_work
 from sage.bench.reference.expert import expert_time
 from sage.bench.reference.vendor import group_of, resource_us, vendor_time
 from sage.bench.reference.work import Work, shared_work, tensor_bytes, work_of
@@ -80,6 +80,7 @@ class ReferenceTime(BaseModel):
     expert_ops: int = 0                         # ops with an expert kernel (the rest keep the vendor time)
     ops: list[OpTime]
     notes: list[str] = []
+    essential: Essential | None = None          # the forward's essential work (the roofline's, the tripwire's)
 
     @computed_field
     @property
@@ -134,7 +135,7 @@ def _time_graph(task: Any, graph: Graph, hw: HardwareSpec, expert: bool, cache: 
                         host_dispatch_us=tl.host_dispatch_us, host_exposed_us=tl.host_exposed_us, sync_us=tl.sync_us,
                         launches=tl.kernels, syncs=tl.syncs, roofline_us=essential.bound_us,
                         roofline_bound=essential.bound, fused=bool(fused_op), fused_op=fused_op, ops=rows,
-                        notes=notes)
+                        notes=notes, essential=essential)
     if expert and not fused_op:
         _add_expert(ref, chain, hw, cache or default_cache())
     return ref
