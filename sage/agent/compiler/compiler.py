@@ -28,7 +28,7 @@ from sage.agent.compiler.padfuse import fuse_paddings
 from sage.agent.compiler.pieces import split_piecewise_reads
 from sage.agent.compiler.selection_keys import wide_selection_keys
 from sage.agent.compiler.rewrite import (
-    absorb_index_wraps, absorb_upcasts, exact_integer_products, values_only_extrema, wrapping_int64,
+    absorb_index_wraps, absorb_upcasts, exact_integer_products, values_only_extrema, widened_scans, wrapping_int64,
 )
 from sage.agent.compiler.schedule import GroupKey, Schedule, default_schedule, group_key
 from sage.agent.compiler.tracing import check_static, reference_failure, traced
@@ -166,6 +166,7 @@ def _planned(graph: Any, n_args: int, merged_reads: bool = True) -> tuple[Built,
     values_only_extrema(built.program)
     absorb_upcasts(built.program)
     absorb_index_wraps(built.program)
+    widened_scans(built.program)
     exact_integer_products(built.program)
     wrapping_int64(built.program)
     wide_selection_keys(built.program)

@@ -19,6 +19,11 @@ to the same low 32 bits the final cast keeps; a count of elements is that count 
 The 910B's vector unit has no int64 arithmetic (it is refused by the instruction table);
 this is how such a chain runs on it at all.
 
+`widened_scans`: `x.long().cumsum(d)` of an int32 x is the int32 scan of x,
+widened to int64 at the store: the scan library's int32 path (sage.kernels.library.scan),
+which wraps past the int32 range as its int32 cumsum already does. The vector unit has no
+int64 scan; group sizes (npu_swiglu_quant's group_index) are how such a scan appears.
+
 `values_only_extrema`: `x.max(dim)[0]` (aten.max.dim, whose indices nobody reads) is
 `amax(x, dim)`: the same values, NaN included (both propagate it), through the reduce
 lowering; the indices, which need the argreduce lowering, are never computed.
@@ -201,6 +206,20 @@ def _reads_wrapped(node: Node, narrow: set[int]) -> bool:
     if node.op in COPIES:
         return all(o.buf in narrow or o.dtype in NARROW_INTS for o in node.outs)
     return node.op in WRAPPING_OPS and all(o.buf in narrow for o in node.outs)
+
+
+def widened_scans(prog: Program) -> None:
+    changed = False
+    for node in prog.nodes:
+        x = node.ins[0] if node.op == "cumsum" and node.ins and not node.inplace else None
+        if x is None or node.outs[0].dtype != "int64":
+            continue
+        src = _half_source(prog, x, "int64", ("int32",))      # the scan library's one integer type
+        if src is not None:
+            node.ins[0] = src
+            changed = True
+    if changed:
+        _prune(prog)
 
 
 EXTREMA = {"max": "amax", "min": "amin"}
