@@ -49,7 +49,7 @@ from sage.bench.drawn_inputs import DESCRIPTION as DRAWS_DESCRIPTION
 from sage.bench.drawn_inputs import DrawsAsInputs, cases_with_draws, on_meta, probe_draws
 from sage.bench.forward_args import fill_keyword_tail
 from sage.bench.case_file import CaseFileError, case_specs, read_case_file
-from sage.bench.case_support import case_support, describe_case
+from sage.bench.case_support import case_support, describe_case, dtype_name
 from sage.bench.input_size import (InputsTooLarge, budgeted_cases, check_model_size, default_budget_bytes, over_budget,
                                    sized_cases)
 from sage.text import ERROR_CHARS, TAG_CHARS, clean
@@ -306,11 +306,14 @@ def load_task(path: Path | str, *, check_inputs: bool = True, seed: int = 0,
         raise TaskLoadError(path, f"missing `get_inputs` or `get_input_groups` (and no case file "
                                   f"{path.with_suffix('.json').name} beside it)")
     tags = getattr(module, "TAGS", [])
+    tags = list(tags) if isinstance(tags, (list, tuple)) else [tags]
+    if standin.serves and torch_npu_hook.quantising(standin.used) and "quant" not in tags:
+        tags.append("quant")
     task = Task(
         name=path.stem,
         path=path,
         level=level_of(path),
-        tags=[clean(t, TAG_CHARS, one_line=True) for t in (tags if isinstance(tags, (list, tuple)) else [tags])],
+        tags=[clean(t, TAG_CHARS, one_line=True) for t in tags],
         description=_description(module),
         fused_op=getattr(module, "FUSED_OP", None),
         module=module,
@@ -445,8 +448,8 @@ def to_numpy(t: torch.Tensor, copy: bool = True) -> np.ndarray:
 
 def kernel_args(case: list) -> list:
     """Forward arguments for the simulator: tensors become numpy arrays over their memory (the
-    simulator copies each into its GM when a run starts, and nothing here writes them), the
-    rest passes through."""
+    simulator copies each into its GM when a run starts, and nothing here writes them), a
+    dtype its name, the rest passes through."""
     return [_convert(a) for a in case]
 
 
@@ -455,6 +458,8 @@ def _convert(value: Any) -> Any:
         return to_numpy(value, copy=False)
     if isinstance(value, (list, tuple)):
         return type(value)(_convert(v) for v in value)
+    if isinstance(value, torch.dtype):
+        return dtype_name(value)      # a plain value the sandbox's job file carries ("int8")
     return value
 
 

@@ -67,6 +67,12 @@ def plan(tree: ast.AST) -> StandinPlan:
     return out
 
 
+def quantising(used: list[str]) -> bool:
+    """Whether one of the ops a file uses computes quantised codes (the stand-in's QUANTISING)."""
+    from sage.bench import torch_npu_standin
+    return any(u in torch_npu_standin.QUANTISING for u in used)
+
+
 def install() -> None:
     """`import torch_npu` gives the stand-in from now on (unless a real one is installed)."""
     if real_torch_npu():

@@ -70,3 +70,11 @@ def test_public_torch_npu_files_now_have_a_reference(rel):
     run = measure_reference(task, "ascend910b2", [0])
     assert run.status == "reference_ok", run.reason
     assert run.cases[0].breakdown["ops"][0]["op"].startswith("npu_")
+
+
+def test_a_file_calling_a_quantising_op_is_judged_as_tagged_quant():
+    # docs/evaluation.md: quantised codes may differ by one step; a public file carries no
+    # TAGS, so the op it calls says so
+    assert load_task(STANDIN / "dynamic_quant_dst_type.py").tags == ["quant"]
+    assert load_task(STANDIN / "rotary_mul_npu.py").tags == []
+    assert load_task(STANDIN / "quant_matmul_kwonly.py").tags == []     # a float output: no codes

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from sage.bench.case_support import dtype_name
+
 # Preference among candidates with the same value, most general first: a dimension before
 # the element count before a product of dimensions; a literal last, except for 0 and 1
 # (sizes that are structure, like torch's specialisation of 0/1 sizes).
@@ -176,6 +178,8 @@ class HostExpr:
 
 
 def literal(v: Any) -> str:
+    if isinstance(v, torch.dtype):
+        return repr(dtype_name(v))    # how the kernel receives it (sage.bench.tasks.kernel_args)
     if isinstance(v, float) and not math.isfinite(v):
         return "float('nan')" if math.isnan(v) else ("float('inf')" if v > 0 else "float('-inf')")
     return repr(v)
