@@ -367,7 +367,7 @@ def _rel_l2(e: np.ndarray, err_sq: float) -> float:
     for lo in range(0, e.size, CHUNK_ELEMENTS):
         chunk = e[lo:lo + CHUNK_ELEMENTS].astype(np.float64)
         ref_sq += float(np.dot(chunk, chunk))
-    return math.sqrt(err_sq) / (math.sqrt(ref_sq) if ref_sq else math.sqrt(e.size))
+    return _l2_ratio(err_sq, ref_sq, e.size)
 
 
 def _failure_reason(s: OutputStats) -> str:

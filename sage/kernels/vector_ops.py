@@ -8,8 +8,8 @@ operands. `lowering.Lowerer` binds them to buffers and writes one kernel line pe
   the first step, given back after the last);
 - `N` the element count of the destination's kind, `PN` that count rounded up to whole
   comparison repeats (`Compare*` instructions work on whole 256 B repeats);
-- `V` the scalar operand of a tensor-scalar form, `NEG_V` its negation
-  as the scalar unit computes them;
+- `V` the scalar operand of a tensor-scalar form, `NEG_V` its negation as the scalar unit
+  computes it;
 - `Param(key)` a parameter of the op node (elu's alpha), written with `repr`;
 - a plain number is a literal (`repr`), a plain string a DSL name written as is (`"mk"`,
   the comparison mask buffer; `"ti"`, the int32 buffer; enum members).
