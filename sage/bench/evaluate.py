@@ -399,6 +399,30 @@ def nothing_to_judge(task: Task, cases: int | Sequence[int] | None) -> str | Non
     return reasons[0] if reasons and all(reasons) else None
 
 
+def reference_fails_everywhere(task: Task, cases: int | Sequence[int] | None) -> str | None:
+    """The first case's reason when the reference raises on every selected case a kernel
+    could be judged on (no kernel can be correct: evaluate_kernel would say reference_error),
+    else None. Run where no kernel was answered, so that such a task leaves the metrics as it
+    would with one (public level2/24: indices drawn in [0, 10000) into a cache of 128 rows)."""
+    try:
+        model, selected = select_cases(task, cases)
+    except (ReferenceUnavailable, TaskLoadError, InputsTooLarge):
+        return None                  # said elsewhere, and not this verdict
+    first = None
+    for index, case in selected:
+        if task.case_support(case):
+            continue
+        try:
+            reference_outputs(model, case)
+        except ReferenceUnavailable:
+            return None
+        except ReferenceFailure as exc:
+            first = first or f"case {index} ({describe_case(case)}): {exc}"
+            continue
+        return None
+    return first
+
+
 def case_indices(count: int, cases: int | Sequence[int] | None) -> list[int]:
     """The indices `cases` selects among `count` cases: None all, an int K the first K (at
     least one), else the indices given; IndexError names one that does not exist."""

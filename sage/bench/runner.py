@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validat
 from pydantic_core import PydanticSerializationError
 
 from sage import __version__
-from sage.bench.evaluate import Status, TaskEvaluation, evaluate_kernel, nothing_to_judge
+from sage.bench.evaluate import Status, TaskEvaluation, evaluate_kernel, nothing_to_judge, reference_fails_everywhere
 from sage.bench.reference_run import ReferenceRun, measure_reference, merged_reference
 from sage.bench.executors import TaskCrash, make_executor
 from sage.bench.input_size import InputsTooLarge, default_budget_bytes
@@ -216,6 +216,9 @@ def run_job(job: Job) -> list[ResultRow]:
         # so metrics leave the task out and --resume runs it again.
         return [ResultRow(**head, solver=job.solver.name, status=NOT_JUDGED, final=False, extra=result.extra,
                           wall_s=wall)]
+    if not result.attempts and (why := reference_fails_everywhere(task, job.cases)) is not None:
+        # no kernel could be correct: the task leaves the metrics, as with a kernel judged
+        return [failure_row(job, "reference_error", "reference_error", f"the reference raises on every case: {why}")]
     if not result.attempts:
         reason = result.extra.get("reason") or result.extra.get("error") or "the solver answered no kernel"
         return [ResultRow(**head, solver=job.solver.name, status="no_kernel", extra=result.extra, wall_s=wall,

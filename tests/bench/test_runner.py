@@ -225,3 +225,21 @@ def test_rows_with_infinite_relative_errors_round_trip(tmp_path):
     assert '"max_rel_error":"Infinity"' in line          # strict JSON, no bare Infinity
     (tmp_path / "results.jsonl").write_text(line + "\n")
     assert read_rows(tmp_path / "results.jsonl")[0].evaluation.cases[0].stats[0].max_rel_error == float("inf")
+
+
+def test_a_reference_that_raises_on_every_case_is_a_reference_error_without_a_kernel(tmp_path):
+    # public level2/24 draws cache positions in [0, 10000) for a cache of 128 rows: no kernel can
+    # be correct, so the task leaves the metrics as it would with a kernel judged (evaluate_kernel)
+    from tests.agent.compiler.conftest import write_task
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    write_task(tasks / "always.py", "x, i", "x[i]", ["torch.randn(4, 3), torch.tensor([7])"] * 2)
+    write_task(tasks / "sometimes.py", "x, i", "x[i]", ["torch.randn(4, 3), torch.tensor([7])",
+                                                       "torch.randn(4, 3), torch.tensor([1])"])
+    run = run_bench(BenchConfig(target=str(tasks), workers=1, out=tmp_path / "run"),
+                    KernelDirSolver(kernels=tmp_path / "none"))
+    rows = {r.task: r for r in run.rows}
+    assert {t: r.status for t, r in rows.items()} == {"always": "reference_error", "sometimes": "no_kernel"}
+    assert "the reference raises on every case: case 0" in rows["always"].evaluation.reason
+    assert "IndexError" in rows["always"].evaluation.reason

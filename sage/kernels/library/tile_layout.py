@@ -24,6 +24,9 @@ from sage.kernels.target import Target
 
 MAX_ROWS = 255             # repeat-form instructions repeat once per row
 CMP_PAD = 128              # comparisons work on whole 256 B repeats: buffers hold this much slack
+# A row or column Iota's values hold RAMP elements, max(S, NR, NC) + 64; a comparison of them
+# reads up to NR or NC rounded up to CMP_PAD (public level2/10 case 18: 128 of 104)
+IOTA_PAD = CMP_PAD - 64
 GATHER_PLANS = ("span", "transposed", "elements", "col_strided")
 
 
@@ -309,7 +312,7 @@ class TileLayout:
         # an Iota leaf's coefficient ramp and its values per tile (tile_copy_in, tile_prepare):
         # uncounted, a 6144-column one-hot tile (level1/25 case 33) overflowed UB by 7.5 KB
         iotas = [leaf_kind(spec, leaf) for leaf in spec.leaves if isinstance(leaf, Iota)]
-        total += sum(ramp * csz + (tile if kind == "full" else ramp) * csz for kind in iotas if kind != "scalar")
+        total += sum(ramp * csz + (tile if kind == "full" else ramp + IOTA_PAD) * csz for kind in iotas if kind != "scalar")
         n_bufs = 4 * (len(spec.leaves) + len(spec.outputs)) + sum(made.values()) + 4
         return total + 32 * n_bufs
 

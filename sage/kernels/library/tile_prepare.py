@@ -11,7 +11,7 @@ from __future__ import annotations
 from sage.kernels.library.casts import cast_lines
 from sage.kernels.library.source import DTYPE_SIZE, dsl_dtype
 from sage.kernels.library.tile_copy_in import CopyIn, scratch_slot
-from sage.kernels.library.tile_layout import GATHER_PLANS, gathered_dtype
+from sage.kernels.library.tile_layout import GATHER_PLANS, IOTA_PAD, gathered_dtype
 from sage.kernels.library.tile_resident import resident_lines
 from sage.kernels.library.tile_seg import seg_info, seg_shape
 from sage.kernels.library.tile_spec import Access, Iota, leaf_kind
@@ -122,7 +122,7 @@ class Prepare(CopyIn):
         body = []
         for i, leaf in enumerate(spec.leaves):
             if isinstance(leaf, Iota) and leaf_kind(spec, leaf) != "scalar":
-                count = "TILE_ELEMS" if leaf_kind(spec, leaf) == "full" else "RAMP"
+                count = "TILE_ELEMS" if leaf_kind(spec, leaf) == "full" else f"RAMP + {IOTA_PAD}"
                 body += [f"self.tb_iota{i} = TBuf(TPosition.VECCALC)",
                          f"self.pipe.InitBuffer(self.tb_iota{i}, buf_bytes({count}, {lay.es_c}))"]
         return body

@@ -38,6 +38,9 @@ ARITHMETIC: dict[str, tuple[str, Any]] = {
     "recip": ("(1.0 / {0})", lambda a: 1.0 / a),
     "twice": ("(2 * {0})", lambda a: 2 * a),
     "less1": ("({0} - 1)", lambda a: a - 1),
+    # a tensor with one more row along an axis: numel + numel / d (a table with a spare row)
+    "plus1": ("({0} + 1)", lambda a: a + 1),
+    "grown": ("({0} + {0} // max({1}, 1))", lambda n, d: n + n // max(d, 1)),
 }
 
 
@@ -182,6 +185,15 @@ def extend(add: Any, flat: list, long_row_limit: int | None = None) -> None:
         if helper == "padded_shape":
             add(HOST_HELPERS["pad_offset"](tuple(x.shape), flat[idx[1]]),
                 Derived("derived", value=tensors, op="call", parts=("pad_offset", idx)))
+    for i, x in enumerate(flat):
+        # a table of x's rows and one spare row (torch_npu's swiglu_quant gathers each row's
+        # smooth scale from [G + 1, N], row G zero: its (G + 1) * N elements were a literal
+        # that pinned every case of public level2/10 to a class of its own)
+        if isinstance(x, torch.Tensor) and x.dim() >= 2 and x.numel() > 0:
+            for k in range(x.dim()):
+                n, e = int(x.numel()), HostExpr("numel", i)
+                add(n + n // int(x.shape[k]), Derived("derived", op="grown", parts=(e, HostExpr("dim", i, k))))
+                add(int(x.shape[k]) + 1, Derived("derived", op="plus1", parts=(HostExpr("dim", i, k),)))
     for d, v in base_dims:
         if v <= 1:
             continue      # a dimension of 1 is structure (dims_pattern): its 0.0 and 1.0 would only be coincidences

@@ -6,6 +6,8 @@ as a long sum nested past Python's parser limit when bracketed."""
 
 from __future__ import annotations
 
+import math
+
 from sage.agent.compiler.generic.guards import simplified
 from sage.agent.compiler.generic.casemodel import Tilings
 from sage.agent.compiler.generic.pytext import tight
@@ -27,14 +29,136 @@ def tiling_function(kernel: str, tilings: Tilings) -> str:
         variants.append((simplified(subbed, tilings.values[(kernel, variant)]), [_sub(f, ps) for f in fields]))
         if not variants[-1][0]:
             break             # the variants after one without conditions are never reached
+    return tiling_text(n, variants)
+
+
+def tiling_text(n: int, variants: list[tuple[list[Formula], list[Formula]]]) -> str:
+    """`def tiling(p0, ..., p<n-1>)` returning the fields of the first variant (conditions,
+    fields) whose conditions all hold, tested left to right, else None; it may return None
+    where that test would raise (a division by a size a later variant's guard leaves 0)."""
     head = f"def tiling({', '.join(f'p{i}' for i in range(n))}):"
-    plain = _body(variants, [])
-    common = _shared_conditions([conds for conds, _ in variants])
-    hoisted = _body(variants, common) if common else plain
+    merged = _merged(variants)
+    plain = _body(merged, [])
+    common = _shared_conditions([alt for alts, _ in merged for alt in alts])
+    hoisted = _body(merged, common) if common else plain
     return "\n".join([head] + min(plain, hoisted, key=lambda lines: sum(map(len, lines)))) + "\n"
 
 
-def _body(variants: list[tuple[list[Formula], list[Formula]]], common: list[Formula]) -> list[str]:
+Variant = tuple[list[list[Formula]], list[Formula]]   # alternative guard lists, tiling fields
+
+
+def _merged(variants: list[tuple[list[Formula], list[Formula]]]) -> list[Variant]:
+    """Variants that give the same tiling fields as one, whose guard lists are alternatives:
+    `if A: return F` then `if B: return F` is `if A or B: return F` (B still tested only
+    when A fails). A later variant joins an earlier one only past variants it excludes (no
+    case meets both), so no case that took one of those takes the joined one instead. A
+    tile that fits whole and one that halved give one struct once written over the sizes."""
+    out: list[Variant] = []
+    for conds, fields in variants:
+        for k in range(len(out) - 1, -1, -1):
+            if out[k][1] == fields:
+                out[k][0].append(conds)
+                break
+            if not all(_excluded_early(conds, alt) for alt in out[k][0]):
+                out.append(([conds], fields))
+                break
+        else:
+            out.append(([conds], fields))
+    return out
+
+
+def _excluded_early(a: list[Formula], b: list[Formula]) -> bool:
+    """No parameters meet both `a` and `b`, and where `b` holds, `a` fails on a condition
+    that contradicts one of `b`'s before any that could raise: tested ahead of `b`, `a`
+    neither takes a case `b` took nor raises on one (a test and its negation, bounds of one
+    formula that do not meet)."""
+    for x in a:
+        if any(_contradict(x, y) for y in b):
+            return True
+        if not _total(x):
+            return False
+    return False
+
+
+def _complement(x: Formula, y: Formula) -> bool:
+    """Exactly one of `x` and `y` holds, whatever the parameters."""
+    return x == ("not", y) or y == ("not", x) or {x[0], y[0]} == {"==", "!="} and x[1:] == y[1:]
+
+
+def _contradict(x: Formula, y: Formula) -> bool:
+    if _complement(x, y):
+        return True
+    bx, by = _bounds(x), _bounds(y)
+    return bx is not None and by is not None and bx[0] == by[0] and (bx[2] <= by[1] or by[2] <= bx[1])
+
+
+def _bounds(f: Formula) -> tuple[Formula, float, float] | None:
+    """(formula, lo, hi): `f` says lo <= formula < hi (simplified()'s integer bounds)."""
+    if f[0] == "<=<" and f[1][0] == "c" and f[3][0] == "c":
+        return f[2], f[1][1], f[3][1]
+    if f[0] in (">=", "<", "==") and f[2][0] == "c" and isinstance(f[2][1], int) and not isinstance(f[2][1], bool):
+        c = f[2][1]
+        return {">=": (f[1], c, math.inf), "<": (f[1], -math.inf, c), "==": (f[1], c, c + 1)}[f[0]]
+    return None
+
+
+def _guard(alts: list[list[Formula]]) -> list[Formula] | None:
+    """One variant's alternatives as conditions that must all hold, the last of which may be
+    ("or", [conds], [conds], ...); None when one alternative has no condition left (always
+    true). Alternatives the same but for one test and its negation are one without it;
+    conditions every alternative has are tested first where they cannot raise."""
+    alts = _joined(list(dict.fromkeys(tuple(a) for a in alts)))
+    if any(not a for a in alts):
+        return None
+    if len(alts) == 1:
+        return list(alts[0])
+    common = [c for c in alts[0] if _total(c) and all(c in a for a in alts[1:])]
+    rest = [[c for c in a if c not in common] for a in alts]
+    # `P and A and S or P and B and S` is `P and (A or B) and S`: the same tests decide, and
+    # B is evaluated only where the alternatives' own tests are (it may raise no more often)
+    head = 0
+    while all(len(r) > head and r[head] == rest[0][head] for r in rest):
+        head += 1
+    tail = 0
+    while all(len(r) - tail > head and r[-1 - tail] == rest[0][-1 - tail] for r in rest):
+        tail += 1
+    shared = common + rest[0][:head] + (rest[0][len(rest[0]) - tail:] if tail else [])
+    middles = [r[head:len(r) - tail] for r in rest]
+    if any(not m for m in middles):
+        return shared or None
+    return common + rest[0][:head] + [("or", *middles)] + (rest[0][len(rest[0]) - tail:] if tail else [])
+
+
+def _joined(alts: list[tuple]) -> list[tuple]:
+    """`X and c and Y` or `X and not c and Y` is `X and Y`: whichever of c and its negation
+    holds, the same tests are evaluated in the same order, and one of the two holds."""
+    changed = True
+    while changed:
+        changed = False
+        for i, a in enumerate(alts):
+            for j in range(i + 1, len(alts)):
+                b = alts[j]
+                diff = [k for k in range(len(a)) if len(a) == len(b) and a[k] != b[k]]
+                if len(a) == len(b) and len(diff) == 1 and _complement(a[diff[0]], b[diff[0]]):
+                    alts[i] = a[:diff[0]] + a[diff[0] + 1:]
+                    del alts[j]
+                    alts = list(dict.fromkeys(alts))
+                    changed = True
+                    break
+            if changed:
+                break
+    return alts
+
+
+def _flat(conds: list[Formula]) -> list[Formula]:
+    """Every condition formula in `conds`, those inside an ("or", ...) too."""
+    out: list[Formula] = []
+    for c in conds:
+        out += [x for alt in c[1:] for x in alt] if c[0] == "or" else [c]
+    return out
+
+
+def _body(variants: list[Variant], common: list[Formula]) -> list[str]:
     lines: list[str] = []
     if common:
         shared = _common_terms(common)
@@ -42,9 +166,9 @@ def _body(variants: list[tuple[list[Formula], list[Formula]]], common: list[Form
         lines.append("    if not (" + " and ".join(_cond_text(c, shared) for c in common) + "):")
         lines.append("        return None")
     written: list[list[str]] = []
-    for conds, fields in variants:
-        conds = [c for c in conds if c not in common]
-        shared = _common_terms(conds + fields)
+    for alts, fields in variants:
+        conds = _guard([[c for c in alt if c not in common] for alt in alts])
+        shared = _common_terms(_flat(conds or []) + fields)
         ret = "return " + tuple_text([formula_text(f, params=True, shared=shared) for f in fields])
         locals_ = [f"    e{j} = {formula_text(t, params=True, shared=shared, define=True)}" for t, j in shared.items()]
         if not conds:
@@ -88,6 +212,8 @@ def tuple_text(items: list[str]) -> str:
 
 
 def _cond_text(c: Formula, shared: dict[Formula, int]) -> str:
+    if c[0] == "or":
+        return "(" + " or ".join(" and ".join(_cond_text(x, shared) for x in alt) for alt in c[1:]) + ")"
     if c[0] == "not":
         return f"not {formula_text(c[1], params=True, shared=shared)}"
     if c[0] == "<=<":
@@ -193,4 +319,4 @@ def _numbered(f: Formula, names: dict[int, str]) -> Formula:
     return (f[0], *(_numbered(a, names) for a in f[1:]))
 
 
-__all__ = ["formula_text", "tiling_function", "tuple_text"]
+__all__ = ["formula_text", "tiling_function", "tiling_text", "tuple_text"]
