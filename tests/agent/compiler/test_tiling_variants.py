@@ -106,3 +106,30 @@ def test_a_test_and_its_negation_as_the_only_difference_cancel():
     big = (">=", ("//", c(64), P1), c(2))
     text = tiling_text(2, [([(">=", P1, c(1)), even, big], [P0]), ([(">=", P1, c(1)), odd, big], [P0])])
     assert "% 2" not in text and text.count("64 // p1") == 1
+
+
+# sums of buffer sizes: the same terms once per input leaf (public level1/31_iou)
+TERMS = [P0, P1, ("*", P0, c(4)), ("//", ("+", P1, c(31)), c(32)), ("-", P0, P1), c(7)]
+
+
+def _sum_of(picks):
+    f = TERMS[picks[0]]
+    for k in picks[1:]:
+        f = ("+", f, TERMS[k])
+    return f
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(range(len(TERMS))), min_size=1, max_size=12),
+       st.integers(-50, 5000), st.integers(-50, 5000))
+def test_an_int_sum_with_repeated_terms_keeps_its_value(picks, a, b):
+    from sage.agent.compiler.generic.tilingfn import _collapsed, formula_text
+
+    f = ("<", ("*", c(2), _sum_of(picks)), c(194561))
+    g = _collapsed(f, frozenset({0, 1}))
+    assert evaluate(g[1], [a, b]) == evaluate(f[1], [a, b])
+    if len(set(picks)) < len(picks):
+        assert len(formula_text(g, params=True)) <= len(formula_text(f, params=True))
+    # float parameters' sums are not regrouped (float addition does not regroup exactly)
+    floats = [a / 7 + 0.1, b / 3 + 0.2]
+    assert evaluate(_collapsed(f, frozenset())[1], floats) == evaluate(f[1], floats)

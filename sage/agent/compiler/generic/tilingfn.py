@@ -29,7 +29,56 @@ def tiling_function(kernel: str, tilings: Tilings) -> str:
         variants.append((simplified(subbed, tilings.values[(kernel, variant)]), [_sub(f, ps) for f in fields]))
         if not variants[-1][0]:
             break             # the variants after one without conditions are never reached
-    return tiling_text(n, variants)
+    ints = frozenset(k for k in range(n) if all(_is_int(tilings.values[(kernel, v)][k]) for v in tilings.variants[kernel]))
+    return tiling_text(n, [([_collapsed(c, ints) for c in conds], [_collapsed(f, ints) for f in fields])
+                           for conds, fields in variants])
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+_INTEGER_OPS = frozenset({"+", "-", "*", "//", "%", "neg"})
+
+
+def _integral_formula(f: Formula, ints: frozenset[int]) -> bool:
+    """`f` is an int for any int values of parameters `ints` (so its sums may be regrouped)."""
+    if f[0] == "p":
+        return f[1] in ints
+    if f[0] == "c":
+        return _is_int(f[1])
+    return f[0] in _INTEGER_OPS and all(_integral_formula(a, ints) for a in f[1:])
+
+
+def _collapsed(f: Formula, ints: frozenset[int]) -> Formula:
+    """`f` with each integer sum's repeated terms written once times their count: a UB
+    footprint sums the same buffers once per input (`e3 + e7 + e3 + e7 + ...`, public
+    level1/31_iou's tiling functions); int sums regroup exactly."""
+    if not isinstance(f, tuple) or f[0] in ("p", "c", "v"):
+        return f
+    if f[0] != "+" or not _integral_formula(f, ints):
+        return (f[0], *(_collapsed(a, ints) if isinstance(a, tuple) else a for a in f[1:]))
+    terms: list[Formula] = []
+    stack = [f]
+    while stack:                       # the sum's terms, left to right
+        node = stack.pop()
+        if node[0] == "+":
+            stack += [node[2], node[1]]
+        else:
+            terms.append(_collapsed(node, ints))
+    counts: dict[Formula, int] = {}
+    for t in terms:
+        counts[t] = counts.get(t, 0) + 1
+    if len(counts) == len(terms):
+        return _sum(terms)
+    return _sum([t if k == 1 else ("*", ("c", k), t) for t, k in counts.items()])
+
+
+def _sum(terms: list[Formula]) -> Formula:
+    out = terms[0]
+    for t in terms[1:]:
+        out = ("+", out, t)
+    return out
 
 
 def tiling_text(n: int, variants: list[tuple[list[Formula], list[Formula]]]) -> str:
