@@ -68,6 +68,17 @@ def scaled_shape(shape, scale):
     return out
 
 
+def repeated_shape(shape, reps):
+    lead = len(reps) - len(shape)
+    if lead < 0:
+        return list(shape)
+    out = []
+    for k in range(len(reps)):
+        d = shape[k - lead] if k >= lead else 1
+        out.append(d * reps[k])
+    return out
+
+
 def cat_shape(dim, shapes):
     out = list(shapes[0])
     axis = dim % len(out)
@@ -148,7 +159,7 @@ HOST_HELPERS: dict[str, Callable[..., object]] = {
     # derived shapes (sage/agent/compiler/generic/derived.py): an op's output from its attributes
     "padded_shape": padded_shape, "pad_offset": pad_offset, "sized_shape": sized_shape,
     "scaled_shape": scaled_shape, "mixed_shape": mixed_shape, "shape_prod": shape_prod,
-    "cat_shape": cat_shape, "cat_offset": cat_offset,
+    "cat_shape": cat_shape, "cat_offset": cat_offset, "repeated_shape": repeated_shape,
     # a reduction over a row too long for UB, in chunks (sage/kernels/long_rows.py)
     "divisor_at_most": divisor_at_most, "long_row_split": long_row_split, "grouped_row_split": grouped_row_split,
     "grouped_run": grouped_run,
@@ -161,4 +172,4 @@ def helper_source(name: str) -> str:
 
 
 __all__ = ["HOST_HELPERS", "divisor_at_most", "grouped_row_split", "grouped_run", "helper_source", "long_row_split",
-           "pad_offset", "padded_shape", "scaled_shape", "shape_prod", "sized_shape", "square_side"]
+           "pad_offset", "padded_shape", "repeated_shape", "scaled_shape", "shape_prod", "sized_shape", "square_side"]

@@ -115,3 +115,59 @@ def test_a_layer_norm_over_other_row_counts_is_one_class(tmp_path):
         x, w, b = torch.randn(1, r, 64, generator=gen), torch.randn(64, generator=gen), torch.randn(64, generator=gen)
         (out,) = sandbox_outputs(compiled.source, [x.numpy(), w.numpy(), b.numpy()])
         np.testing.assert_allclose(out, torch.nn.functional.layer_norm(x, (64,), w, b).numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape, reps", [((5,), (3,)), ((2, 3), (2, 1)), ((2, 3), (4, 2, 2)), ((1, 2, 3), (1, 1, 1))])
+def test_repeated_shape_is_torchs(shape, reps):
+    from sage.kernels.host_helpers import repeated_shape
+
+    assert repeated_shape(shape, reps) == list(torch.zeros(shape).repeat(*reps).shape)
+    assert repeated_shape((2, 3, 4), (2, 2)) == [2, 3, 4]        # never raises (torch refuses it)
+
+
+REPEATS = [((128,), (2,)), ((256,), (4,)), ((96,), (3,))]
+
+
+def test_repeats_of_other_sizes_share_a_class(tmp_path):
+    """x.repeat(*r): the output has each dimension times its count, which no dimension or list
+    item gives alone: each case of public level1/16_repeat was pinned to its own shapes."""
+    from sage.agent.compiler.compiler import compile_cases, trace_cases
+    from sage.bench.tasks import load_task
+    from sage.kernels import target_for
+    from tests.agent.compiler.conftest import write_task
+
+    path = write_task(tmp_path / "rep.py", "x, r", "x.repeat(*r)",
+                      [f"torch.randn({s}), {r}" for s, r in REPEATS])
+    compiled = compile_cases(trace_cases(load_task(path, input_budget=None)), None, target_for("ascend910b2"), "t")
+    assert compiled.rules == 1 and compiled.exact == 0 and "repeated_shape(" in compiled.source
+    for shape, reps in REPEATS + [((200,), (5,))]:           # a size and count no case traced
+        x = torch.arange(int(np.prod(shape)), dtype=torch.float32).reshape(shape)
+        (out,) = sandbox_outputs(compiled.source, [x.numpy(), list(reps)])
+        np.testing.assert_array_equal(out, x.repeat(*reps).numpy())
+
+
+SPARE = [(6, 32, 2), (8, 64, 3), (5, 48, 4)]
+
+
+def test_a_table_with_a_spare_row_is_one_class(tmp_path):
+    """Each row's scale gathered from a [G + 1, N] table whose last row is ones (torch_npu's
+    swiglu_quant, public level2/10): (G + 1) * N and G + 1 are host expressions, not literals
+    that pin each case to its shapes."""
+    from sage.agent.compiler.compiler import compile_cases, trace_cases
+    from sage.bench.tasks import load_task
+    from sage.kernels import target_for
+    from tests.agent.compiler.conftest import write_task
+
+    body = "x * torch.cat([s, torch.ones(1, s.shape[1])])[g]"
+    path = write_task(tmp_path / "spare.py", "x, s, g", body,
+                      [f"torch.randn({r}, {n}), torch.randn({k}, {n}), torch.randint(0, {k + 1}, ({r},))"
+                       for r, n, k in SPARE])
+    compiled = compile_cases(trace_cases(load_task(path, input_budget=None)), None, target_for("ascend910b2"), "t")
+    assert compiled.rules == 1 and compiled.exact == 0
+    assert "in ((" not in compiled.source                    # no class pinned to its cases' shapes
+    gen = torch.Generator().manual_seed(1)
+    for r, n, k in SPARE:
+        x, s = torch.randn(r, n, generator=gen), torch.randn(k, n, generator=gen)
+        g = torch.randint(0, k + 1, (r,), generator=gen)
+        (out,) = sandbox_outputs(compiled.source, [x.numpy(), s.numpy(), g.numpy()])
+        np.testing.assert_allclose(out, (x * torch.cat([s, torch.ones(1, n)])[g]).numpy(), rtol=1e-6)

@@ -4,7 +4,7 @@ shape, a sum of a size and an argument, a size as a float, a ratio of sizes.
 The plain candidates (`hostexpr.py`) read one tensor's dimensions, their products and the
 scalar arguments. A padding's output is the input grown by the pad amounts, an
 interpolation's is the input's batch and channels with `size` (or `floor(d * scale)`)
-spatial dimensions, a concatenation's the sum of its pieces along the axis argument: their
+spatial dimensions, a repeat's each dimension times its count, a concatenation's the sum of its pieces along the axis argument: their
 sizes, strides and element counts are sums and ratios no plain candidate gives, so each case
 of `F.pad`, `F.interpolate` or `torch.cat` was a case class of its own (level1/15_pad 158
 KB: 51 classes for 51 cases, issue 31). Here the host computes them as Ascend C's host
@@ -137,6 +137,8 @@ def _shapes(flat: list) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
         for j, a in enumerate(flat):
             if _ints(a) and len(a) % 2 == 0 and len(a) // 2 <= x.dim():
                 out.append(("padded_shape", (t, j), (t,)))
+            if _ints(a) and len(a) >= x.dim():       # x.repeat(*a): each dimension times its count
+                out.append(("repeated_shape", (t, j), (t,)))
             if x.dim() >= 3 and _ints(a) and len(a) == x.dim() - 2:
                 out.append(("sized_shape", (t, j), (t,)))
             if x.dim() >= 3 and _floats(a) and (isinstance(a, float) or len(a) == x.dim() - 2):
