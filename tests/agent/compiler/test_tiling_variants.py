@@ -133,3 +133,10 @@ def test_an_int_sum_with_repeated_terms_keeps_its_value(picks, a, b):
     # float parameters' sums are not regrouped (float addition does not regroup exactly)
     floats = [a / 7 + 0.1, b / 3 + 0.2]
     assert evaluate(_collapsed(f, frozenset())[1], floats) == evaluate(f[1], floats)
+
+
+def test_a_double_negation_is_its_operand():
+    from sage.agent.compiler.generic.tilingfn import _sub
+
+    assert _sub(("neg", ("neg", ("p", 0))), [("p", 3)]) == ("p", 3)
+    assert _sub(("neg", ("//", ("neg", ("p", 0)), c(8))), [P1]) == ("neg", ("//", ("neg", P1), c(8)))

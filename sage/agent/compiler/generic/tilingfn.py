@@ -317,6 +317,8 @@ def _sub(f: Formula, local: list[Formula]) -> Formula:
     if kind == "k":
         return _sub(f[2], local)
     args = [_sub(a, local) for a in f[1:]]
+    if kind == "neg" and args[0][0] == "neg":
+        return args[0][1]           # --x (a ceiling of a ceiling's negation): x, exactly
     out = (kind, *args)
     if all(a[0] == "c" for a in args):
         try:
