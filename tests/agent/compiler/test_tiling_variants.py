@@ -123,7 +123,8 @@ def _sum_of(picks):
 @given(st.lists(st.sampled_from(range(len(TERMS))), min_size=1, max_size=12),
        st.integers(-50, 5000), st.integers(-50, 5000))
 def test_an_int_sum_with_repeated_terms_keeps_its_value(picks, a, b):
-    from sage.agent.compiler.generic.tilingfn import _collapsed, formula_text
+    from sage.agent.compiler.generic.intsums import collapsed as _collapsed
+    from sage.agent.compiler.generic.tilingfn import formula_text
 
     f = ("<", ("*", c(2), _sum_of(picks)), c(194561))
     g = _collapsed(f, frozenset({0, 1}))

@@ -6,9 +6,9 @@ as a long sum nested past Python's parser limit when bracketed."""
 
 from __future__ import annotations
 
-import math
-
+from sage.agent.compiler.generic.alternatives import Variant, flat, guard, merged, total
 from sage.agent.compiler.generic.guards import simplified
+from sage.agent.compiler.generic.intsums import collapsed, is_int
 from sage.agent.compiler.generic.casemodel import Tilings
 from sage.agent.compiler.generic.pytext import tight
 from sage.kernels.symbolic import Formula, evaluate
@@ -29,56 +29,9 @@ def tiling_function(kernel: str, tilings: Tilings) -> str:
         variants.append((simplified(subbed, tilings.values[(kernel, variant)]), [_sub(f, ps) for f in fields]))
         if not variants[-1][0]:
             break             # the variants after one without conditions are never reached
-    ints = frozenset(k for k in range(n) if all(_is_int(tilings.values[(kernel, v)][k]) for v in tilings.variants[kernel]))
-    return tiling_text(n, [([_collapsed(c, ints) for c in conds], [_collapsed(f, ints) for f in fields])
+    ints = frozenset(k for k in range(n) if all(is_int(tilings.values[(kernel, v)][k]) for v in tilings.variants[kernel]))
+    return tiling_text(n, [([collapsed(c, ints) for c in conds], [collapsed(f, ints) for f in fields])
                            for conds, fields in variants])
-
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-_INTEGER_OPS = frozenset({"+", "-", "*", "//", "%", "neg"})
-
-
-def _integral_formula(f: Formula, ints: frozenset[int]) -> bool:
-    """`f` is an int for any int values of parameters `ints` (so its sums may be regrouped)."""
-    if f[0] == "p":
-        return f[1] in ints
-    if f[0] == "c":
-        return _is_int(f[1])
-    return f[0] in _INTEGER_OPS and all(_integral_formula(a, ints) for a in f[1:])
-
-
-def _collapsed(f: Formula, ints: frozenset[int]) -> Formula:
-    """`f` with each integer sum's repeated terms written once times their count: a UB
-    footprint sums the same buffers once per input (`e3 + e7 + e3 + e7 + ...`, public
-    level1/31_iou's tiling functions); int sums regroup exactly."""
-    if not isinstance(f, tuple) or f[0] in ("p", "c", "v"):
-        return f
-    if f[0] != "+" or not _integral_formula(f, ints):
-        return (f[0], *(_collapsed(a, ints) if isinstance(a, tuple) else a for a in f[1:]))
-    terms: list[Formula] = []
-    stack = [f]
-    while stack:                       # the sum's terms, left to right
-        node = stack.pop()
-        if node[0] == "+":
-            stack += [node[2], node[1]]
-        else:
-            terms.append(_collapsed(node, ints))
-    counts: dict[Formula, int] = {}
-    for t in terms:
-        counts[t] = counts.get(t, 0) + 1
-    if len(counts) == len(terms):
-        return _sum(terms)
-    return _sum([t if k == 1 else ("*", ("c", k), t) for t, k in counts.items()])
-
-
-def _sum(terms: list[Formula]) -> Formula:
-    out = terms[0]
-    for t in terms[1:]:
-        out = ("+", out, t)
-    return out
 
 
 def tiling_text(n: int, variants: list[tuple[list[Formula], list[Formula]]]) -> str:
@@ -86,125 +39,11 @@ def tiling_text(n: int, variants: list[tuple[list[Formula], list[Formula]]]) -> 
     fields) whose conditions all hold, tested left to right, else None; it may return None
     where that test would raise (a division by a size a later variant's guard leaves 0)."""
     head = f"def tiling({', '.join(f'p{i}' for i in range(n))}):"
-    merged = _merged(variants)
-    plain = _body(merged, [])
-    common = _shared_conditions([alt for alts, _ in merged for alt in alts])
-    hoisted = _body(merged, common) if common else plain
+    grouped = merged(variants)
+    plain = _body(grouped, [])
+    common = _shared_conditions([alt for alts, _ in grouped for alt in alts])
+    hoisted = _body(grouped, common) if common else plain
     return "\n".join([head] + min(plain, hoisted, key=lambda lines: sum(map(len, lines)))) + "\n"
-
-
-Variant = tuple[list[list[Formula]], list[Formula]]   # alternative guard lists, tiling fields
-
-
-def _merged(variants: list[tuple[list[Formula], list[Formula]]]) -> list[Variant]:
-    """Variants that give the same tiling fields as one, whose guard lists are alternatives:
-    `if A: return F` then `if B: return F` is `if A or B: return F` (B still tested only
-    when A fails). A later variant joins an earlier one only past variants it excludes (no
-    case meets both), so no case that took one of those takes the joined one instead. A
-    tile that fits whole and one that halved give one struct once written over the sizes."""
-    out: list[Variant] = []
-    for conds, fields in variants:
-        for k in range(len(out) - 1, -1, -1):
-            if out[k][1] == fields:
-                out[k][0].append(conds)
-                break
-            if not all(_excluded_early(conds, alt) for alt in out[k][0]):
-                out.append(([conds], fields))
-                break
-        else:
-            out.append(([conds], fields))
-    return out
-
-
-def _excluded_early(a: list[Formula], b: list[Formula]) -> bool:
-    """No parameters meet both `a` and `b`, and where `b` holds, `a` fails on a condition
-    that contradicts one of `b`'s before any that could raise: tested ahead of `b`, `a`
-    neither takes a case `b` took nor raises on one (a test and its negation, bounds of one
-    formula that do not meet)."""
-    for x in a:
-        if any(_contradict(x, y) for y in b):
-            return True
-        if not _total(x):
-            return False
-    return False
-
-
-def _complement(x: Formula, y: Formula) -> bool:
-    """Exactly one of `x` and `y` holds, whatever the parameters."""
-    return x == ("not", y) or y == ("not", x) or {x[0], y[0]} == {"==", "!="} and x[1:] == y[1:]
-
-
-def _contradict(x: Formula, y: Formula) -> bool:
-    if _complement(x, y):
-        return True
-    bx, by = _bounds(x), _bounds(y)
-    return bx is not None and by is not None and bx[0] == by[0] and (bx[2] <= by[1] or by[2] <= bx[1])
-
-
-def _bounds(f: Formula) -> tuple[Formula, float, float] | None:
-    """(formula, lo, hi): `f` says lo <= formula < hi (simplified()'s integer bounds)."""
-    if f[0] == "<=<" and f[1][0] == "c" and f[3][0] == "c":
-        return f[2], f[1][1], f[3][1]
-    if f[0] in (">=", "<", "==") and f[2][0] == "c" and isinstance(f[2][1], int) and not isinstance(f[2][1], bool):
-        c = f[2][1]
-        return {">=": (f[1], c, math.inf), "<": (f[1], -math.inf, c), "==": (f[1], c, c + 1)}[f[0]]
-    return None
-
-
-def _guard(alts: list[list[Formula]]) -> list[Formula] | None:
-    """One variant's alternatives as conditions that must all hold, the last of which may be
-    ("or", [conds], [conds], ...); None when one alternative has no condition left (always
-    true). Alternatives the same but for one test and its negation are one without it;
-    conditions every alternative has are tested first where they cannot raise."""
-    alts = _joined(list(dict.fromkeys(tuple(a) for a in alts)))
-    if any(not a for a in alts):
-        return None
-    if len(alts) == 1:
-        return list(alts[0])
-    common = [c for c in alts[0] if _total(c) and all(c in a for a in alts[1:])]
-    rest = [[c for c in a if c not in common] for a in alts]
-    # `P and A and S or P and B and S` is `P and (A or B) and S`: the same tests decide, and
-    # B is evaluated only where the alternatives' own tests are (it may raise no more often)
-    head = 0
-    while all(len(r) > head and r[head] == rest[0][head] for r in rest):
-        head += 1
-    tail = 0
-    while all(len(r) - tail > head and r[-1 - tail] == rest[0][-1 - tail] for r in rest):
-        tail += 1
-    shared = common + rest[0][:head] + (rest[0][len(rest[0]) - tail:] if tail else [])
-    middles = [r[head:len(r) - tail] for r in rest]
-    if any(not m for m in middles):
-        return shared or None
-    return common + rest[0][:head] + [("or", *middles)] + (rest[0][len(rest[0]) - tail:] if tail else [])
-
-
-def _joined(alts: list[tuple]) -> list[tuple]:
-    """`X and c and Y` or `X and not c and Y` is `X and Y`: whichever of c and its negation
-    holds, the same tests are evaluated in the same order, and one of the two holds."""
-    changed = True
-    while changed:
-        changed = False
-        for i, a in enumerate(alts):
-            for j in range(i + 1, len(alts)):
-                b = alts[j]
-                diff = [k for k in range(len(a)) if len(a) == len(b) and a[k] != b[k]]
-                if len(a) == len(b) and len(diff) == 1 and _complement(a[diff[0]], b[diff[0]]):
-                    alts[i] = a[:diff[0]] + a[diff[0] + 1:]
-                    del alts[j]
-                    alts = list(dict.fromkeys(alts))
-                    changed = True
-                    break
-            if changed:
-                break
-    return alts
-
-
-def _flat(conds: list[Formula]) -> list[Formula]:
-    """Every condition formula in `conds`, those inside an ("or", ...) too."""
-    out: list[Formula] = []
-    for c in conds:
-        out += [x for alt in c[1:] for x in alt] if c[0] == "or" else [c]
-    return out
 
 
 def _body(variants: list[Variant], common: list[Formula]) -> list[str]:
@@ -216,8 +55,8 @@ def _body(variants: list[Variant], common: list[Formula]) -> list[str]:
         lines.append("        return None")
     written: list[list[str]] = []
     for alts, fields in variants:
-        conds = _guard([[c for c in alt if c not in common] for alt in alts])
-        shared = _common_terms(_flat(conds or []) + fields)
+        conds = guard([[c for c in alt if c not in common] for alt in alts])
+        shared = _common_terms(flat(conds or []) + fields)
         ret = "return " + tuple_text([formula_text(f, params=True, shared=shared) for f in fields])
         locals_ = [f"    e{j} = {formula_text(t, params=True, shared=shared, define=True)}" for t, j in shared.items()]
         if not conds:
@@ -240,20 +79,7 @@ def _shared_conditions(variants: list[list[Formula]]) -> list[Formula]:
     if len(variants) < 2 or not all(variants):
         return []
     rest = [set(v) for v in variants[1:]]
-    return [c for c in variants[0] if _total(c) and all(c in r for r in rest)]
-
-
-def _total(f: Formula, compares: bool = True) -> bool:
-    """No division by a non-constant anywhere in `f`, so it evaluates for any sizes (and,
-    without `compares`, no comparison in it either: a local worth hoisting)."""
-    if not isinstance(f, tuple) or f[0] in ("p", "c", "v"):
-        return True
-    if f[0] in ("//", "%", "/") and f[2][0] != "c":
-        return False
-    if not compares and f[0] in ("<", "<=", ">", ">=", "==", "!=", "not", "<=<"):
-        return False
-    # a host helper (sage.kernels.host_helpers) never raises: safe with any arguments
-    return all(_total(a, compares) for a in f[1:] if isinstance(a, tuple))
+    return [c for c in variants[0] if total(c) and all(c in r for r in rest)]
 
 
 def tuple_text(items: list[str]) -> str:
@@ -293,7 +119,7 @@ def _common_terms(formulas: list[Formula]) -> dict[Formula, int]:
         for d in picked:               # each local's definition, written once
             for a in d[1:]:
                 walk(a)
-        best = [f for f, n in count.items() if n > 1 and _depth(f) >= 2 and _total(f, compares=False) and f[0] != "k"]
+        best = [f for f, n in count.items() if n > 1 and _depth(f) >= 2 and total(f, compares=False) and f[0] != "k"]
         if not best:
             break
         picked.append(max(best, key=lambda f: (_depth(f), repr(f))))
