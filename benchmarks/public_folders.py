@@ -152,10 +152,15 @@ def run_folder(folder: Path, args: argparse.Namespace) -> None:
     commits = _run_commits(out)
     if checkout_commit() not in commits or _run_timeout(out) != args.task_timeout:
         commits = commits if checkout_commit() in commits else [*commits, checkout_commit()]
-        (out / RUN_INFO).write_text(json.dumps({"sage_commits": commits, "task_timeout_s": args.task_timeout}))
+        (out / RUN_INFO).write_text(json.dumps({**_run_info(out), "sage_commits": commits,
+                                                 "task_timeout_s": args.task_timeout}))
     began = time.perf_counter()
     run = run_bench(config, solver)
-    print(f"[{time.perf_counter() - began:6.0f} s] {folder.name}: {run.ran} task(s) run, {run.resumed} resumed",
+    spent = time.perf_counter() - began
+    info = _run_info(out)
+    # the folder's wall time, over every invocation that ran part of it (a resumed run adds)
+    (out / RUN_INFO).write_text(json.dumps({**info, "wall_s": round(info.get("wall_s", 0.0) + spent, 1)}))
+    print(f"[{spent:6.0f} s] {folder.name}: {run.ran} task(s) run, {run.resumed} resumed",
           file=sys.stderr, flush=True)
 
 
@@ -178,19 +183,45 @@ def folder_summary(out: Path, folder: Path | None = None) -> dict:
             "over_budget": over, "torch_npu": sum(r.status == "reference_unavailable" for r in rows),
             "by_reason": [{"reason": g.kind, "count": g.count} for g in by_reason(missed)],
             "not_correct": [m.model_dump() for m in missed], "sage_commits": _run_commits(out),
-            "task_timeout_s": _run_timeout(out)}
+            "task_timeout_s": _run_timeout(out), "seconds": time_split(rows, _run_info(out).get("wall_s"))}
+
+
+# issue 31's split of the wall time: the job outside its evaluation (loading the task,
+# tracing, compiling, the schedule search's simulator runs) and the evaluation's own parts
+SPLIT = ("compile", "reference", "time_model", "simulate", "check")
+
+
+def time_split(rows: list, wall_s: float | None) -> dict | None:  # noqa: ANN001 - ResultRows
+    """Seconds of the folder's tasks by part, summed over its rows (with two workers, about
+    twice the wall time), those stopped at the limit counted apart; None when no row has the
+    split (rows made before evaluations recorded it)."""
+    judged = [r for r in rows if r.evaluation is not None and r.evaluation.split is not None]
+    if not judged:
+        return None
+    out = dict.fromkeys(SPLIT, 0.0)
+    for r in judged:
+        out["compile"] += max(r.wall_s - r.evaluation.wall_s, 0.0)
+        for part in SPLIT[1:]:
+            out[part] += getattr(r.evaluation.split, part)
+    out["unsplit"] = sum(r.wall_s for r in rows if r not in judged)    # no kernel: the compile's refusal
+    out["timeouts"] = sum(1 for r in rows if r.status == "timeout")
+    out["wall"] = wall_s
+    return {k: round(v, 1) if isinstance(v, float) else v for k, v in out.items()}
+
+
+def _run_info(out: Path) -> dict:
+    info = out / RUN_INFO
+    return json.loads(info.read_text()) if info.exists() else {}
 
 
 def _run_timeout(out: Path) -> float | None:
     """The limit per task a folder was run with (None: not recorded, runs before it was)."""
-    info = out / RUN_INFO
-    return json.loads(info.read_text()).get("task_timeout_s") if info.exists() else None
+    return _run_info(out).get("task_timeout_s")
 
 
 def _run_commits(out: Path) -> list[str]:
     """The sage commits a folder's rows were made at (more than one when a run was resumed later)."""
-    info = out / RUN_INFO
-    return json.loads(info.read_text())["sage_commits"] if info.exists() else []
+    return _run_info(out).get("sage_commits", [])
 
 
 def _over_budget(row) -> bool:  # noqa: ANN001 - a ResultRow
@@ -243,6 +274,18 @@ def markdown(summary: dict, args: argparse.Namespace, wall_s: float | None = Non
         lines += ["", f"Run with another limit per task: {', '.join(other)}."]
     if unrun:
         lines += ["", f"Folders not run yet (no row): {', '.join(unrun)}."]
+    timed = {name: s["seconds"] for name, s in summary.items() if s.get("seconds")}
+    if timed:
+        lines += ["", "Where the time went, in minutes (the tasks' own times summed over the workers, so about "
+                  f"{args.workers} times the wall time; compile: the job outside its evaluation, with the schedule "
+                  "search's simulator runs; no kernel: jobs the compiler refused; a task stopped at the limit "
+                  "is counted apart):", "",
+                  "| folder | wall | compile | reference | time model | simulate | check | no kernel | stopped |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, t in timed.items():
+            wall = f"{t['wall'] / 60:.1f}" if t.get("wall") is not None else "?"
+            lines.append(f"| {name} | {wall} | " + " | ".join(f"{t[k] / 60:.1f}" for k in (*SPLIT, "unsplit"))
+                         + f" | {t['timeouts']} |")
     if wall_s is not None:
         lines += ["", f"({wall_s / 60:.1f} min for this invocation.)"]
     return "\n".join(lines)

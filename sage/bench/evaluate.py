@@ -95,6 +95,20 @@ class CaseResult(BaseModel):
     trace: list[dict] | None = Field(default=None, exclude=True)   # only on request, never stored
 
 
+class Split(BaseModel):
+    """Where a task's judging time went, in seconds of wall time (issue 31 asks the public
+    levels' wall time split into reference, compile and simulate: the compile is the rest of
+    the job, outside the evaluation)."""
+
+    reference: float = 0.0       # the reference's outputs and their float64 truth
+    time_model: float = 0.0      # the torch_npu time model (sage.bench.reference)
+    simulate: float = 0.0        # the kernel's sandboxed runs
+    check: float = 0.0           # comparing the outputs, the physical tripwire
+
+    def add(self, part: str, began: float) -> None:
+        setattr(self, part, round(getattr(self, part) + time.perf_counter() - began, 3))
+
+
 class TaskEvaluation(BaseModel):
     model_config = ConfigDict(ser_json_inf_nan="strings")
 
@@ -115,6 +129,7 @@ class TaskEvaluation(BaseModel):
     cases: list[CaseResult] = []
     wall_s: float = 0.0
     isolation_gaps: list[str] = []            # OS isolation layers this machine could not apply
+    split: Split | None = None                # where wall_s went
 
 
 def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
@@ -139,6 +154,7 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
 
     results: list[CaseResult] = []
     isolation_gaps: set[str] = set()
+    split = Split()
     for index, case in selected:
         if on_case is not None:
             on_case(len(results), len(selected))
@@ -148,6 +164,7 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
         if result.unsupported:
             continue
         where = f"case {index} ({describe_case(case)})"
+        began = time.perf_counter()
         try:
             ops: set[str] = set()
             expected = reference_outputs(model, case, ops)
@@ -156,19 +173,28 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
         except ReferenceFailure as exc:
             result.reference_error = f"{where}: {exc}"
             continue
+        finally:
+            split.add("reference", began)
+        began = time.perf_counter()
         # a reference that only moves elements has its eager output as its float64 truth
         truth = expected if copies_only(ops) else truth_outputs(model, case, len(expected))
         result.empty = all(e.size == 0 for e in expected)
+        split.add("reference", began)
+        began = time.perf_counter()
         ref = None
         try:
             ref = reference_time_for(task, case, preset)
         except ReferenceFailure as exc:
             # Correctness does not need the time model: the case is still judged, without a speedup.
             result.reference_problem = str(exc)
+        split.add("time_model", began)
         if ref is not None:
             result.reference_times = ref.times
+        began = time.perf_counter()
         run = run_sandboxed(source, kernel_args(case), kwargs, preset=preset, filename=filename,
                             trace=trace, expected=output_specs(expected), limits=limits)
+        split.add("simulate", began)
+        began = time.perf_counter()
         result.printed = run.printed or None
         isolation_gaps.update(run.isolation_gaps)
         never_launched = _never_launched(run.profile, expected)
@@ -183,6 +209,7 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
             if comparison.correct and not never_launched and not result.empty:
                 run.error = physical_check(run.profile, expected, model, case, preset,
                                            essential=ref.essential if ref is not None else None)
+        split.add("check", began)
         if run.error is not None:
             result.error = run.error.model_copy(update={"message": f"{where}: {run.error.message}"})
             break
@@ -202,6 +229,7 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
             result.speedup = result.device_speedup = result.roofline_fraction = None
     evaluation = _summarise(head, results, time.perf_counter() - start)
     evaluation.isolation_gaps = sorted(isolation_gaps)
+    evaluation.split = split
     return evaluation
 
 

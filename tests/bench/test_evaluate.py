@@ -40,6 +40,9 @@ def test_correct_kernel_passes_every_case(relu):
         if case.reference_times is not None:
             assert case.speedup == pytest.approx(case.reference_times.end_to_end_us / case.times.end_to_end_us)
     assert ev.roofline_fraction == pytest.approx(sum(c.roofline_fraction for c in ev.cases) / 3)
+    # where the judging time went: every part measured, together within the evaluation's wall time
+    parts = ev.split.model_dump()
+    assert all(v > 0 for v in parts.values()) and sum(parts.values()) <= ev.wall_s + 0.01
 
 
 def test_cases_argument_selects_cases(relu):

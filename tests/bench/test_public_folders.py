@@ -83,3 +83,35 @@ def test_a_doc_keeps_the_rows_of_folders_this_run_did_not_make(tmp_path, monkeyp
         assert "Run with another limit per task: loss (900 s)." in text
         assert "2 rows kept from an earlier table" in text
     assert (doc.parent / "data" / "public_folders.json").exists()
+
+
+def test_the_time_split_sums_the_rows_parts_and_counts_stopped_tasks_apart(tmp_path):
+    from sage.bench.evaluate import Split
+
+    out = tmp_path / "out"
+    out.mkdir()
+    ev = TaskEvaluation(task="a", status="correct", executed=True, correct=True, wall_s=50.0,
+                        split=Split(reference=10.0, time_model=5.0, simulate=30.0, check=2.0))
+    rows = [ResultRow(task="a", level=None, status="correct", evaluation=ev, seed=0, wall_s=80.0),
+            ResultRow(task="b", level=None, status="no_kernel", seed=0, wall_s=12.0,
+                      evaluation=TaskEvaluation(task="b", status="no_kernel")),
+            ResultRow(task="c", level=None, status="timeout", seed=0,
+                      evaluation=TaskEvaluation(task="c", status="error"))]
+    (out / "results.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in rows))
+    (out / RUN_INFO).write_text(json.dumps({"sage_commits": ["abc1234"], "wall_s": 600.0}))
+    seconds = folder_summary(out)["seconds"]
+    # the job outside its evaluation is the compile: 80 - 50
+    assert seconds == {"compile": 30.0, "reference": 10.0, "time_model": 5.0, "simulate": 30.0, "check": 2.0,
+                       "unsplit": 12.0, "timeouts": 1, "wall": 600.0}
+
+    class Args:
+        cases, workers, max_input_gb, task_timeout, commit, folders = None, 2, 4.0, 300.0, "460a972", None
+
+    table = markdown({"math": folder_summary(out)}, Args(), unrun=[])
+    assert "| math | 10.0 | 0.5 | 0.2 | 0.1 | 0.5 | 0.0 | 0.2 | 1 |" in table
+
+
+def test_rows_made_before_the_split_have_none():
+    from benchmarks.public_folders import time_split
+
+    assert time_split([_row("a", True, 2.0)], None) is None
