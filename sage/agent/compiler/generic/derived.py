@@ -4,16 +4,16 @@ shape, a sum of a size and an argument, a size as a float, a ratio of sizes.
 The plain candidates (`hostexpr.py`) read one tensor's dimensions, their products and the
 scalar arguments. A padding's output is the input grown by the pad amounts, an
 interpolation's is the input's batch and channels with `size` (or `floor(d * scale)`)
-spatial dimensions, a repeat's each dimension times its count, a concatenation's the sum of its pieces along the axis argument: their
-sizes, strides and element counts are sums and ratios no plain candidate gives, so each case
-of `F.pad`, `F.interpolate` or `torch.cat` was a case class of its own (level1/15_pad 158
-KB: 51 classes for 51 cases, issue 31). Here the host computes them as Ascend C's host
+spatial dimensions, a repeat's each dimension times its count, a concatenation's the sum of
+its pieces along the axis argument: their sizes, strides and element counts are sums and
+ratios no plain candidate gives, so each case of `F.pad`, `F.interpolate` or `torch.cat` was
+a case class of its own (level1/15_pad 158 KB: 51 classes for 51 cases, issue 31). Here the host computes them as Ascend C's host
 tiling does from the op's attributes: a host helper (sage/kernels/host_helpers.py) gives the
 derived shape, and every dimension, product of consecutive dimensions and element count of
 it, its mixes with the input's shape (the first pass of a separable resize: resized rows,
 input columns), the offset of the input inside the padded output, where each piece of a
-concatenation starts, a dimension plus one list item, the floats of these sizes and the
-ratios of input to output dimensions are candidates of one case like the plain ones. As for
+concatenation starts, a dimension plus one list item, a table with one spare row, the
+floats of these sizes and the ratios of input to output dimensions are candidates of one case like the plain ones. As for
 those, the cases of one class keep only the expressions every one of them agrees on
 (`rules.py`), and the dispatch is checked against each case compiled.
 """
@@ -38,7 +38,7 @@ ARITHMETIC: dict[str, tuple[str, Any]] = {
     "recip": ("(1.0 / {0})", lambda a: 1.0 / a),
     "twice": ("(2 * {0})", lambda a: 2 * a),
     "less1": ("({0} - 1)", lambda a: a - 1),
-    # a tensor with one more row along an axis: numel + numel / d (a table with a spare row)
+    # a table with one spare row along an axis: d + 1 rows, numel + numel / d elements
     "plus1": ("({0} + 1)", lambda a: a + 1),
     "grown": ("({0} + {0} // max({1}, 1))", lambda n, d: n + n // max(d, 1)),
 }
@@ -192,8 +192,8 @@ def extend(add: Any, flat: list, long_row_limit: int | None = None) -> None:
         # smooth scale from [G + 1, N], row G zero: its (G + 1) * N elements were a literal
         # that pinned every case of public level2/10 to a class of its own)
         if isinstance(x, torch.Tensor) and x.dim() >= 2 and x.numel() > 0:
+            n, e = int(x.numel()), HostExpr("numel", i)
             for k in range(x.dim()):
-                n, e = int(x.numel()), HostExpr("numel", i)
                 add(n + n // int(x.shape[k]), Derived("derived", op="grown", parts=(e, HostExpr("dim", i, k))))
                 add(int(x.shape[k]) + 1, Derived("derived", op="plus1", parts=(HostExpr("dim", i, k),)))
     for d, v in base_dims:
