@@ -203,7 +203,8 @@ def time_split(rows: list, wall_s: float | None) -> dict | None:  # noqa: ANN001
         out["compile"] += max(r.wall_s - r.evaluation.wall_s, 0.0)
         for part in SPLIT[1:]:
             out[part] += getattr(r.evaluation.split, part)
-    out["unsplit"] = sum(r.wall_s for r in rows if r not in judged)    # no kernel: the compile's refusal
+    split_rows = {id(r) for r in judged}
+    out["unsplit"] = sum(r.wall_s for r in rows if id(r) not in split_rows)    # no kernel: the compile's refusal
     out["timeouts"] = sum(1 for r in rows if r.status == "timeout")
     out["wall"] = wall_s
     return {k: round(v, 1) if isinstance(v, float) else v for k, v in out.items()}

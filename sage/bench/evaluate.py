@@ -35,11 +35,12 @@ forward() launched no kernel at all, it says that.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -105,8 +106,14 @@ class Split(BaseModel):
     simulate: float = 0.0        # the kernel's sandboxed runs
     check: float = 0.0           # comparing the outputs, the physical tripwire
 
-    def add(self, part: str, began: float) -> None:
-        setattr(self, part, round(getattr(self, part) + time.perf_counter() - began, 3))
+    @contextlib.contextmanager
+    def part(self, name: str) -> Iterator[None]:
+        """Adds the wall time of the block (also when it leaves by an exception) to `name`."""
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            setattr(self, name, getattr(self, name) + time.perf_counter() - began)
 
 
 class TaskEvaluation(BaseModel):
@@ -164,52 +171,46 @@ def evaluate_kernel(task: Task, source: str, *, preset: str = "ascend910b2",
         if result.unsupported:
             continue
         where = f"case {index} ({describe_case(case)})"
-        began = time.perf_counter()
         try:
-            ops: set[str] = set()
-            expected = reference_outputs(model, case, ops)
+            with split.part("reference"):
+                ops: set[str] = set()
+                expected = reference_outputs(model, case, ops)
         except ReferenceUnavailable as exc:
             return TaskEvaluation(**head, status="reference_unavailable", reason=exc.reason)
         except ReferenceFailure as exc:
             result.reference_error = f"{where}: {exc}"
             continue
-        finally:
-            split.add("reference", began)
-        began = time.perf_counter()
-        # a reference that only moves elements has its eager output as its float64 truth
-        truth = expected if copies_only(ops) else truth_outputs(model, case, len(expected))
+        with split.part("reference"):
+            # a reference that only moves elements has its eager output as its float64 truth
+            truth = expected if copies_only(ops) else truth_outputs(model, case, len(expected))
         result.empty = all(e.size == 0 for e in expected)
-        split.add("reference", began)
-        began = time.perf_counter()
         ref = None
         try:
-            ref = reference_time_for(task, case, preset)
+            with split.part("time_model"):
+                ref = reference_time_for(task, case, preset)
         except ReferenceFailure as exc:
             # Correctness does not need the time model: the case is still judged, without a speedup.
             result.reference_problem = str(exc)
-        split.add("time_model", began)
         if ref is not None:
             result.reference_times = ref.times
-        began = time.perf_counter()
-        run = run_sandboxed(source, kernel_args(case), kwargs, preset=preset, filename=filename,
-                            trace=trace, expected=output_specs(expected), limits=limits)
-        split.add("simulate", began)
-        began = time.perf_counter()
+        with split.part("simulate"):
+            run = run_sandboxed(source, kernel_args(case), kwargs, preset=preset, filename=filename,
+                                trace=trace, expected=output_specs(expected), limits=limits)
         result.printed = run.printed or None
         isolation_gaps.update(run.isolation_gaps)
         never_launched = _never_launched(run.profile, expected)
         blank = None if run.error is not None or never_launched else _blank_output(expected, run.outputs)
         if run.error is None:
-            comparison: Comparison = compare_outputs(expected, run.outputs or [], truth=truth,
-                                                     int_step=1 if "quant" in task.tags else 0)
-            # The tripwire guards what is scored, a correct result's time: a wrong result is not
-            # scored, and "incorrect" (an output never written, say) tells its author more than
-            # "impossible" would. An empty case (every output without elements) is not scored
-            # either: it needs no work, whatever its inputs hold.
-            if comparison.correct and not never_launched and not result.empty:
-                run.error = physical_check(run.profile, expected, model, case, preset,
-                                           essential=ref.essential if ref is not None else None)
-        split.add("check", began)
+            with split.part("check"):
+                comparison: Comparison = compare_outputs(expected, run.outputs or [], truth=truth,
+                                                         int_step=1 if "quant" in task.tags else 0)
+                # The tripwire guards what is scored, a correct result's time: a wrong result is not
+                # scored, and "incorrect" (an output never written, say) tells its author more than
+                # "impossible" would. An empty case (every output without elements) is not scored
+                # either: it needs no work, whatever its inputs hold.
+                if comparison.correct and not never_launched and not result.empty:
+                    run.error = physical_check(run.profile, expected, model, case, preset,
+                                               essential=ref.essential if ref is not None else None)
         if run.error is not None:
             result.error = run.error.model_copy(update={"message": f"{where}: {run.error.message}"})
             break

@@ -95,11 +95,11 @@ def guard(alts: list[list[Formula]]) -> list[Formula] | None:
     tail = 0
     while all(len(r) - tail > head and r[-1 - tail] == rest[0][-1 - tail] for r in rest):
         tail += 1
-    shared = common + rest[0][:head] + (rest[0][len(rest[0]) - tail:] if tail else [])
+    before, after = rest[0][:head], rest[0][len(rest[0]) - tail:]
     middles = [r[head:len(r) - tail] for r in rest]
     if any(not m for m in middles):
-        return shared or None
-    return common + rest[0][:head] + [("or", *middles)] + (rest[0][len(rest[0]) - tail:] if tail else [])
+        return common + before + after or None
+    return common + before + [("or", *middles)] + after
 
 
 def _joined(alts: list[tuple]) -> list[tuple]:

@@ -8,7 +8,11 @@ are regrouped: int addition regroups exactly, float addition does not.
 
 from __future__ import annotations
 
+from collections import Counter
+from functools import reduce
+
 from sage.kernels.symbolic import Formula
+
 
 def is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
@@ -42,19 +46,8 @@ def collapsed(f: Formula, ints: frozenset[int]) -> Formula:
             stack += [node[2], node[1]]
         else:
             terms.append(collapsed(node, ints))
-    counts: dict[Formula, int] = {}
-    for t in terms:
-        counts[t] = counts.get(t, 0) + 1
-    if len(counts) == len(terms):
-        return _sum(terms)
-    return _sum([t if k == 1 else ("*", ("c", k), t) for t, k in counts.items()])
-
-
-def _sum(terms: list[Formula]) -> Formula:
-    out = terms[0]
-    for t in terms[1:]:
-        out = ("+", out, t)
-    return out
+    counts = Counter(terms)            # in first-seen order
+    return reduce(lambda a, b: ("+", a, b), [t if k == 1 else ("*", ("c", k), t) for t, k in counts.items()])
 
 
 __all__ = ["collapsed", "is_int"]
